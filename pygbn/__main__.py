@@ -1,0 +1,5 @@
+import sys
+
+from pygbn.cli import main
+
+sys.exit(main())

@@ -1,0 +1,132 @@
+"""Small shared helpers: random-state handling, block streams, argument checks.
+
+Everything random in pygbn takes ``random_state`` (None, int, SeedSequence or
+:class:`numpy.random.Generator`), as numpy and scikit-learn do.  There is no
+global random state.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "check_random_state",
+    "spawn_generators",
+    "BlockStreams",
+    "bitgen_address",
+]
+
+
+def check_random_state(random_state=None) -> np.random.Generator:
+    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+
+    Parameters
+    ----------
+    random_state : None, int, array of ints, SeedSequence, BitGenerator or Generator
+        ``None`` draws fresh OS entropy; an int (or array of ints) or a
+        ``SeedSequence`` seeds a new PCG64 generator; a ``BitGenerator`` is
+        wrapped; a ``Generator`` is returned unchanged (so draws advance it).
+
+    Raises
+    ------
+    ValueError
+        If ``random_state`` is none of the above (the legacy
+        ``numpy.random.RandomState`` is refused: it has no C-level bit
+        generator we can share safely).
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.BitGenerator):
+        return np.random.Generator(random_state)
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int, got {random_state!r}")
+        return np.random.default_rng(int(random_state))
+    if isinstance(random_state, (list, tuple, np.ndarray)):
+        arr = np.asarray(random_state)
+        if arr.dtype.kind in "iu" and arr.ndim == 1 and (arr >= 0).all():
+            return np.random.default_rng(arr)
+    raise ValueError(
+        "random_state must be None, a non-negative int, a SeedSequence, a BitGenerator "
+        f"or a numpy.random.Generator, got {random_state!r}"
+    )
+
+
+def spawn_generators(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
+    """Derive ``n`` independent child generators from ``rng``.
+
+    The children are seeded by a :class:`~numpy.random.SeedSequence` whose
+    entropy is drawn from ``rng`` (advancing it), then spawned, so the result
+    is a deterministic function of ``rng``'s state and works for every bit
+    generator type.  Children are PCG64 generators.
+    """
+    entropy = rng.integers(0, 2**32, size=8, dtype=np.uint64)
+    children = np.random.SeedSequence([int(e) for e in entropy]).spawn(int(n))
+    return [np.random.Generator(np.random.PCG64(c)) for c in children]
+
+
+def bitgen_address(gen: np.random.Generator) -> int:
+    """Address of the C ``bitgen_t`` struct behind ``gen`` (see numpy's C API)."""
+    return gen.bit_generator.ctypes.bit_generator.value
+
+
+class BlockStreams:
+    """One random stream per fixed block of work.
+
+    Parallel loops in pygbn split their work (documents, draws) into blocks
+    whose boundaries depend only on the problem size, never on the number of
+    threads.  Block ``b`` always draws from stream ``b``; so a fixed seed gives
+    the same result for any thread count.
+
+    Attributes
+    ----------
+    generators : list of numpy.random.Generator
+        The per-block generators (kept alive here: the kernels use their
+        C-level ``bitgen_t`` pointers).
+    addresses : ndarray of uintp
+        ``bitgen_t*`` addresses, in block order, for the Cython kernels.
+    """
+
+    def __init__(self, rng: np.random.Generator, n_blocks: int):
+        if n_blocks < 1:
+            raise ValueError(f"n_blocks must be >= 1, got {n_blocks}")
+        self.generators = spawn_generators(rng, n_blocks)
+        self.addresses = np.array([bitgen_address(g) for g in self.generators], dtype=np.uintp)
+
+    def __len__(self) -> int:
+        return len(self.generators)
+
+    def get_state(self) -> list[dict]:
+        return [g.bit_generator.state for g in self.generators]
+
+    def set_state(self, states: Sequence[dict]) -> None:
+        if len(states) != len(self.generators):
+            raise ValueError(f"expected {len(self.generators)} stream states, got {len(states)}")
+        for g, s in zip(self.generators, states):
+            g.bit_generator.state = s
+
+
+def block_bounds(n_items: int, block_size: int) -> np.ndarray:
+    """Boundaries ``[0, b, 2b, ..., n_items]`` of fixed-size blocks (int64)."""
+    if n_items <= 0:
+        return np.zeros(1, dtype=np.int64)
+    b = np.arange(0, n_items, block_size, dtype=np.int64)
+    return np.append(b, np.int64(n_items))
+
+
+def effective_n_jobs(n_jobs) -> int:
+    """Resolve scikit-learn style ``n_jobs`` (None -> 1, -1 -> all cores)."""
+    import os
+
+    if n_jobs is None:
+        return 1
+    if not isinstance(n_jobs, (numbers.Integral, np.integer)) or isinstance(n_jobs, bool) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}")
+    n_cpu = os.cpu_count() or 1
+    if n_jobs < 0:
+        return max(1, n_cpu + 1 + int(n_jobs))
+    return int(n_jobs)
