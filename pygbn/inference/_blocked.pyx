@@ -1,0 +1,311 @@
+# cython: language_level=3
+"""Blocked, document-parallel Gibbs kernels (GIL released).
+
+Every kernel here is a pure step over fixed blocks of documents: block ``b``
+(documents ``bounds[b]:bounds[b+1]``) draws only from stream ``streams[b]``
+(a ``bitgen_t*`` spawned from one SeedSequence, see
+:class:`pygbn._utils.BlockStreams`).  Blocks are independent given the global
+parameters, so the result does not depend on how many threads run them.
+Count statistics that are summed across documents (``n_out``) are
+accumulated per thread and summed afterwards in integer arithmetic, which is
+exact whatever the order.
+
+The kernels trust their input (shapes, dtypes, positivity): the Python layer
+in :mod:`pygbn.inference.gibbs` prepares it.
+"""
+from cython.parallel cimport prange, threadid
+from libc.math cimport log, exp, sqrt, INFINITY, isfinite
+from libc.float cimport DBL_MIN
+from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdlib cimport malloc, free
+from numpy.random cimport bitgen_t
+from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
+
+from pygbn.random._kernels cimport (
+    random_crt, random_truncated_poisson, random_truncated_bessel,
+    random_multinomial_split, random_dirichlet,
+)
+
+# How the latent count of a cell is obtained from its observation
+# (the same codes are used in pygbn.inference.gibbs).
+cdef enum:
+    LATENT_COUNTS = 0         # Poisson link: the observation is the latent count
+    LATENT_CRT = 1            # upper layers: CRT(m, sum_k phi_vk theta_kj)   (eq:CRT)
+    LATENT_TRUNC_POISSON = 2  # Bernoulli-Poisson link, b = 1                  (eq:Ber-PGBN)
+    LATENT_TRUNC_BESSEL = 3   # PRG link, y > 0                                (eq:Gam-PGBN)
+
+# below this many units a split uses categorical draws (binary search on the
+# cumulative weights), above it conditional binomials
+cdef enum:
+    SMALL_SPLIT = 32
+
+
+cdef inline Py_ssize_t _search(const double *cw, Py_ssize_t k, double u) noexcept nogil:
+    """First index i with cw[i] > u (cw non-decreasing); k - 1 if none."""
+    cdef Py_ssize_t lo = 0, hi = k - 1, mid
+    if u >= cw[hi]:
+        # rounding put u at the very top: last cell with positive weight
+        while hi > 0 and cw[hi] <= cw[hi - 1]:
+            hi -= 1
+        return hi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cw[mid] > u:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+cdef inline double _cell_weights(const double *phi_row, const double *theta_row, Py_ssize_t k,
+                                 double *w, double *cw) noexcept nogil:
+    """w[i] = phi_row[i] * theta_row[i], cw = cumsum(w); returns the total.
+
+    If the products underflow (total 0) the weights are recomputed in log
+    space and rescaled by their maximum, which leaves the normalised
+    probabilities unchanged.
+    """
+    cdef Py_ssize_t i
+    cdef double total = 0.0, mx = -INFINITY, lw
+    for i in range(k):
+        w[i] = phi_row[i] * theta_row[i]
+        total += w[i]
+        cw[i] = total
+    if total > 0.0:
+        return total
+    for i in range(k):
+        if phi_row[i] > 0.0 and theta_row[i] > 0.0:
+            lw = log(phi_row[i]) + log(theta_row[i])
+            if lw > mx:
+                mx = lw
+    total = 0.0
+    for i in range(k):
+        if phi_row[i] > 0.0 and theta_row[i] > 0.0:
+            w[i] = exp(log(phi_row[i]) + log(theta_row[i]) - mx)
+        else:
+            w[i] = 0.0
+        total += w[i]
+        cw[i] = total
+    if total <= 0.0:
+        # every weight is zero: spread uniformly (cannot happen with floored phi, theta)
+        for i in range(k):
+            w[i] = 1.0
+            cw[i] = i + 1.0
+        total = <double>k
+    return 0.0  # signals "the true total underflowed"
+
+
+cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
+                            Py_ssize_t k, int64_t *tmp, int64_t *m_row,
+                            int64_t *n_row) noexcept nogil:
+    """Multinomial split of x units over k cells (eq:step1); adds to m_row and n_row."""
+    cdef int64_t i
+    cdef Py_ssize_t c
+    cdef double total = cw[k - 1]
+    if x <= 0:
+        return
+    if x < SMALL_SPLIT:
+        for i in range(x):
+            c = _search(cw, k, random_standard_uniform(g) * total)
+            m_row[c] += 1
+            n_row[c] += 1
+    else:
+        random_multinomial_split(g, x, w, k, total, tmp)
+        for c in range(k):
+            if tmp[c] != 0:
+                m_row[c] += tmp[c]
+                n_row[c] += tmp[c]
+
+
+cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
+    if mode == LATENT_COUNTS:
+        return <int64_t> obs
+    elif mode == LATENT_CRT:
+        return random_crt(g, <int64_t> obs, total)
+    elif mode == LATENT_TRUNC_POISSON:
+        return random_truncated_poisson(g, total)
+    else:
+        return random_truncated_bessel(g, 2.0 * sqrt(aux * obs * total))
+
+
+def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
+                 const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
+                 int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
+                 int64_t[:, ::1] m_out, int64_t[:, :, ::1] n_out, int64_t[::1] x_out,
+                 int n_threads):
+    """Latent counts and their split for a sparse documents x rows layer.
+
+    For each document ``j`` and stored cell ``(v, obs)`` of row ``j`` of the
+    CSR matrix (``indptr``, ``indices``, ``values``):
+    ``w_k = phi[v, k] * theta[j, k]``, latent count ``x`` from ``obs`` by
+    ``mode`` (identity, truncated Poisson with rate ``sum(w)``, truncated
+    Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``), then
+    ``x ~> Mult(x, w / sum(w))`` (eq:step1), added to ``m_out[j, :]`` and to
+    the thread's ``n_out[tid, v, :]``; ``x_out[cell] = x`` when ``x_out`` is
+    not empty.  ``m_out`` rows of the documents are overwritten;
+    ``n_out`` must be zero on entry.
+    """
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t k = phi.shape[1]
+    cdef Py_ssize_t b, j, c, i
+    cdef int tid
+    cdef bint keep_x = x_out.shape[0] > 0
+    cdef double *w
+    cdef double *cw
+    cdef int64_t *tmp
+    cdef double total, a
+    cdef int64_t x
+    cdef bitgen_t *g
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        tid = threadid()
+        g = <bitgen_t *> streams[b]
+        w = <double *> malloc(k * sizeof(double))
+        cw = <double *> malloc(k * sizeof(double))
+        tmp = <int64_t *> malloc(k * sizeof(int64_t))
+        for j in range(bounds[b], bounds[b + 1]):
+            for i in range(k):
+                m_out[j, i] = 0
+            a = aux[j] if aux.shape[0] > 0 else 1.0
+            for c in range(indptr[j], indptr[j + 1]):
+                total = _cell_weights(&phi[indices[c], 0], &theta[j, 0], k, w, cw)
+                x = _latent(g, mode, values[c], total, a)
+                if keep_x:
+                    x_out[c] = x
+                _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[tid, indices[c], 0])
+        free(w)
+        free(cw)
+        free(tmp)
+
+
+def split_dense_crt(const int64_t[:, ::1] m_in, const double[:, ::1] phi,
+                    const double[:, ::1] theta, const int64_t[::1] bounds,
+                    const uintptr_t[::1] streams, int64_t[:, ::1] m_out,
+                    int64_t[:, :, ::1] n_out, int64_t[::1] tables_out, int n_threads):
+    """Upward propagation through one layer (eq:CRT then eq:step1).
+
+    For every document ``j`` and row ``v`` with ``m = m_in[j, v] > 0``:
+    ``x ~ CRT(m, sum_k phi[v, k] theta[j, k])`` and
+    ``x ~> Mult(x, phi[v, :] * theta[j, :] / sum)``, added to ``m_out[j, :]``
+    (overwritten per document) and ``n_out[tid, v, :]`` (zero on entry);
+    ``tables_out[j] = sum_v x``.
+    """
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t k = phi.shape[1]
+    cdef Py_ssize_t kin = m_in.shape[1]
+    cdef Py_ssize_t b, j, v, i
+    cdef int tid
+    cdef double *w
+    cdef double *cw
+    cdef int64_t *tmp
+    cdef double total
+    cdef int64_t x, tables
+    cdef bitgen_t *g
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        tid = threadid()
+        g = <bitgen_t *> streams[b]
+        w = <double *> malloc(k * sizeof(double))
+        cw = <double *> malloc(k * sizeof(double))
+        tmp = <int64_t *> malloc(k * sizeof(int64_t))
+        for j in range(bounds[b], bounds[b + 1]):
+            for i in range(k):
+                m_out[j, i] = 0
+            tables = 0
+            for v in range(kin):
+                if m_in[j, v] <= 0:
+                    continue
+                total = _cell_weights(&phi[v, 0], &theta[j, 0], k, w, cw)
+                x = random_crt(g, m_in[j, v], total)
+                tables = tables + x
+                _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[tid, v, 0])
+            tables_out[j] = tables
+        free(w)
+        free(cw)
+        free(tmp)
+
+
+def top_crt(const int64_t[:, ::1] m, const double[::1] r, const int64_t[::1] bounds,
+            const uintptr_t[::1] streams, int64_t[:, ::1] out, int n_threads):
+    """``out[b, k] = sum_{j in block b} CRT(m[j, k], r[k])`` (eq:CRT at the top layer)."""
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t k = m.shape[1]
+    cdef Py_ssize_t b, j, i
+    cdef bitgen_t *g
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        g = <bitgen_t *> streams[b]
+        for i in range(k):
+            out[b, i] = 0
+        for j in range(bounds[b], bounds[b + 1]):
+            for i in range(k):
+                if m[j, i] > 0:
+                    out[b, i] += random_crt(g, m[j, i], r[i])
+
+
+def sample_gamma_rows(const double[:, ::1] prior, const int64_t[:, ::1] m,
+                      const double[::1] rate, const int64_t[::1] bounds,
+                      const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
+    """``out[j, k] ~ Gam(prior[j', k] + m[j, k], 1 / rate[j])`` (eq:step4).
+
+    ``prior`` has one row per document, or a single row shared by all
+    documents (the top layer's ``r``).  Draws are floored at the smallest
+    normal double so that no factor score is exactly zero.
+    """
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t k = out.shape[1]
+    cdef bint shared = prior.shape[0] == 1
+    cdef Py_ssize_t b, j, i, jp
+    cdef double v
+    cdef bitgen_t *g
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        g = <bitgen_t *> streams[b]
+        for j in range(bounds[b], bounds[b + 1]):
+            jp = 0 if shared else j
+            for i in range(k):
+                v = random_standard_gamma(g, prior[jp, i] + m[j, i]) / rate[j]
+                out[j, i] = v if v > DBL_MIN else DBL_MIN
+    
+
+def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,
+                   const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
+    """``out[i, :] ~ Dirichlet(alpha[i, :])`` for each row (eq:step2 on Phi transposed).
+
+    Rows are grouped in fixed blocks, block ``b`` drawing from ``streams[b]``.
+    Entries are floored at the smallest normal double (then the row is still
+    on the simplex to within one ulp).
+    """
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t k = alpha.shape[1]
+    cdef Py_ssize_t b, j, i
+    cdef bitgen_t *g
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        g = <bitgen_t *> streams[b]
+        for j in range(bounds[b], bounds[b + 1]):
+            random_dirichlet(g, &alpha[j, 0], k, &out[j, 0])
+            for i in range(k):
+                if out[j, i] < DBL_MIN:
+                    out[j, i] = DBL_MIN
+
+
+def heldout_accumulate(const int64_t[::1] indptr, const int32_t[::1] indices,
+                       const double[:, ::1] phi, const double[:, ::1] theta,
+                       double[::1] rate_acc, double[::1] norm_acc, int n_threads):
+    """Add one posterior sample to the held-out accumulators.
+
+    ``rate_acc[c] += sum_k phi[v, k] theta[j, k]`` for every stored held-out
+    cell ``c = (j, v)`` and ``norm_acc[j] += sum_k theta[j, k]``.  No random
+    numbers; documents are independent, so any thread count gives the same sums.
+    """
+    cdef Py_ssize_t n_docs = indptr.shape[0] - 1
+    cdef Py_ssize_t k = phi.shape[1]
+    cdef Py_ssize_t j, c, i, v
+    cdef double s
+    for j in prange(n_docs, nogil=True, num_threads=n_threads, schedule="dynamic", chunksize=64):
+        s = 0.0
+        for i in range(k):
+            s = s + theta[j, i]
+        norm_acc[j] += s
+        for c in range(indptr[j], indptr[j + 1]):
+            v = indices[c]
+            s = 0.0
+            for i in range(k):
+                s = s + phi[v, i] * theta[j, i]
+            rate_acc[c] += s

@@ -1,0 +1,708 @@
+"""Upward-downward Gibbs sampling for the gamma belief network.
+
+:class:`GibbsSampler` holds the state of one chain (a :class:`Network` with
+per-sample hidden units, plus the latent counts) and runs one iteration of the
+sampler of the paper's Appendix B with :meth:`GibbsSampler.sweep`.  Each
+conditional is one method whose docstring names the equation it implements:
+
+==========================  ==========================================
+paper                       method
+==========================  ==========================================
+eq:z (collapsed layer one)  :meth:`GibbsSampler.sample_layer_one_collapsed`
+eq:step1, eq:Ber-PGBN,      :meth:`GibbsSampler.sample_layer_one_blocked`
+eq:Gam-PGBN, eq:c_g
+eq:CRT + eq:step1           :meth:`GibbsSampler.propagate_up`
+eq:step2                    :meth:`GibbsSampler.sample_phi`
+eq:step5 (r, gamma0, c0)    :meth:`GibbsSampler.sample_top`
+eq:step6, eq:p              :meth:`GibbsSampler.sample_p_c`
+eq:step4                    :meth:`GibbsSampler.sample_theta`
+==========================  ==========================================
+
+The layer-wise schedule of Algorithms 1 and 2 (burn-in, pruning of the new
+top layer, collection, one network per depth) is :func:`fit_layerwise`.
+
+Parallelism and reproducibility: every document-parallel kernel works on
+fixed blocks of ``BLOCK_SIZE`` documents, block ``b`` drawing from its own
+stream (:class:`pygbn._utils.BlockStreams`), so a fixed seed gives the same
+chain for any ``n_jobs``.  The collapsed layer-one sweep and the global
+updates are serial and draw from one private stream.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn._utils import BlockStreams, block_bounds, spawn_generators
+from pygbn.inference import _blocked, _collapsed
+from pygbn.model.layer import Layer
+from pygbn.model.links import LATENT_COUNTS, Link, get_link
+from pygbn.model.network import Hyperparameters, Network
+from pygbn.random import crt
+
+logger = logging.getLogger("pygbn")
+
+__all__ = ["GibbsSampler", "fit_layerwise", "FitResult", "BLOCK_SIZE"]
+
+#: documents per block of the parallel kernels (fixed: independent of n_jobs)
+BLOCK_SIZE = 128
+#: Phi columns per block of the parallel Dirichlet draws
+COLUMN_BLOCK = 8
+_TINY = np.finfo(np.float64).tiny
+_HUGE = 1e300
+
+
+def _as_kernel_csr(Y: sp.csr_matrix):
+    return (
+        np.ascontiguousarray(Y.indptr, dtype=np.int64),
+        np.ascontiguousarray(Y.indices, dtype=np.int32),
+        np.ascontiguousarray(Y.data, dtype=np.float64),
+    )
+
+
+class GibbsSampler:
+    """State of one upward-downward Gibbs chain.
+
+    Use :meth:`for_training` (a fresh single-layer network, as in the first
+    step of Algorithm 1) or :meth:`for_inference` (a fitted network whose
+    global parameters stay fixed, for features of new samples).
+
+    Attributes
+    ----------
+    network : Network
+        The live network: ``layers[t-1].theta`` (J, K_t), ``layers[t-1].c``
+        (c_j^(t+1)) and ``layers[t-1].counts`` are the chain's current values.
+    m : list of ndarray
+        ``m[t-1]`` is m^(t)(t+1), shape (J, K_t): how often factor k of
+        layer t is used by sample j.
+    method : {"collapsed", "blocked"}
+    """
+
+    def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
+                 n_jobs: int = 1, random_state=None, update_globals: bool = True,
+                 eta_schedule: Optional[Sequence[float]] = None):
+        from pygbn._utils import check_random_state
+
+        rng = check_random_state(random_state)
+        self.network = network
+        self.link: Link = network.link
+        self.hyper: Hyperparameters = network.hyper
+        self.Y = Y
+        self.n_docs, self.n_features = Y.shape
+        if method not in ("collapsed", "blocked"):
+            raise ValueError(f"method must be 'collapsed' or 'blocked', got {method!r}")
+        if method == "collapsed" and not self.link.collapsible:
+            raise ValueError(f"method='collapsed' needs count data; link {self.link.name!r} is blocked only")
+        self.method = method
+        self.n_jobs = int(n_jobs)
+        self.update_globals = bool(update_globals)
+        self.eta_schedule = list(eta_schedule) if eta_schedule is not None else None
+        # random streams: one private serial stream, per-block streams for documents
+        # and for Phi columns, and separate streams for evaluation draws (so that
+        # measuring held-out perplexity does not change the chain)
+        self.rng = spawn_generators(rng, 1)[0]
+        self.bounds = block_bounds(self.n_docs, BLOCK_SIZE)
+        n_blocks = max(1, len(self.bounds) - 1)
+        self.doc_streams = BlockStreams(rng, n_blocks)
+        max_width = max(network.widths)
+        self.col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
+        self.eval_streams = BlockStreams(rng, n_blocks)
+        self.eval_col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
+        self.indptr, self.indices, self.values = _as_kernel_csr(Y)
+        self.aux = np.empty(0, dtype=np.float64)
+        self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
+        self.iteration = 0
+        self._tok = None  # collapsed token state
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def for_training(cls, Y: sp.csr_matrix, n_components: int, *, link="poisson",
+                     eta: float = 0.05, hyper: Optional[Hyperparameters] = None,
+                     method: str = "collapsed", n_jobs: int = 1, random_state=None,
+                     eta_schedule: Optional[Sequence[float]] = None) -> "GibbsSampler":
+        """A chain on a one-layer network with ``n_components`` factors.
+
+        Initial values follow the authors' code: layer-one labels (collapsed)
+        uniformly at random, or Phi^(1) with uniform(0, 1) entries and
+        normalised columns and theta^(1) = 1/K (blocked); r_k = 1/K,
+        gamma0 = 1, c0 = 1 and all c_j^(2) = 1 (p_j^(2) = 1/2).
+        """
+        from pygbn._utils import check_random_state
+
+        rng = check_random_state(random_state)
+        link = get_link(link)
+        hyper = hyper or Hyperparameters()
+        K = int(n_components)
+        J, V = Y.shape
+        init_rng = spawn_generators(rng, 1)[0]
+        phi = init_rng.random((V, K))
+        phi /= phi.sum(axis=0, keepdims=True)
+        layer = Layer(phi=phi, eta=float(eta), theta=np.full((J, K), 1.0 / K),
+                      c=np.ones(J), counts=np.zeros((V, K), dtype=np.int64))
+        net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
+                      hyper=hyper, link=link)
+        s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True,
+                eta_schedule=eta_schedule)
+        s.aux = link.init_aux(Y, s.rng, hyper)
+        if method == "collapsed":
+            s._init_tokens(labels=None)
+        return s
+
+    @classmethod
+    def for_inference(cls, network: Network, Y: sp.csr_matrix, *, n_jobs: int = 1,
+                      random_state=None) -> "GibbsSampler":
+        """A blocked chain for new samples under a fitted ``network`` (kept fixed).
+
+        Per-sample state starts as in the authors' test-time code: each
+        c_j^(t+1) at the layer's training median and theta drawn top-down from
+        its prior (floored at the smallest normal double).
+        """
+        from pygbn._utils import check_random_state
+
+        rng = check_random_state(random_state)
+        J = Y.shape[0]
+        if Y.shape[1] != network.n_features:
+            raise ValueError(
+                f"X has {Y.shape[1]} features but the network was fitted with {network.n_features}"
+            )
+        live = network.summary()
+        for layer in live.layers:
+            layer.phi = np.ascontiguousarray(layer.phi, dtype=np.float64)
+            layer.c = np.full(J, layer.c_median, dtype=np.float64)
+        s = cls(live, Y, method="blocked", n_jobs=n_jobs, random_state=rng, update_globals=False)
+        thetas = live.sample_hidden(J, s.rng, c=[layer.c for layer in live.layers])
+        for layer, th in zip(live.layers, thetas):
+            layer.theta = np.ascontiguousarray(th)
+        s.aux = live.link.test_aux(J)
+        return s
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def depth(self) -> int:
+        return self.network.depth
+
+    def _n_threads(self) -> int:
+        return max(1, self.n_jobs)
+
+    def log_rates(self) -> List[np.ndarray]:
+        """``[L^(1), ..., L^(T+1)]`` with ``L^(t) = -ln(1 - p_j^(t))`` (paper eq:p).
+
+        ``L^(1) = 1`` (``p^(1) = 1 - e^-1``) and
+        ``L^(t+1) = ln(1 + L^(t) / c^(t+1))``, which is eq:p written so that it
+        stays accurate for p near 0 or 1.
+        """
+        L = [np.ones(self.n_docs)]
+        for layer in self.network.layers:
+            L.append(np.log1p(L[-1] / layer.c))
+        return L
+
+    def _init_tokens(self, labels: Optional[np.ndarray]) -> None:
+        """Expand the counts into tokens and build the collapsed sampler's counts."""
+        Y = self.Y
+        counts = Y.data.astype(np.int64)
+        n_tokens = int(counts.sum())
+        if n_tokens >= 2**31 - 1:
+            raise ValueError(
+                f"X holds {n_tokens} tokens, too many for method='collapsed' "
+                "(token-level labels); use method='blocked'"
+            )
+        K = self.network.layers[0].width
+        tok_w = np.repeat(Y.indices.astype(np.int32), counts)
+        cum = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        doc_ptr = np.ascontiguousarray(cum[Y.indptr], dtype=np.int64)
+        if labels is None:
+            labels = self.rng.integers(0, K, size=n_tokens, dtype=np.int32)
+        self._tok = {"w": tok_w, "z": np.ascontiguousarray(labels, dtype=np.int32), "ptr": doc_ptr}
+        self._rebuild_collapsed_counts()
+
+    def _rebuild_collapsed_counts(self) -> None:
+        tok = self._tok
+        K = self.network.layers[0].width
+        V, J = self.n_features, self.n_docs
+        w, z, ptr = tok["w"], tok["z"], tok["ptr"]
+        doc_of = np.repeat(np.arange(J, dtype=np.int64), np.diff(ptr))
+        nwk = np.bincount(w.astype(np.int64) * K + z, minlength=V * K).reshape(V, K).astype(np.int64)
+        njk = np.bincount(doc_of * K + z, minlength=J * K).reshape(J, K).astype(np.int64)
+        tok["nwk"] = nwk
+        tok["nk"] = nwk.sum(axis=0)
+        tok["wnz"] = np.zeros((V, K), dtype=np.int32)
+        tok["wnz_len"] = np.zeros(V, dtype=np.int32)
+        tok["wpos"] = np.zeros((V, K), dtype=np.int32)
+        _collapsed.build_word_lists(nwk, tok["wnz"], tok["wnz_len"], tok["wpos"])
+        self.m[0] = njk
+        self.network.layers[0].counts = nwk
+
+    def _doc_prior(self, t: int) -> np.ndarray:
+        """Prior shapes of theta^(t): ``r`` (one shared row) at the top, else
+        ``theta^(t+1) Phi^(t+1)^T`` (one row per sample), floored positive."""
+        net = self.network
+        if t == net.depth:
+            return np.maximum(net.r, _TINY)[None, :]
+        upper = net.layers[t]
+        prior = upper.theta @ upper.phi.T
+        np.maximum(prior, _TINY, out=prior)
+        return prior
+
+    # --------------------------------------------------------- the conditionals
+    def sample_layer_one_collapsed(self) -> None:
+        """Collapsed update of the layer-one labels (paper eq:z).
+
+        Phi^(1) and theta^(1) are integrated out; the document prior is
+        ``a_jk = r_k`` when T = 1 and ``(Phi^(2) theta_j^(2))_k`` otherwise.
+        Documents are visited in a fresh random order, and the tokens of each
+        document in a fresh random order.  Sets ``m[0] = n_jk`` and
+        ``layers[0].counts = n_vk``.
+        """
+        tok = self._tok
+        layer = self.network.layers[0]
+        prior = np.ascontiguousarray(self._doc_prior(1))
+        order = self.rng.permutation(self.n_docs).astype(np.int64)
+        _collapsed.collapsed_sweep(tok["w"], tok["z"], tok["ptr"], order, tok["nwk"], tok["nk"],
+                                   self.m[0], tok["wnz"], tok["wnz_len"], tok["wpos"], prior,
+                                   float(layer.eta), self.rng.bit_generator)
+        layer.counts = tok["nwk"]
+
+    def sample_layer_one_blocked(self) -> None:
+        """Blocked update of layer one's latent counts and their split.
+
+        Latent counts ``x_vj`` come from the link: the counts themselves
+        (Poisson), ``b_vj Pois_+(sum_k phi_vk theta_kj)`` (eq:Ber-PGBN), or
+        ``Bessel_{-1}(2 sqrt(a_j y_vj sum_k phi_vk theta_kj))`` (eq:Gam-PGBN);
+        each is split over the factors with probabilities proportional to
+        ``phi_vk theta_kj`` (eq:step1).  For the PRG link ``a_j`` is then
+        updated (eq:c_g).  Parallel over document blocks.
+        """
+        layer = self.network.layers[0]
+        K = layer.width
+        nt = self._n_threads()
+        n_out = np.zeros((nt, self.n_features, K), dtype=np.int64)
+        _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
+                              self.aux, int(self.link.latent_mode), self.bounds,
+                              self.doc_streams.addresses, self.m[0], n_out,
+                              np.empty(0, dtype=np.int64), nt)
+        layer.counts = n_out.sum(axis=0) if nt > 1 else n_out[0]
+        if self.aux.size:
+            self.link.update_aux(self.Y, self.m[0].sum(axis=1).astype(np.float64), self.aux,
+                                 self.rng, self.hyper)
+
+    def propagate_up(self, t: int) -> None:
+        """Propagate the counts of layer t-1 into layer t (eq:CRT then eq:step1).
+
+        ``x^(t)_vj ~ CRT(m^(t-1)(t)_vj, phi^(t)_v: theta^(t)_j)`` and its split
+        over the K_t factors in proportion to ``phi^(t)_vk theta^(t)_kj``;
+        sets ``m[t-1]`` and ``layers[t-1].counts``.  Parallel over blocks.
+        """
+        layer = self.network.layers[t - 1]
+        nt = self._n_threads()
+        n_out = np.zeros((nt, layer.n_inputs, layer.width), dtype=np.int64)
+        tables = np.empty(self.n_docs, dtype=np.int64)
+        _blocked.split_dense_crt(self.m[t - 2], layer.phi, layer.theta, self.bounds,
+                                 self.doc_streams.addresses, self.m[t - 1], n_out, tables, nt)
+        layer.counts = n_out.sum(axis=0) if nt > 1 else n_out[0]
+
+    def sample_phi(self, t: int, streams: Optional[BlockStreams] = None) -> np.ndarray:
+        """Draw Phi^(t) column by column from ``Dir(eta + x^(t)_{:.k})`` (eq:step2).
+
+        Robust to tiny concentrations (log-space gammas when they underflow).
+        Returns the draw (and stores it in the layer unless ``streams`` is given,
+        which is how evaluation draws are made without touching the chain).
+        """
+        layer = self.network.layers[t - 1]
+        alpha_t = np.ascontiguousarray((layer.eta + layer.counts.astype(np.float64)).T)
+        out_t = np.empty_like(alpha_t)
+        col_bounds = block_bounds(alpha_t.shape[0], COLUMN_BLOCK)
+        st = streams if streams is not None else self.col_streams
+        _blocked.dirichlet_rows(alpha_t, col_bounds, st.addresses, out_t, self._n_threads())
+        phi = np.ascontiguousarray(out_t.T)
+        if streams is None:
+            layer.phi = phi
+        return phi
+
+    def sample_top(self) -> None:
+        """Update the top layer's ``c0``, ``gamma0`` and ``r`` (eq:step5).
+
+        ``x^(T+1)_k. = sum_j CRT(m^(T)(T+1)_kj, r_k)``; then, with the current r
+        and gamma0: ``c0 ~ Gam(e0 + gamma0, 1/(f0 + sum_k r_k))``;
+        with ``s = sum_j L_j^(T+1)`` and ``-ln(1 - p') = ln(1 + s / c0)``:
+        ``gamma0 ~ Gam(a0 + sum_k CRT(x_k., gamma0/K_T), 1/(b0 - ln(1 - p')))``;
+        ``r_k ~ Gam(gamma0/K_T + x_k., 1/(c0 + s))`` (Zhou & Carin 2015).
+        """
+        net, h = self.network, self.hyper
+        K = net.layers[-1].width
+        nb = len(self.bounds) - 1
+        x_blocks = np.zeros((max(nb, 1), K), dtype=np.int64)
+        if nb > 0:
+            _blocked.top_crt(self.m[-1], np.ascontiguousarray(net.r), self.bounds,
+                             self.doc_streams.addresses, x_blocks, self._n_threads())
+        x_top = x_blocks.sum(axis=0)
+        s = float(self.log_rates()[-1].sum())
+        rng = self.rng
+        c0 = rng.standard_gamma(h.e0 + net.gamma0) / (h.f0 + net.r.sum())
+        c0 = max(c0, _TINY)
+        ell = int(np.sum(crt(x_top, net.gamma0 / K, random_state=rng)))
+        gamma0 = rng.standard_gamma(h.a0 + ell) / (h.b0 + np.log1p(s / c0))
+        gamma0 = max(gamma0, _TINY)
+        r = rng.standard_gamma(gamma0 / K + x_top) / (c0 + s)
+        net.c0, net.gamma0 = float(c0), float(gamma0)
+        net.r = np.maximum(r, _TINY)
+
+    def sample_p_c(self) -> None:
+        """Update ``p_j^(2)`` and ``c_j^(t)``, t >= 3 (eq:step6), then eq:p.
+
+        ``p_j^(2) ~ Beta(a0 + m^(1)(2)_.j, b0 + theta^(2)_.j)`` is drawn as
+        ``G1 / (G1 + G2)`` so that ``c_j^(2) = (1 - p)/p = G2 / G1`` has no
+        cancellation; ``c_j^(t) ~ Gam(e0 + theta^(t)_.j, 1/(f0 + theta^(t-1)_.j))``
+        with ``theta^(T+1)_.j = sum_k r_k``.  Rates are kept in [1e-300, 1e300].
+        """
+        net, h, rng = self.network, self.hyper, self.rng
+        T = net.depth
+        sum_r = float(net.r.sum())
+
+        def theta_dot(t):  # theta^(t)_.j for t = 2..T+1
+            return np.full(self.n_docs, sum_r) if t == T + 1 else net.layers[t - 1].theta.sum(axis=1)
+
+        m_dot = self.m[0].sum(axis=1).astype(np.float64)
+        g1 = rng.standard_gamma(h.a0 + m_dot)
+        g2 = rng.standard_gamma(h.b0 + theta_dot(2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c2 = g2 / g1
+        c2 = np.where(np.isnan(c2), 1.0, c2)
+        net.layers[0].c = np.clip(c2, 1e-300, _HUGE)
+        for t in range(3, T + 2):
+            shape = h.e0 + theta_dot(t)
+            rate = h.f0 + theta_dot(t - 1)
+            net.layers[t - 2].c = np.clip(rng.standard_gamma(shape) / rate, 1e-300, _HUGE)
+
+    def sample_theta(self, t: int) -> None:
+        """Draw theta^(t) (eq:step4).
+
+        ``theta_j^(t) ~ Gam(prior_j + m^(t)(t+1)_j, 1/(c_j^(t+1) - ln(1 - p_j^(t))))``
+        with ``prior_j = r`` at the top and ``Phi^(t+1) theta_j^(t+1)`` below.
+        Parallel over document blocks.
+        """
+        layer = self.network.layers[t - 1]
+        L = self.log_rates()
+        rate = np.ascontiguousarray(layer.c + L[t - 1])
+        prior = self._doc_prior(t)
+        out = np.empty((self.n_docs, layer.width), dtype=np.float64)
+        _blocked.sample_gamma_rows(np.ascontiguousarray(prior), self.m[t - 1], rate, self.bounds,
+                                   self.doc_streams.addresses, out, self._n_threads())
+        layer.theta = out
+
+    # ---------------------------------------------------------------- one sweep
+    def sweep(self, update_p_c: bool = True) -> None:
+        """One upward-downward iteration (Algorithm 1, lines 4-11; Algorithm 2)."""
+        T = self.depth
+        if self.method == "collapsed":
+            self.sample_layer_one_collapsed()
+        else:
+            self.sample_layer_one_blocked()
+            if self.update_globals:
+                self.sample_phi(1)
+        for t in range(2, T + 1):
+            self.propagate_up(t)
+            if self.update_globals:
+                self.sample_phi(t)
+        if self.update_globals:
+            self.sample_top()
+        if update_p_c:
+            self.sample_p_c()
+        lowest = 2 if self.method == "collapsed" else 1
+        for t in range(T, lowest - 1, -1):
+            self.sample_theta(t)
+        self.iteration += 1
+
+    # -------------------------------------------------------- structure changes
+    def prune_top(self) -> int:
+        """Remove the top layer's inactive factors (Algorithm 1, line 13).
+
+        A factor is inactive when no count is assigned to it
+        (``sum_j m^(T)(T+1)_kj = 0``).  Its column of Phi^(T), row of theta^(T)
+        and entry of r are removed, and gamma0 is scaled by the kept fraction.
+        At least one factor is kept.  Returns the new width.
+        """
+        net = self.network
+        T = net.depth
+        top = net.layers[-1]
+        used = self.m[-1].sum(axis=0)
+        keep = used > 0
+        if not keep.any():
+            keep[int(np.argmax(net.r))] = True
+        K = keep.size
+        n_keep = int(keep.sum())
+        if n_keep == K:
+            return K
+        top.phi = np.ascontiguousarray(top.phi[:, keep])
+        if top.counts is not None:
+            top.counts = np.ascontiguousarray(top.counts[:, keep])
+        if top.theta is not None:
+            top.theta = np.ascontiguousarray(top.theta[:, keep])
+        net.r = np.ascontiguousarray(net.r[keep])
+        net.gamma0 = float(net.gamma0 * n_keep / K)
+        self.m[-1] = np.ascontiguousarray(self.m[-1][:, keep])
+        if T == 1 and self.method == "collapsed":
+            new_index = np.cumsum(keep) - 1
+            self._tok["z"] = new_index[self._tok["z"]].astype(np.int32)
+            self._rebuild_collapsed_counts()
+        logger.debug("pruned layer %d from %d to %d factors", T, K, n_keep)
+        return n_keep
+
+    def add_layer(self, eta: float) -> None:
+        """Add a hidden layer on top (Algorithm 1, line 2).
+
+        Its width bound is the width of the current top layer; Phi^(T+1) has
+        uniform(0, 1) entries with normalised columns, theta^(T+1) = 1/K,
+        r_k = 1/K, gamma0 = K / K_1, c0 = 1 and c_j^(T+2) = 1.
+        """
+        net = self.network
+        K = net.layers[-1].width
+        phi = self.rng.random((K, K))
+        phi /= phi.sum(axis=0, keepdims=True)
+        net.layers.append(Layer(phi=np.ascontiguousarray(phi), eta=float(eta),
+                                theta=np.full((self.n_docs, K), 1.0 / K), c=np.ones(self.n_docs),
+                                counts=np.zeros((K, K), dtype=np.int64)))
+        net.r = np.full(K, 1.0 / K)
+        net.gamma0 = K / net.layers[0].width
+        net.c0 = 1.0
+        self.m.append(np.zeros((self.n_docs, K), dtype=np.int64))
+
+    # ----------------------------------------------------------------- outputs
+    def snapshot(self) -> Network:
+        """The fitted network at this point of the chain (Algorithm 1, output).
+
+        Each Phi^(t) is the posterior mean given the last sample's counts,
+        ``(eta + x^(t)_{:.k}) / sum``; r, gamma0 and c0 are the last sample;
+        each layer keeps the median over samples of c_j^(t+1).
+        """
+        net = self.network
+        layers = []
+        for layer in net.layers:
+            phi = layer.posterior_mean_phi() if (self.update_globals and layer.counts is not None) \
+                else layer.phi.copy()
+            c_med = float(np.median(layer.c)) if layer.c is not None and layer.c.size else layer.c_median
+            layers.append(Layer(phi=np.ascontiguousarray(phi), eta=layer.eta, c_median=c_med))
+        link = net.link.from_dict(net.link.to_dict())
+        link.summarize_aux(self.aux)
+        return Network(layers=layers, r=net.r.copy(), gamma0=net.gamma0, c0=net.c0,
+                       hyper=net.hyper, link=link,
+                       vocabulary=None if net.vocabulary is None else list(net.vocabulary))
+
+    def layer_one_sample(self, streams: Optional[BlockStreams] = None,
+                         col_streams: Optional[BlockStreams] = None):
+        """A draw of (Phi^(1), theta^(1)) given the current state.
+
+        For the blocked sampler these are the chain's current values.  For
+        the collapsed sampler they are drawn from their conditionals
+        ``Phi^(1)_k ~ Dir(eta + n_:k)`` and
+        ``theta_j^(1) ~ Gam(a_j + n_j:, 1/(c_j^(2) + 1))`` (the scale is p_j^(2)),
+        using the evaluation streams so that the chain is not disturbed.
+        """
+        layer = self.network.layers[0]
+        if self.method == "blocked":
+            return layer.phi, layer.theta
+        streams = streams or self.eval_streams
+        col_streams = col_streams or self.eval_col_streams
+        phi = self.sample_phi(1, streams=col_streams)
+        rate = np.ascontiguousarray(layer.c + 1.0)
+        theta = np.empty((self.n_docs, layer.width))
+        _blocked.sample_gamma_rows(np.ascontiguousarray(self._doc_prior(1)), self.m[0], rate,
+                                   self.bounds, streams.addresses, theta, self._n_threads())
+        return phi, theta
+
+    def set_counts_from_split(self, x_vjk: np.ndarray) -> None:
+        """Replace the data and layer-one assignment by latent counts ``x[j, v, k]``.
+
+        Used by the Geweke test to regenerate data given the parameters.  For
+        the collapsed sampler the tokens and labels are rebuilt; for the
+        blocked one the data (and ``m[0]``, ``layers[0].counts``).
+        """
+        J, V, K = x_vjk.shape
+        X = x_vjk.sum(axis=2)
+        self.Y = sp.csr_matrix(X.astype(np.float64))
+        self.Y.eliminate_zeros()
+        self.Y.sort_indices()
+        self.indptr, self.indices, self.values = _as_kernel_csr(self.Y)
+        if self.method == "collapsed":
+            # tokens grouped by document, in CSR order, labels from x_vjk
+            labels = []
+            for j in range(J):
+                for v in self.Y.indices[self.Y.indptr[j]:self.Y.indptr[j + 1]]:
+                    labels.append(np.repeat(np.arange(K, dtype=np.int32), x_vjk[j, v]))
+            lab = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
+            self._init_tokens(labels=lab)
+        else:
+            self.m[0] = np.ascontiguousarray(x_vjk.sum(axis=1), dtype=np.int64)
+            self.network.layers[0].counts = np.ascontiguousarray(x_vjk.sum(axis=0), dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------
+# Algorithm 1 / 2: layer-wise training
+# ---------------------------------------------------------------------------
+@dataclass
+class FitResult:
+    """What :func:`fit_layerwise` returns."""
+
+    networks: List[Network] = field(default_factory=list)
+    widths: List[List[int]] = field(default_factory=list)
+    perplexity: List[float] = field(default_factory=list)
+    seconds_per_iteration: List[float] = field(default_factory=list)
+    sampler: Optional[GibbsSampler] = None
+
+
+def _per_layer(value, n_layers: int, name: str) -> List:
+    if np.ndim(value) == 0:
+        return [value] * n_layers
+    vals = list(value)
+    if len(vals) == 2 and n_layers != 2 and name == "burn_in":
+        return [vals[0]] + [vals[1]] * (n_layers - 1)
+    if len(vals) < n_layers:
+        vals = vals + [vals[-1]] * (n_layers - len(vals))
+    return vals[:n_layers]
+
+
+def fit_layerwise(Y: sp.csr_matrix, *, link="poisson", n_components: int = 100,
+                  n_layers: int = 5, eta=0.05, burn_in=(1000, 500), n_collect=500,
+                  method: str = "collapsed", n_jobs: int = 1, random_state=None,
+                  hyper: Optional[Hyperparameters] = None, prune: bool = True,
+                  min_width: int = 4, pc_start: int = 10, heldout: Optional[sp.csr_matrix] = None,
+                  heldout_every: int = 5, callback: Optional[Callable] = None,
+                  check: bool = False) -> FitResult:
+    """Layer-wise training of Algorithms 1 and 2 of the paper.
+
+    For T = 1, ..., n_layers: (T > 1) add a layer whose width bound is the
+    width of the layer below; run ``burn_in[T-1]`` iterations, prune the new
+    top layer's inactive factors once (if ``prune``), run ``n_collect[T-1]``
+    more; keep the network (posterior-mean Phi's).  Stop adding layers once a
+    layer's width is ``<= min_width``.  When ``heldout`` (same samples, held-out
+    counts) is given, every ``heldout_every``-th collection iteration adds a
+    sample of Phi^(1) theta^(1) to the held-out predictive and the depth's
+    perplexity is recorded (REFERENCE protocol of the authors).
+
+    ``callback(info)`` is called after every iteration with a dict holding
+    ``depth``, ``iteration``, ``n_iterations``, ``widths``, ``seconds`` and
+    ``sampler``; if it returns ``False`` training stops after that depth's
+    current iteration (the partial depth is kept).
+    """
+    T_max = int(n_layers)
+    etas = _per_layer(eta, T_max, "eta")
+    B = [int(b) for b in _per_layer(burn_in, T_max, "burn_in")]
+    C = [int(c) for c in _per_layer(n_collect, T_max, "n_collect")]
+    sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
+                                        method=method, n_jobs=n_jobs, random_state=random_state)
+    result = FitResult(sampler=sampler)
+    if heldout is not None:
+        h_indptr, h_indices, h_values = _as_kernel_csr(heldout)
+    stop = False
+    for T in range(1, T_max + 1):
+        if T > 1:
+            if sampler.network.layers[-1].width <= min_width:
+                logger.info("stopping at %d layers: width %d <= min_width %d", T - 1,
+                            sampler.network.layers[-1].width, min_width)
+                break
+            sampler.add_layer(float(etas[T - 1]))
+        n_iter = B[T - 1] + C[T - 1]
+        rate_acc = norm_acc = None
+        n_eval = 0
+        if heldout is not None:
+            rate_acc = np.zeros(h_values.size)
+            norm_acc = np.zeros(sampler.n_docs)
+        t_start = time.perf_counter()
+        for it in range(1, n_iter + 1):
+            t0 = time.perf_counter()
+            sampler.sweep(update_p_c=it > pc_start)
+            if prune and it == B[T - 1]:
+                sampler.prune_top()
+            if check:
+                check_invariants(sampler)
+            if heldout is not None and it > B[T - 1] and (it - B[T - 1]) % heldout_every == 0:
+                phi1, theta1 = sampler.layer_one_sample()
+                _blocked.heldout_accumulate(h_indptr, h_indices, phi1, theta1, rate_acc, norm_acc,
+                                            sampler._n_threads())
+                n_eval += 1
+            dt = time.perf_counter() - t0
+            if callback is not None:
+                ret = callback({"depth": T, "iteration": it, "n_iterations": n_iter,
+                                "widths": sampler.network.widths, "seconds": dt,
+                                "sampler": sampler})
+                if ret is False:
+                    stop = True
+                    break
+        elapsed = time.perf_counter() - t_start
+        result.seconds_per_iteration.append(elapsed / max(it, 1))
+        result.networks.append(sampler.snapshot())
+        result.widths.append(sampler.network.widths)
+        if heldout is not None:
+            result.perplexity.append(_perplexity(h_values, h_indptr, rate_acc, norm_acc, n_eval))
+        logger.info("depth %d done: widths %s, %.4f s/iteration", T, sampler.network.widths,
+                    result.seconds_per_iteration[-1])
+        if stop:
+            break
+    return result
+
+
+def _perplexity(y, indptr, rate_acc, norm_acc, n_eval) -> float:
+    """``exp(-sum y ln(sum_s rate_s / sum_s norm_s) / sum y)`` over held-out cells."""
+    if n_eval == 0 or y.size == 0:
+        return float("nan")
+    doc = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    with np.errstate(divide="ignore"):
+        logp = np.log(rate_acc) - np.log(norm_acc[doc])
+    return float(np.exp(-np.sum(y * logp) / np.sum(y)))
+
+
+def check_invariants(sampler: GibbsSampler) -> None:
+    """Debug checks of the chain state; raises AssertionError on the first violation.
+
+    Phi columns sum to 1; every parameter finite and positive; the split of
+    the layer-one counts adds up to the data (Poisson link) or to the
+    latent counts; counts propagated up never exceed the counts below
+    (``1 <= CRT(m) <= m``); the collapsed counts agree with the labels.
+    """
+    net = sampler.network
+    for t, layer in enumerate(net.layers, start=1):
+        phi = layer.phi
+        if not np.isfinite(phi).all() or (phi < 0).any():
+            raise AssertionError(f"Phi^({t}) not finite/nonnegative")
+        if not (sampler.method == "collapsed" and t == 1):
+            err = np.abs(phi.sum(axis=0) - 1.0).max()
+            if err > 1e-9:
+                raise AssertionError(f"Phi^({t}) columns do not sum to 1 (max error {err:g})")
+        if layer.theta is not None and not (sampler.method == "collapsed" and t == 1):
+            if not np.isfinite(layer.theta).all() or (layer.theta <= 0).any():
+                raise AssertionError(f"theta^({t}) not finite and positive")
+        if layer.c is not None and (not np.isfinite(layer.c).all() or (layer.c <= 0).any()):
+            raise AssertionError(f"c^({t + 1}) not finite and positive")
+    if not np.isfinite(net.r).all() or (net.r <= 0).any():
+        raise AssertionError("r not finite and positive")
+    for name, v in (("gamma0", net.gamma0), ("c0", net.c0)):
+        if not (np.isfinite(v) and v > 0):
+            raise AssertionError(f"{name} = {v} not finite and positive")
+    m1 = sampler.m[0]
+    if sampler.link.latent_mode == LATENT_COUNTS:
+        row = np.asarray(sampler.Y.sum(axis=1)).ravel()
+        if not np.array_equal(m1.sum(axis=1), row.astype(np.int64)):
+            raise AssertionError("sum_k x_vjk != x_vj (layer-one split does not add up)")
+        if sampler.update_globals or sampler.method == "collapsed":
+            col = np.asarray(sampler.Y.sum(axis=0)).ravel().astype(np.int64)
+            if not np.array_equal(net.layers[0].counts.sum(axis=1), col):
+                raise AssertionError("layer-one term counts do not add up to the data")
+    for t in range(2, net.depth + 1):
+        below, here = sampler.m[t - 2], sampler.m[t - 1]
+        tot_below = below.sum(axis=1)
+        tot_here = here.sum(axis=1)
+        if (tot_here > tot_below).any():
+            raise AssertionError(f"layer {t} holds more counts than layer {t - 1} (CRT > m)")
+        nnz_below = (below > 0).sum(axis=1)
+        if (tot_here < nnz_below).any():
+            raise AssertionError(f"layer {t}: CRT gave 0 tables for a positive count")
+    if sampler.method == "collapsed":
+        tok = sampler._tok
+        K = net.layers[0].width
+        if tok["z"].size and (tok["z"].min() < 0 or tok["z"].max() >= K):
+            raise AssertionError("collapsed labels out of range")
+        if not np.array_equal(tok["nk"], tok["nwk"].sum(axis=0)):
+            raise AssertionError("collapsed topic totals inconsistent")

@@ -1,0 +1,274 @@
+"""Links between the observations and the layer-one latent counts.
+
+A ``Link`` turns observations ``Y`` (samples x features) into the layer-one
+latent counts ``x^(1)`` that the rest of the network explains with
+``x^(1) ~ Pois(Phi^(1) theta^(1))`` (paper Section 2.2):
+
+* :class:`PoissonLink` -- counts; the counts are the latent counts (eq:PFA).
+* :class:`BernoulliPoissonLink` -- binary data ``b = 1(x >= 1)``; latent counts
+  zero where ``b = 0`` and zero-truncated Poisson where ``b = 1`` (eq:Ber-PGBN).
+* :class:`PoissonRandomizedGammaLink` -- nonnegative reals
+  ``y ~ Gam(x, 1/a_j)``; latent counts zero where ``y = 0`` and truncated Bessel
+  where ``y > 0`` (eq:Gam-PGBN), with the per-sample rate ``a_j`` (eq:c_g).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "Link",
+    "PoissonLink",
+    "BernoulliPoissonLink",
+    "PoissonRandomizedGammaLink",
+    "get_link",
+    "as_csr",
+]
+
+# latent-count codes shared with pygbn.inference._blocked
+LATENT_COUNTS = 0
+LATENT_CRT = 1
+LATENT_TRUNC_POISSON = 2
+LATENT_TRUNC_BESSEL = 3
+
+
+def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
+    """Convert ``X`` (dense or any scipy.sparse format) to a canonical CSR matrix.
+
+    Duplicates are summed, explicit zeros removed and indices sorted.  Raises
+    ``ValueError`` for non-2-D input, non-numeric data, NaN or inf.
+    """
+    if sp.issparse(X):
+        M = sp.csr_matrix(X, copy=True)
+        if M.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must hold numbers, got dtype {M.dtype}")
+        M = M.astype(dtype) if M.dtype != dtype else M
+    else:
+        try:
+            arr = np.asarray(X)
+        except Exception as exc:  # pragma: no cover - defensive
+            raise ValueError(f"{name} could not be converted to an array: {exc}") from None
+        if arr.dtype == object:
+            raise ValueError(f"{name} must be a numeric array or sparse matrix, got an object array")
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (samples x features), got shape {arr.shape}")
+        M = sp.csr_matrix(arr.astype(dtype, copy=False))
+    if M.ndim != 2:  # pragma: no cover - scipy sparse is always 2-D
+        raise ValueError(f"{name} must be 2-D, got shape {M.shape}")
+    M.sum_duplicates()
+    if M.data.size and not np.isfinite(M.data).all():
+        bad = M.data[~np.isfinite(M.data)][0]
+        raise ValueError(f"{name} contains a non-finite value ({bad})")
+    M.eliminate_zeros()
+    M.sort_indices()
+    return M
+
+
+class Link:
+    """Base class: how observations relate to the layer-one latent counts."""
+
+    #: canonical name used by the estimator and in saved models
+    name: str = "base"
+    #: code of the latent-count draw in the blocked kernel
+    latent_mode: int = LATENT_COUNTS
+    #: whether the collapsed layer-one update applies (counts only)
+    collapsible: bool = False
+    #: numpy dtype of generated data
+    data_kind: str = "counts"
+
+    def check_data(self, X, name: str = "X") -> sp.csr_matrix:
+        """Validate observations and return them as CSR (float64 values)."""
+        raise NotImplementedError
+
+    # per-sample auxiliary parameters (a_j for the PRG link) -------------
+    def init_aux(self, Y: sp.csr_matrix, rng: np.random.Generator, hyper) -> np.ndarray:
+        """Initial per-sample auxiliary parameters (empty when the link has none)."""
+        return np.empty(0, dtype=np.float64)
+
+    def update_aux(self, Y: sp.csr_matrix, latent_totals: np.ndarray, aux: np.ndarray,
+                   rng: np.random.Generator, hyper) -> None:
+        """Gibbs update of the auxiliary parameters given the latent counts (in place)."""
+        return None
+
+    def summarize_aux(self, aux: np.ndarray) -> None:
+        """Keep what a fitted network needs of the auxiliary parameters."""
+        return None
+
+    def test_aux(self, n: int) -> np.ndarray:
+        """Starting auxiliary parameters for ``n`` new samples."""
+        return np.empty(0, dtype=np.float64)
+
+    # generation -------------------------------------------------------------
+    def sample_observations(self, rates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Observations given Poisson rates ``Phi^(1) theta^(1)`` (samples x features)."""
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        return {"name": self.name}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Link":
+        return get_link(d["name"])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # mutable parameters
+
+
+class PoissonLink(Link):
+    """Counts: ``x^(1)_j ~ Pois(Phi^(1) theta^(1)_j)`` (paper eq:PFA).
+
+    The observed counts are the latent counts; layer one may be updated by the
+    collapsed sampler (eq:z) or the blocked one (eq:step1).
+    """
+
+    name = "poisson"
+    latent_mode = LATENT_COUNTS
+    collapsible = True
+    data_kind = "counts"
+
+    def check_data(self, X, name: str = "X") -> sp.csr_matrix:
+        M = as_csr(X, name)
+        if M.data.size:
+            if (M.data < 0).any():
+                bad = M.data[M.data < 0][0]
+                raise ValueError(f"{name} must hold nonnegative counts, found {bad:g}")
+            frac = M.data != np.floor(M.data)
+            if frac.any():
+                raise ValueError(
+                    f"{name} must hold integer counts, found {M.data[frac][0]!r} "
+                    "(use link='prg' for nonnegative real data)"
+                )
+            if M.data.max() >= 2.0**53:
+                raise ValueError(f"{name} holds a count too large to represent exactly ({M.data.max():g})")
+        return M
+
+    def sample_observations(self, rates, rng):
+        return rng.poisson(rates).astype(np.int64)
+
+
+class BernoulliPoissonLink(Link):
+    """Binary data: ``b = 1(x >= 1)``, ``x ~ Pois(Phi^(1) theta^(1))`` (paper eq:BerPo).
+
+    Given the rates, latent counts are zero where ``b = 0`` and
+    ``Pois_+(sum_k phi_vk theta_kj)`` where ``b = 1`` (eq:Ber-PGBN), so the
+    cost grows with the number of ones only.
+    """
+
+    name = "bernoulli"
+    latent_mode = LATENT_TRUNC_POISSON
+    collapsible = False
+    data_kind = "binary"
+
+    def check_data(self, X, name: str = "X") -> sp.csr_matrix:
+        M = as_csr(X, name)
+        if M.data.size and not np.all(M.data == 1.0):
+            bad = M.data[M.data != 1.0][0]
+            raise ValueError(
+                f"{name} must be binary (0/1 or bool) for link='bernoulli', found {bad:g}; "
+                "threshold it yourself if that is what you mean"
+            )
+        return M
+
+    def sample_observations(self, rates, rng):
+        # P(b = 1) = 1 - exp(-rate)
+        return (rng.random(rates.shape) < -np.expm1(-rates)).astype(np.int64)
+
+
+class PoissonRandomizedGammaLink(Link):
+    """Nonnegative reals: ``y ~ Gam(x, 1/a_j)``, ``x ~ Pois(Phi^(1) theta^(1))``.
+
+    The Poisson randomized gamma (PRG) link of the paper (Section 2.1.3 and
+    eq:Gam-PGBN): latent counts are zero where ``y = 0`` and truncated Bessel
+    ``Bessel_{-1}(2 sqrt(a_j y_vj sum_k phi_vk theta_kj))`` where ``y > 0``;
+    ``a_j ~ Gam(e0 + sum_v x_vj, 1/(f0 + sum_v y_vj))`` (eq:c_g).
+
+    Parameters
+    ----------
+    a_median : float
+        Median of the training samples' ``a_j`` (set by fitting); new samples
+        start from it and generated data use it.
+    """
+
+    name = "prg"
+    latent_mode = LATENT_TRUNC_BESSEL
+    collapsible = False
+    data_kind = "real"
+
+    def __init__(self, a_median: float = 1.0):
+        self.a_median = float(a_median)
+
+    def check_data(self, X, name: str = "X") -> sp.csr_matrix:
+        M = as_csr(X, name)
+        if M.data.size and (M.data < 0).any():
+            bad = M.data[M.data < 0][0]
+            raise ValueError(f"{name} must be nonnegative for link='prg', found {bad:g}")
+        return M
+
+    def init_aux(self, Y, rng, hyper):
+        return np.ones(Y.shape[0], dtype=np.float64)
+
+    def update_aux(self, Y, latent_totals, aux, rng, hyper):
+        """eq:c_g: ``a_j ~ Gam(e0 + sum_v x_vj, 1 / (f0 + sum_v y_vj))``."""
+        ysum = np.asarray(Y.sum(axis=1)).ravel()
+        aux[:] = rng.standard_gamma(hyper.e0 + latent_totals) / (hyper.f0 + ysum)
+        np.maximum(aux, np.finfo(np.float64).tiny, out=aux)
+
+    def summarize_aux(self, aux):
+        if aux.size:
+            self.a_median = float(np.median(aux))
+
+    def test_aux(self, n):
+        return np.full(n, self.a_median, dtype=np.float64)
+
+    def sample_observations(self, rates, rng):
+        x = rng.poisson(rates)
+        y = np.zeros(rates.shape, dtype=np.float64)
+        pos = x > 0
+        y[pos] = rng.standard_gamma(x[pos]) / self.a_median
+        return y
+
+    def to_dict(self):
+        return {"name": self.name, "a_median": self.a_median}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(a_median=float(d.get("a_median", 1.0)))
+
+    def __repr__(self):
+        return f"PoissonRandomizedGammaLink(a_median={self.a_median:g})"
+
+
+_LINKS = {
+    "poisson": PoissonLink,
+    "counts": PoissonLink,
+    "pgbn": PoissonLink,
+    "bernoulli": BernoulliPoissonLink,
+    "binary": BernoulliPoissonLink,
+    "bernoulli-poisson": BernoulliPoissonLink,
+    "berpo": BernoulliPoissonLink,
+    "prg": PoissonRandomizedGammaLink,
+    "poisson-randomized-gamma": PoissonRandomizedGammaLink,
+    "gamma": PoissonRandomizedGammaLink,
+    "real": PoissonRandomizedGammaLink,
+}
+
+
+def get_link(link) -> Link:
+    """Return a Link instance from a name (``"poisson"``, ``"bernoulli"``, ``"prg"``
+    or an alias) or a Link instance (returned as is)."""
+    if isinstance(link, Link):
+        return link
+    if isinstance(link, str) and link.lower() in _LINKS:
+        return _LINKS[link.lower()]()
+    raise ValueError(
+        f"link must be one of 'poisson', 'bernoulli', 'prg' (or a Link instance), got {link!r}"
+    )
