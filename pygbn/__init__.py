@@ -1,6 +1,9 @@
 """pygbn: exact, fast inference for the augmentable gamma belief network.
 
 Zhou, Cong & Chen, "Augmentable Gamma Belief Networks", JMLR 17 (2016).
+
+Main entry points: :class:`pygbn.GBN` (fit / transform), :func:`pygbn.load`,
+the samplers in :mod:`pygbn.random`, the object model in :mod:`pygbn.model`.
 """
 import logging
 
@@ -9,5 +12,29 @@ __version__ = "0.1.0.dev0"
 logging.getLogger("pygbn").addHandler(logging.NullHandler())
 
 from pygbn import random  # noqa: E402
+from pygbn.estimator import GBN  # noqa: E402
+from pygbn.evaluation import split_tokens  # noqa: E402
+from pygbn.io import load, save  # noqa: E402
+from pygbn.model import (  # noqa: E402
+    BernoulliPoissonLink,
+    Hyperparameters,
+    Layer,
+    Network,
+    PoissonLink,
+    PoissonRandomizedGammaLink,
+)
 
-__all__ = ["random", "__version__"]
+__all__ = [
+    "GBN",
+    "Network",
+    "Layer",
+    "Hyperparameters",
+    "PoissonLink",
+    "BernoulliPoissonLink",
+    "PoissonRandomizedGammaLink",
+    "load",
+    "save",
+    "split_tokens",
+    "random",
+    "__version__",
+]

@@ -407,10 +407,13 @@ class GibbsSampler:
             self.propagate_up(t)
             if self.update_globals:
                 self.sample_phi(t)
-        if self.update_globals:
-            self.sample_top()
+        # p and c first, then r right before theta^(T) (the order of the paper's
+        # Algorithm 1): r is drawn with theta^(T) integrated out, so nothing that
+        # conditions on theta^(T) may come between r and theta^(T)
         if update_p_c:
             self.sample_p_c()
+        if self.update_globals:
+            self.sample_top()
         lowest = 2 if self.method == "collapsed" else 1
         for t in range(T, lowest - 1, -1):
             self.sample_theta(t)

@@ -1,0 +1,211 @@
+"""Geweke's "getting it right" test for the Gibbs sampler.
+
+Geweke (2004, JASA 99:799-804) compares two ways of simulating the joint
+distribution of parameters and data:
+
+* *marginal-conditional*: parameters from the prior, data from the
+  likelihood, independently many times;
+* *successive-conditional*: one long chain that alternates a Gibbs sweep
+  (parameters given data) with fresh data given the parameters.
+
+If every conditional of the sampler is right, both simulate the same joint
+distribution, so the means of any statistics agree.  A wrong conditional
+(a missing term in a rate, a wrong count) shows up as a difference of many
+standard errors.  This module provides both simulators for tiny networks;
+``tests/test_geweke.py`` uses them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn._utils import check_random_state
+from pygbn.inference.gibbs import GibbsSampler
+from pygbn.model.layer import Layer
+from pygbn.model.links import get_link
+from pygbn.model.network import Hyperparameters, Network
+
+_TINY = np.finfo(np.float64).tiny
+
+__all__ = ["PriorDraw", "sample_prior", "statistics", "marginal_conditional",
+           "successive_conditional", "compare"]
+
+
+@dataclass
+class PriorDraw:
+    """One draw of every variable of a GBN and its data (layer-one split included)."""
+
+    gamma0: float
+    c0: float
+    r: np.ndarray
+    phis: List[np.ndarray]
+    thetas: List[np.ndarray]
+    cs: List[np.ndarray]          # [c^(2), ..., c^(T+1)]
+    aux: np.ndarray               # a_j of the PRG link (empty otherwise)
+    x_vjk: np.ndarray             # (J, V, K1) layer-one latent counts
+    Y: np.ndarray                 # observations (J, V)
+
+
+def sample_prior(rng, n_features: int, n_samples: int, widths: Sequence[int], eta: float,
+                 hyper: Hyperparameters, link="poisson") -> PriorDraw:
+    """Draw all variables from the GBN prior (eq:PGBN, eq:Phi, eq:c_j) and data."""
+    rng = check_random_state(rng)
+    link = get_link(link)
+    h = hyper
+    V, J = int(n_features), int(n_samples)
+    dims = [V] + list(widths)
+    T = len(widths)
+    gamma0 = max(rng.gamma(h.a0, 1.0 / h.b0), _TINY)
+    c0 = max(rng.gamma(h.e0, 1.0 / h.f0), _TINY)
+    r = np.maximum(rng.gamma(gamma0 / widths[-1], 1.0 / c0, size=widths[-1]), _TINY)
+    phis = []
+    for t in range(T):
+        phi = rng.dirichlet(np.full(dims[t], eta), size=dims[t + 1]).T
+        phis.append(np.ascontiguousarray(np.maximum(phi, _TINY)))
+    p2 = rng.beta(h.a0, h.b0, size=J)
+    c2 = np.clip((1.0 - p2) / np.maximum(p2, _TINY), 1e-300, 1e300)
+    cs = [c2] + [rng.gamma(h.e0, 1.0 / h.f0, size=J) for _ in range(T - 1)]
+    thetas: List[Optional[np.ndarray]] = [None] * T
+    shape = np.broadcast_to(r, (J, widths[-1]))
+    for t in range(T - 1, -1, -1):
+        th = rng.standard_gamma(np.maximum(shape, _TINY)) / cs[t][:, None]
+        thetas[t] = np.maximum(th, _TINY)
+        if t > 0:
+            shape = thetas[t] @ phis[t].T
+    aux = (np.maximum(rng.gamma(h.e0, 1.0 / h.f0, size=J), _TINY)
+           if link.latent_mode == 3 else np.empty(0))
+    x_vjk = rng.poisson(thetas[0][:, None, :] * phis[0][None, :, :])
+    Y = _observe(link, x_vjk.sum(axis=2), aux, rng)
+    return PriorDraw(gamma0, c0, r, phis, thetas, cs, aux, x_vjk, Y)  # type: ignore[arg-type]
+
+
+def _observe(link, x: np.ndarray, aux: np.ndarray, rng) -> np.ndarray:
+    if link.latent_mode == 0:
+        return x.astype(np.float64)
+    if link.latent_mode == 2:
+        return (x > 0).astype(np.float64)
+    y = np.zeros(x.shape)
+    pos = x > 0
+    y[pos] = rng.standard_gamma(x[pos]) / np.broadcast_to(aux[:, None], x.shape)[pos]
+    return y
+
+
+def statistics(draw: PriorDraw) -> Dict[str, float]:
+    """Statistics of a joint draw that the test compares."""
+    x = draw.x_vjk
+    out = {
+        "log1p_x_total": float(np.log1p(x.sum())),
+        "zero_cells": float((x.sum(axis=2) == 0).mean()),
+        "log1p_x_00": float(np.log1p(x[0, 0].sum())),
+        "x_00_k0": float(x[0, 0, 0] > 0),
+        "log_sum_r": float(np.log(draw.r.sum())),
+        "gamma0": float(draw.gamma0),
+        "c0": float(draw.c0),
+        "phi1_sq": float((draw.phis[0] ** 2).sum() / draw.phis[0].shape[1]),
+        "log_theta1_sum": float(np.log(draw.thetas[0].sum())),
+        "log_c2": float(np.log(draw.cs[0]).mean()),
+        "log1p_y_sum": float(np.log1p(draw.Y.sum())),
+    }
+    if len(draw.phis) > 1:
+        out["log_theta2_sum"] = float(np.log(draw.thetas[1].sum()))
+        out["phi2_sq"] = float((draw.phis[1] ** 2).sum() / draw.phis[1].shape[1])
+        out["c3"] = float(draw.cs[1].mean())
+    if draw.aux.size:
+        out["log_a"] = float(np.log(draw.aux).mean())
+    return out
+
+
+def marginal_conditional(n_draws: int, random_state, **kw) -> Dict[str, np.ndarray]:
+    """Statistics of ``n_draws`` independent draws from the prior and likelihood."""
+    rng = check_random_state(random_state)
+    rows = [statistics(sample_prior(rng, **kw)) for _ in range(n_draws)]
+    return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+
+def _load(sampler: GibbsSampler, draw: PriorDraw) -> None:
+    net = sampler.network
+    for t, layer in enumerate(net.layers):
+        layer.phi = draw.phis[t].copy()
+        layer.theta = draw.thetas[t].copy()
+        layer.c = draw.cs[t].copy()
+    net.r = draw.r.copy()
+    net.gamma0, net.c0 = draw.gamma0, draw.c0
+    sampler.aux = draw.aux.copy()
+    _set_data(sampler, draw.x_vjk, draw.Y)
+
+
+def _set_data(sampler: GibbsSampler, x_vjk: np.ndarray, Y: np.ndarray) -> None:
+    sampler.set_counts_from_split(x_vjk)
+    if sampler.link.latent_mode != 0:
+        Ys = sp.csr_matrix(Y)
+        Ys.eliminate_zeros()
+        Ys.sort_indices()
+        sampler.Y = Ys
+        from pygbn.inference.gibbs import _as_kernel_csr
+
+        sampler.indptr, sampler.indices, sampler.values = _as_kernel_csr(Ys)
+
+
+def successive_conditional(n_iter: int, random_state, *, method: str = "collapsed",
+                           thin: int = 1, sampler_hook=None, **kw) -> Dict[str, np.ndarray]:
+    """Statistics along a chain alternating a Gibbs sweep and fresh data.
+
+    ``sampler_hook(sampler)`` may modify the sampler before the chain starts
+    (the tests use it to plant a wrong conditional).
+    """
+    rng = check_random_state(random_state)
+    hyper = kw["hyper"]
+    link = get_link(kw.get("link", "poisson"))
+    first = sample_prior(rng, **kw)
+    V, J = kw["n_features"], kw["n_samples"]
+    widths = list(kw["widths"])
+    eta = kw["eta"]
+    layers = [Layer(phi=first.phis[t].copy(), eta=eta) for t in range(len(widths))]
+    net = Network(layers=layers, r=first.r.copy(), gamma0=first.gamma0, c0=first.c0,
+                  hyper=hyper, link=link)
+    sampler = GibbsSampler(net, sp.csr_matrix(first.Y), method=method, n_jobs=1,
+                           random_state=rng, update_globals=True)
+    sampler.m = [np.zeros((J, k), dtype=np.int64) for k in widths]
+    if method == "collapsed":
+        sampler._tok = None
+    _load(sampler, first)
+    if sampler_hook is not None:
+        sampler_hook(sampler)
+    rows = []
+    for it in range(n_iter):
+        sampler.sweep(update_p_c=True)
+        phi1, theta1 = sampler.layer_one_sample()
+        phi1, theta1 = phi1.copy(), theta1.copy()
+        x_vjk = rng.poisson(theta1[:, None, :] * phi1[None, :, :])
+        Y = _observe(link, x_vjk.sum(axis=2), sampler.aux, rng)
+        _set_data(sampler, x_vjk, Y)
+        if sampler.method == "blocked":
+            sampler.network.layers[0].phi = phi1
+            sampler.network.layers[0].theta = theta1
+        if it % thin == 0:
+            net = sampler.network
+            draw = PriorDraw(net.gamma0, net.c0, net.r, [phi1] + [l.phi for l in net.layers[1:]],
+                             [theta1] + [l.theta for l in net.layers[1:]],
+                             [l.c for l in net.layers], sampler.aux, x_vjk, Y)
+            rows.append(statistics(draw))
+    return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+
+def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
+            n_batches: int = 50) -> Dict[str, float]:
+    """z-scores of the difference of means, statistic by statistic.
+
+    The successive chain's standard error uses batch means (``n_batches``
+    batches), which accounts for its autocorrelation.
+    """
+    z = {}
+    for k, a in marginal.items():
+        b = successive[k]
+        nb = len(b) // n_batches
+        batch = b[: nb * n_batches].reshape(n_batches, nb).mean(axis=1)
+        se2 = a.var(ddof=1) / len(a) + batch.var(ddof=1) / n_batches
+        z[k] = float((a.mean() - batch.mean()) / np.sqrt(se2)) if se2 > 0 else 0.0
+    return z
