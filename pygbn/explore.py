@@ -1,8 +1,10 @@
 """Exploring a fitted gamma belief network: projections, weights, trees, renderings.
 
 Everything here works on the plain arrays of a fitted network (Zhou, Cong &
-Chen, JMLR 17, 2016, Section 2.3 "Exploratory Data Analysis" and
-Section 4.1.4):
+Chen, JMLR 17, 2016, Section 2.3 "Exploratory Data Analysis", with its
+subsections 2.3.1 "Visualizing Nodes of Different Layers", 2.3.2 "Visualizing
+Trees Rooted at the Top-Layer Hidden Units" and 2.3.3 "Visualizing Subnetworks
+Consisting of Related Trees"; section numbers follow the paper's LaTeX source):
 
 ``phis``
     A list of the T connection-weight matrices.  ``phis[0]`` is
@@ -28,7 +30,7 @@ project, projections
 node_weights, layer_weights
     :math:`r^{(t)} = [\\prod_{\\ell=t+1}^T \\Phi^{(\\ell)}] r` (eq:weight).
 relabel_by_popularity
-    Reorder every layer's nodes by weight (Section 4.1.4).
+    Reorder every layer's nodes by weight (Section 2.3.1).
 top_terms, top_term_indices, generated_top_terms
     The most probable data dimensions of each node or generated document.
 tree, subnetwork
@@ -86,7 +88,7 @@ __all__ = [
 
 TauLike = Union[float, Sequence[float], Mapping[int, float]]
 
-#: Border colours of the paper's tree figures (Section 4.1.4): black, blue,
+#: Border colours of the paper's tree figures (Section 2.3.1): black, blue,
 #: orange, green and red for a node of layer one, two, three, four and five.
 #: Deeper layers continue with further colours, then cycle.
 LAYER_COLOURS = ("black", "blue", "orange", "green", "red", "purple", "brown", "magenta", "cyan", "gray")
@@ -315,7 +317,7 @@ def _ranks(weights: np.ndarray) -> np.ndarray:
 def relabel_by_popularity(phis, r):
     """Reorder the nodes of every layer by weight, most popular first.
 
-    As in Section 4.1.4 of the paper, node k of layer t gets a smaller label
+    As in Section 2.3.1 of the paper, node k of layer t gets a smaller label
     the larger its weight :math:`r^{(t)}_k` (eq:weight).  Ties keep their
     original order.  The network itself is unchanged (only its nodes are
     renamed), so projections and weights are permuted accordingly.
@@ -375,7 +377,7 @@ def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
 
 
 def top_terms(phis, t: int, vocab: Sequence[str], n: int = 10) -> list[list[str]]:
-    """The top-n terms of every node of layer t (Section 4.1.4).
+    """The top-n terms of every node of layer t (Section 2.3.1).
 
     Parameters
     ----------
@@ -459,7 +461,7 @@ def generated_top_terms(counts, vocab: Sequence[str], n: int = 10) -> list[list[
 def layer_colour(t: int) -> str:
     """Border colour of a node of layer t, as in the paper's tree figures.
 
-    Layers one to five are black, blue, orange, green and red (Section 4.1.4);
+    Layers one to five are black, blue, orange, green and red (Section 2.3.1);
     deeper layers continue with purple, brown, magenta, cyan and gray, then
     cycle.
     """
@@ -626,7 +628,7 @@ def _check_roots(roots, widths) -> list[tuple[int, int]]:
 
 
 def subnetwork(phis, r, roots, tau: TauLike = 3.0, vocab: Sequence[str] | None = None, n_terms: int = 12) -> Subnetwork:
-    """The union of the trees rooted at ``roots`` (Section 2.3, Section 4.1.4).
+    """The union of the trees rooted at ``roots`` (Sections 2.3.2 and 2.3.3).
 
     Each tree grows downward: node k of layer t (a root or a node already in
     the tree) is linked to every node k' of layer t-1 with
@@ -713,7 +715,7 @@ def subnetwork(phis, r, roots, tau: TauLike = 3.0, vocab: Sequence[str] | None =
 
 
 def tree(phis, r, layer: int, node: int, tau: TauLike = 3.0, vocab: Sequence[str] | None = None, n_terms: int = 12) -> Subnetwork:
-    """The tree rooted at node ``node`` of layer ``layer`` (Section 4.1.4).
+    """The tree rooted at node ``node`` of layer ``layer`` (Section 2.3.2).
 
     Grown downward along the edges with
     :math:`\\Phi^{(t)}(k', k) > \\tau_t / K_{t-1}`; a node may have several
@@ -858,7 +860,7 @@ def render_dot(
 ) -> str:
     """Render a tree or subnetwork in the Graphviz DOT language.
 
-    As in the paper's figures (Section 4.1.4): one box per node labelled with
+    As in the paper's figures (Sections 2.3.1-2.3.3): one box per node labelled with
     its layer, rank and top terms; border colour by layer (see
     :func:`layer_colour`); font size proportional to
     :math:`(r^{(t)}_k / r^{(t)}_1)^{1/10}`; the line from node k of layer t
@@ -1075,7 +1077,7 @@ def _check_shape(shape, n_pixels: int) -> tuple[int, int]:
 
 
 def factor_images(phis, t: int, shape, nodes: Sequence[int] | None = None, normalize: bool = True) -> np.ndarray:
-    """The projected factors of layer t as images (paper Section 4.3 figures).
+    """The projected factors of layer t as images (paper Section 4.3, MNIST figures).
 
     Parameters
     ----------

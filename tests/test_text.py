@@ -406,3 +406,10 @@ def test_vectorizer_on_shared_readmes():
     names = [p.name for p in sorted(SHARED.iterdir()) if (p / "README.md").is_file()]
     row = X.getrow(names.index("debian-descriptions")).toarray().ravel()
     assert row[vec.vocabulary_["debian"]] >= 5 and row[vec.vocabulary_["alpaydin"]] == 0
+
+
+@pytest.mark.skipif(not (SHARED / "digits" / "digits.npz").is_file(), reason="shared digits data absent")
+def test_shared_digits_reads_as_dense_npz():
+    X, vocab = tx.load_counts(SHARED / "digits" / "digits.npz")
+    assert X.shape == (1797, 64) and vocab is None and X.dtype == np.int32
+    assert X.max() == 16 and X.nnz == 58736
