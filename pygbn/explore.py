@@ -354,10 +354,23 @@ def relabel_by_popularity(phis, r):
 
 
 def _top_indices_of_columns(mat: np.ndarray, n: int) -> np.ndarray:
-    n = min(n, mat.shape[0])
-    # stable sort of -p: the largest probabilities first, ties by lower index
-    order = np.argsort(-mat, axis=0, kind="stable")[:n]
-    return order.T.copy()
+    """Row indices of the n largest entries of each column, largest first, ties by lower index.
+
+    Equivalent to ``np.argsort(-mat, axis=0, kind="stable")[:n].T``, but only
+    the candidates at or above each column's n-th largest value are sorted.
+    """
+    n_rows, n_cols = mat.shape
+    n = min(n, n_rows)
+    if 4 * n >= n_rows:
+        return np.argsort(-mat, axis=0, kind="stable")[:n].T.copy()
+    neg = -np.ascontiguousarray(mat.T)  # one row per column of mat
+    thresh = np.partition(neg, n - 1, axis=1)[:, n - 1]
+    out = np.empty((n_cols, n), dtype=np.intp)
+    for k in range(n_cols):
+        row = neg[k]
+        idx = np.flatnonzero(row <= thresh[k])
+        out[k] = idx[np.argsort(row[idx], kind="stable")[:n]]
+    return out
 
 
 def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
@@ -682,7 +695,6 @@ def subnetwork(phis, r, roots, tau: TauLike = 3.0, vocab: Sequence[str] | None =
                 edges_raw.append(((t, k), (t - 1, int(kp)), float(phi[kp, k])))
 
     weights = layer_weights(ph, rv)
-    proj = projections(ph)
     ranks = [_ranks(w) for w in weights]
     nodes = []
     for t in range(n_layers, 0, -1):
@@ -691,7 +703,11 @@ def subnetwork(phis, r, roots, tau: TauLike = 3.0, vocab: Sequence[str] | None =
         ks = sorted(members[t - 1], key=lambda k: ranks[t - 1][k])
         if not ks:
             continue
-        top = _top_indices_of_columns(proj[t - 1][:, ks], n_terms)
+        # project only the member columns, right to left: V x |ks| work, not V x K_t
+        cols = ph[t - 1][:, ks]
+        for phi in reversed(ph[: t - 1]):
+            cols = phi @ cols
+        top = _top_indices_of_columns(cols, n_terms)
         for k, idx in zip(ks, top):
             terms = tuple(words[i] for i in idx) if words is not None else tuple(str(int(i)) for i in idx)
             nodes.append(

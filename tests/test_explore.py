@@ -740,3 +740,18 @@ def test_digits_shaped_grid():
         cols = math.ceil(math.sqrt(k))
         rows = math.ceil(k / cols)
         assert pix.shape == (2 * (rows * 9 + 1), 2 * (cols * 9 + 1))
+
+
+@given(
+    n_rows=st.integers(1, 60),
+    n_cols=st.integers(1, 5),
+    n=st.integers(1, 70),
+    levels=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+)
+@SETTINGS
+def test_top_indices_equal_stable_argsort(n_rows, n_cols, n, levels, seed):
+    # few distinct values -> many ties, including at the n-th place
+    mat = np.random.default_rng(seed).integers(0, levels, size=(n_rows, n_cols)).astype(float)
+    got = ex._top_indices_of_columns(mat, n)
+    np.testing.assert_array_equal(got, np.argsort(-mat, axis=0, kind="stable")[: min(n, n_rows)].T)
