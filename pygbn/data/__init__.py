@@ -1,0 +1,1 @@
+"""Package data of pygbn (the English stop-word list used by :mod:`pygbn.text`)."""

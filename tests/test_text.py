@@ -1,0 +1,415 @@
+"""Tests of pygbn.text: tokeniser, stop words, CountVectorizer, readers and writers."""
+import gzip
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pygbn import text as tx
+
+SETTINGS = settings(derandomize=True, max_examples=40, deadline=None)
+SHARED = Path("/work/shared/data")
+DEBIAN = SHARED / "debian-descriptions"
+
+# Real text: short Debian-style package descriptions (paraphrased from the archive).
+DESCRIPTIONS = [
+    "Audacity is a free, easy-to-use multi-track audio editor and recorder. It can record "
+    "live audio, convert tapes and records into digital recordings, and edit Ogg Vorbis, MP3 and WAV files.",
+    "Hydrogen is an advanced drum machine for GNU/Linux. Its main goal is to bring professional yet "
+    "simple and intuitive pattern-based drum programming; it supports JACK audio and MIDI.",
+    "PostgreSQL is a fully featured object-relational database management system. It supports a large "
+    "part of the SQL standard and is designed to be extensible by users.",
+    "SQLite is a C library that implements an SQL database engine. Programs that link with the SQLite "
+    "library can have SQL database access without running a separate RDBMS process.",
+    "FreeCiv is a free turn-based multiplayer strategy game, in which each player becomes the leader of "
+    "a civilisation, fighting to obtain the ultimate goal: the extinction of all other civilisations.",
+    "Wesnoth is a fantasy turn-based strategy game. Battle for control of villages, using variety of "
+    "units which have advantages and disadvantages in different types of terrains.",
+]
+
+
+# ---------------------------------------------------------------------------
+# tokeniser and stop words
+# ---------------------------------------------------------------------------
+
+
+def test_tokenize_recipe():
+    assert tx.tokenize("GNU/Linux multi-track MP3 x86_64 Café, naïve ÉCOLE it's") == [
+        "gnu",
+        "linux",
+        "multi",
+        "track",
+        "caf",
+        "cole",
+    ]
+    assert tx.tokenize("a an the of", min_length=1) == ["a", "an", "the", "of"]
+    assert tx.tokenize("") == []
+    with pytest.raises(ValueError, match="text must be a str"):
+        tx.tokenize(b"bytes")
+    with pytest.raises(ValueError, match="min_length"):
+        tx.tokenize("abc", min_length=0)
+
+
+@given(st.text(max_size=200), st.integers(1, 5))
+@SETTINGS
+def test_tokenize_properties(text, min_length):
+    toks = tx.tokenize(text, min_length)
+    assert all(re.fullmatch(r"[a-z]+", t) and len(t) >= min_length for t in toks)
+    assert toks == [t for t in re.findall(r"[a-z]+", text.lower()) if len(t) >= min_length]
+
+
+def test_stop_words_shipped():
+    words = tx.english_stop_words()
+    assert isinstance(words, frozenset)
+    assert 250 <= len(words) <= 400
+    assert {"the", "and", "which", "would", "yourselves", "doesn"} <= words
+    assert all(re.fullmatch(r"[a-z]+", w) for w in words)
+    # content words are not stop words
+    assert not {"audio", "game", "database", "font", "mail", "science"} & words
+    raw = (Path(tx.__file__).parent / "data" / "stopwords_en.txt").read_text(encoding="utf-8")
+    header = [ln for ln in raw.splitlines() if ln.startswith("#")]
+    assert any("Provenance" in ln for ln in header)
+    body = [ln for ln in raw.splitlines() if ln and not ln.startswith("#")]
+    assert len(body) == len(set(body)) == len(words)
+
+
+# ---------------------------------------------------------------------------
+# CountVectorizer
+# ---------------------------------------------------------------------------
+
+
+def manual_counts(docs, stop, min_length=3):
+    return [Counter(t for t in tx.tokenize(d, min_length) if t not in stop) for d in docs]
+
+
+def test_vectorizer_on_real_text():
+    vec = tx.CountVectorizer()
+    X = vec.fit_transform(DESCRIPTIONS)
+    assert sp.isspmatrix_csr(X) and X.dtype.kind == "i"
+    assert X.shape == (len(DESCRIPTIONS), len(vec.vocab_))
+    assert vec.vocab_ == sorted(vec.vocab_)
+    stop = tx.english_stop_words()
+    assert not set(vec.vocab_) & stop
+    assert {"audio", "database", "sql", "game", "strategy"} <= set(vec.vocab_)
+    for j, c in enumerate(manual_counts(DESCRIPTIONS, stop)):
+        row = X.getrow(j)
+        got = {vec.vocab_[k]: int(v) for k, v in zip(row.indices, row.data)}
+        assert got == dict(c)
+    assert vec.vocabulary_["sql"] == vec.vocab_.index("sql")
+    assert vec.n_documents_ == 6
+    assert vec.document_frequency_[vec.vocabulary_["database"]] == 2
+    assert list(vec.get_feature_names_out()) == vec.vocab_
+    # transform of the training documents equals fit_transform
+    assert (vec.transform(DESCRIPTIONS) != X).nnz == 0
+    # new documents: out-of-vocabulary words are dropped, empty rows are kept
+    Y = vec.transform(["A new SQL database for audio games", "zzz qqq", ""])
+    assert Y.shape == (3, len(vec.vocab_))
+    assert {vec.vocab_[k] for k in Y.getrow(0).indices} == {"sql", "database", "audio"}
+    assert Y.getrow(1).nnz == 0 and Y.getrow(2).nnz == 0
+
+
+def test_document_frequency_rules():
+    docs = ["apple banana cherry", "apple banana", "apple durian", "apple"]
+    # df: apple 4, banana 2, cherry 1, durian 1
+    assert tx.CountVectorizer(min_df=2).fit(docs).vocab_ == ["apple", "banana"]
+    assert tx.CountVectorizer(max_df=3).fit(docs).vocab_ == ["banana", "cherry", "durian"]
+    assert tx.CountVectorizer(max_df=0.5).fit(docs).vocab_ == ["banana", "cherry", "durian"]  # <= 2 docs
+    assert tx.CountVectorizer(min_df=0.5).fit(docs).vocab_ == ["apple", "banana"]  # >= 2 docs
+    assert tx.CountVectorizer(min_df=0.26).fit(docs).vocab_ == ["apple", "banana"]  # >= 1.04 docs
+    assert tx.CountVectorizer(max_df=1).fit(docs).vocab_ == ["cherry", "durian"]  # int 1: one document
+    assert tx.CountVectorizer(max_df=1.0).fit(docs).vocab_ == ["apple", "banana", "cherry", "durian"]
+    # max_features: by total count, ties alphabetical, then sorted
+    docs2 = ["kiwi kiwi kiwi lime lime mango", "mango nut"]
+    assert tx.CountVectorizer(max_features=2).fit(docs2).vocab_ == ["kiwi", "lime"]  # lime 2 == mango 2
+    assert tx.CountVectorizer(max_features=1).fit(docs2).vocab_ == ["kiwi"]
+    # stop words: none, custom, english
+    assert "the" in tx.CountVectorizer(stop_words=None).fit(["the cat"]).vocab_
+    assert tx.CountVectorizer(stop_words=["cat"]).fit(["the cat sat"]).vocab_ == ["sat", "the"]  # replaces the list
+    assert tx.CountVectorizer(min_length=4).fit(["cats sat"]).vocab_ == ["cats"]
+
+
+def test_fixed_vocabulary(caplog):
+    vocab = ["sql", "audio", "the", "game"]
+    vec = tx.CountVectorizer(vocabulary=vocab)
+    X = vec.transform(["The audio of the game, the SQL"])  # no fit needed
+    np.testing.assert_array_equal(X.toarray(), [[1, 1, 3, 1]])  # stop words are not applied
+    vec.fit(DESCRIPTIONS)
+    assert vec.vocab_ == vocab
+    assert vec.document_frequency_.tolist() == [2, 2, 3, 2]
+    with caplog.at_level("WARNING", logger="pygbn"):
+        tx.CountVectorizer(vocabulary=["ok", "C++"]).fit(["ok"])
+    assert "never be produced" in caplog.text
+    with pytest.raises(ValueError, match="twice"):
+        tx.CountVectorizer(vocabulary=["a", "a"]).fit(["a"])
+    with pytest.raises(ValueError, match="empty"):
+        tx.CountVectorizer(vocabulary=[]).fit(["a"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, docs, match",
+    [
+        ({}, "one string", "single str"),
+        ({}, ["ok", 3], r"documents\[1\] must be a str"),
+        ({}, 5, "iterable of str"),
+        ({"min_df": -1}, ["abc"], "min_df"),
+        ({"max_df": 1.5}, ["abc"], "max_df as a float"),
+        ({"min_df": True}, ["abc"], "min_df"),
+        ({"min_df": "2"}, ["abc"], "min_df"),
+        ({"min_df": 3, "max_df": 2}, ["abc"], "fewer documents"),
+        ({"min_df": 2}, ["abc def", "ghi"], "no terms are left"),
+        ({"min_df": 2}, ["abc def"], "fewer documents"),  # max_df=1.0 of one document < 2
+        ({"max_features": 0}, ["abc"], "max_features"),
+        ({"stop_words": "french"}, ["abc"], "stop_words"),
+        ({"stop_words": [1]}, ["abc"], "stop_words must hold str"),
+        ({"min_length": 0}, ["abc"], "min_length"),
+    ],
+)
+def test_vectorizer_validation(kwargs, docs, match):
+    with pytest.raises(ValueError, match=match):
+        tx.CountVectorizer(**kwargs).fit_transform(docs)
+
+
+def test_transform_before_fit():
+    with pytest.raises(ValueError, match="not fitted"):
+        tx.CountVectorizer().transform(["abc"])
+    with pytest.raises(ValueError, match="not fitted"):
+        tx.CountVectorizer().get_feature_names_out()
+    assert "CountVectorizer(" in repr(tx.CountVectorizer(vocabulary=["abc"]))
+
+
+@given(
+    docs=st.lists(
+        st.lists(st.sampled_from(["alpha", "beta", "gamma", "the", "and", "delta", "x", "Omega!"]), max_size=12).map(
+            " ".join
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    min_df=st.integers(1, 3),
+)
+@SETTINGS
+def test_vectorizer_properties(docs, min_df):
+    vec = tx.CountVectorizer(min_df=min_df)
+    try:
+        X = vec.fit_transform(docs)
+    except ValueError as exc:
+        assert "no terms are left" in str(exc) or "fewer documents" in str(exc)
+        return
+    stop = tx.english_stop_words()
+    df = Counter(w for d in docs for w in set(tx.tokenize(d)) if w not in stop)
+    assert vec.vocab_ == sorted(w for w, c in df.items() if c >= min_df)
+    lengths = [sum(1 for t in tx.tokenize(d) if t in vec.vocabulary_) for d in docs]
+    assert np.asarray(X.sum(axis=1)).ravel().tolist() == lengths
+    assert (vec.transform(docs) != X).nnz == 0
+    np.testing.assert_array_equal(np.diff(X.tocsc().indptr), vec.document_frequency_)
+
+
+# ---------------------------------------------------------------------------
+# document readers
+# ---------------------------------------------------------------------------
+
+
+def test_read_lines(tmp_path):
+    p = tmp_path / "docs.txt"
+    p.write_bytes(b"first doc\r\nsecond doc\n\n   \nlast doc\n")
+    assert tx.read_lines(p) == ["first doc", "second doc", "", "   ", "last doc"]
+    assert tx.read_lines(p, skip_empty=True) == ["first doc", "second doc", "last doc"]
+    q = tmp_path / "noeol.txt"
+    q.write_text("one\ntwo", encoding="utf-8")
+    assert tx.read_lines(q) == ["one", "two"]
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("café\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="could not decode"):
+        tx.read_lines(latin)
+    assert tx.read_lines(latin, encoding="latin-1") == ["café"]
+    assert tx.read_lines(latin, errors="replace") == ["caf\ufffd"]
+    with pytest.raises(FileNotFoundError, match="not found"):
+        tx.read_lines(tmp_path / "missing.txt")
+    with pytest.raises(ValueError, match="folder"):
+        tx.read_lines(tmp_path)
+
+
+def test_read_folder_and_dispatch(tmp_path):
+    (tmp_path / "b.txt").write_text("audio editor", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("sql database\nsecond line", encoding="utf-8")
+    (tmp_path / "c.md").write_text("markdown", encoding="utf-8")
+    (tmp_path / ".hidden.txt").write_text("secret", encoding="utf-8")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "d.txt").write_text("strategy game", encoding="utf-8")
+    names, docs = tx.read_folder(tmp_path)
+    assert names == ["a.txt", "b.txt", "c.md"]
+    assert docs[0] == "sql database\nsecond line"
+    names, docs = tx.read_folder(tmp_path, pattern="*.txt", recursive=True)
+    assert names == ["a.txt", "b.txt", "sub/d.txt"]
+    assert tx.read_documents(tmp_path, pattern="*.md") == (["c.md"], ["markdown"])
+    assert tx.read_documents(tmp_path / "a.txt") == (["1", "2"], ["sql database", "second line"])
+    with pytest.raises(ValueError, match="no files matching"):
+        tx.read_folder(tmp_path, pattern="*.csv")
+    with pytest.raises(ValueError, match="got the file"):
+        tx.read_folder(tmp_path / "a.txt")
+    with pytest.raises(FileNotFoundError):
+        tx.read_folder(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError):
+        tx.read_documents(tmp_path / "nope")
+    with pytest.raises(ValueError, match="unexpected keyword"):
+        tx.read_documents(tmp_path / "a.txt", pattern="*")
+    # end to end: a folder of documents to counts
+    names, docs = tx.read_folder(tmp_path, pattern="*.txt", recursive=True)
+    X = tx.CountVectorizer().fit_transform(docs)
+    assert X.shape[0] == 3 and X.sum() == 7
+
+
+# ---------------------------------------------------------------------------
+# count matrices and vocabularies
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".npz"])
+def test_counts_roundtrip(tmp_path, suffix):
+    rng = np.random.default_rng(0)
+    X = sp.random(7, 5, density=0.4, format="csr", random_state=1, data_rvs=lambda n: rng.integers(1, 9, n))
+    vocab = ["alpha", "beta", "gamma", "delta", "épsilon"]
+    path = tx.save_counts(tmp_path / f"c{suffix}", X, vocab=vocab, vocab_path=tmp_path / "v.txt")
+    Y, v = tx.load_counts(path, tmp_path / "v.txt")
+    assert sp.isspmatrix_csr(Y) and Y.dtype == np.int32 and Y.has_sorted_indices
+    np.testing.assert_array_equal(Y.toarray(), X.toarray())
+    assert v == vocab
+    # transpose: the file stores terms x documents
+    tx.save_counts(tmp_path / f"t{suffix}", X.T)
+    Z, none = tx.load_counts(tmp_path / f"t{suffix}", transpose=True)
+    assert none is None
+    np.testing.assert_array_equal(Z.toarray(), X.toarray())
+    # real values
+    F = X.astype(float) * 0.5
+    tx.save_counts(tmp_path / f"f{suffix}", F)
+    G, _ = tx.load_counts(tmp_path / f"f{suffix}", integer=False)
+    np.testing.assert_allclose(G.toarray(), F.toarray())
+    with pytest.raises(ValueError, match="integer counts"):
+        tx.load_counts(tmp_path / f"f{suffix}")
+
+
+def test_counts_from_other_writers(tmp_path):
+    A = np.array([[0, 2, 0], [1, 0, 3]])
+    scipy.io.mmwrite(tmp_path / "dense.mtx", A)  # array (dense) Matrix Market format
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "dense.mtx")[0].toarray(), A)
+    with gzip.open(tmp_path / "gz.mtx.gz", "wb") as fh:
+        scipy.io.mmwrite(fh, sp.coo_matrix(A))
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "gz.mtx.gz")[0].toarray(), A)
+    np.savez(tmp_path / "dense.npz", X=A.astype(np.uint8), y=np.arange(2))  # like the digits data
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "dense.npz")[0].toarray(), A)
+    np.savez(tmp_path / "one.npz", A)
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "one.npz")[0].toarray(), A)
+    np.savez(tmp_path / "two.npz", a=A, b=A + 1)
+    with pytest.raises(ValueError, match="pass key="):
+        tx.load_counts(tmp_path / "two.npz")
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "two.npz", key="b")[0].toarray(), A + 1)
+    with pytest.raises(ValueError, match="key 'c' not in"):
+        tx.load_counts(tmp_path / "two.npz", key="c")
+
+
+def test_count_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="counts file not found"):
+        tx.load_counts(tmp_path / "missing.npz")
+    (tmp_path / "x.csv").write_text("1,2\n")
+    with pytest.raises(ValueError, match="unsupported counts file"):
+        tx.load_counts(tmp_path / "x.csv")
+    (tmp_path / "bad.npz").write_bytes(b"this is not a zip archive")
+    with pytest.raises(ValueError, match="could not read"):
+        tx.load_counts(tmp_path / "bad.npz")
+    (tmp_path / "bad.mtx").write_text("%%MatrixMarket nonsense\n1 2 3\n")
+    with pytest.raises(ValueError, match="Matrix Market"):
+        tx.load_counts(tmp_path / "bad.mtx")
+    np.save(tmp_path / "arr.npy", np.ones((2, 2)))
+    os.replace(tmp_path / "arr.npy", tmp_path / "arr.npz")
+    with pytest.raises(ValueError, match="not a .npz archive"):
+        tx.load_counts(tmp_path / "arr.npz")
+    np.savez(tmp_path / "neg.npz", X=np.array([[1, -1]]))
+    with pytest.raises(ValueError, match="non-negative"):
+        tx.load_counts(tmp_path / "neg.npz")
+    np.savez(tmp_path / "nan.npz", X=np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match="finite"):
+        tx.load_counts(tmp_path / "nan.npz", integer=False)
+    np.savez(tmp_path / "vec.npz", X=np.array([1, 2]))
+    with pytest.raises(ValueError, match="2-D"):
+        tx.load_counts(tmp_path / "vec.npz")
+    np.savez(tmp_path / "ok.npz", X=np.ones((2, 3), dtype=int))
+    (tmp_path / "v2.txt").write_text("a\nb\n")
+    with pytest.raises(ValueError, match="has 2 terms but the counts"):
+        tx.load_counts(tmp_path / "ok.npz", tmp_path / "v2.txt")
+    with pytest.raises(ValueError, match="must end in .mtx or .npz"):
+        tx.save_counts(tmp_path / "out.txt", np.ones((2, 2)))
+    with pytest.raises(ValueError, match="both vocab and vocab_path"):
+        tx.save_counts(tmp_path / "out.npz", np.ones((2, 2)), vocab=["a", "b"])
+    with pytest.raises(ValueError, match="vocab has 1 terms"):
+        tx.save_counts(tmp_path / "out.npz", np.ones((2, 2)), vocab=["a"], vocab_path=tmp_path / "v.txt")
+    with pytest.raises(ValueError, match="non-negative"):
+        tx.save_counts(tmp_path / "out.npz", -np.ones((2, 2)))
+
+
+def test_vocab_files(tmp_path):
+    p = tx.write_vocab(tmp_path / "v.txt", ["audio", "sql", "naïve"])
+    assert Path(p).read_bytes() == "audio\nsql\nnaïve\n".encode("utf-8")
+    assert tx.read_vocab(p) == ["audio", "sql", "naïve"]
+    (tmp_path / "crlf.txt").write_bytes(b"a\r\nb\r\n")
+    assert tx.read_vocab(tmp_path / "crlf.txt") == ["a", "b"]
+    (tmp_path / "empty_line.txt").write_text("a\n\nb\n")
+    with pytest.raises(ValueError, match="line 2 .* is empty"):
+        tx.read_vocab(tmp_path / "empty_line.txt")
+    (tmp_path / "dup.txt").write_text("a\nb\na\n")
+    with pytest.raises(ValueError, match="repeats 'a'"):
+        tx.read_vocab(tmp_path / "dup.txt")
+    (tmp_path / "none.txt").write_text("")
+    with pytest.raises(ValueError, match="is empty"):
+        tx.read_vocab(tmp_path / "none.txt")
+    with pytest.raises(FileNotFoundError, match="vocabulary file not found"):
+        tx.read_vocab(tmp_path / "missing.txt")
+    with pytest.raises(ValueError, match="line breaks"):
+        tx.write_vocab(tmp_path / "w.txt", ["ok", "two\nlines"])
+    with pytest.raises(ValueError, match="repeat"):
+        tx.write_vocab(tmp_path / "w.txt", ["ok", "ok"])
+
+
+# ---------------------------------------------------------------------------
+# the shared corpus (only where /work/shared is present)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not (DEBIAN / "counts-top2000.npz").is_file(), reason="shared Debian corpus absent")
+def test_shared_corpus_reads_and_matches_the_tokeniser():
+    X, vocab = tx.load_counts(DEBIAN / "counts-top2000.npz", DEBIAN / "vocab-top2000.txt")
+    assert X.shape == (33821, 2000) and len(vocab) == 2000 and X.dtype == np.int32
+    assert int(X.sum()) == 1779138
+    # every term of the corpus is one token of the same recipe
+    assert all(tx.tokenize(w) == [w] for w in vocab)
+    # a fixed-vocabulary vectoriser counts exactly these terms in new text
+    vec = tx.CountVectorizer(vocabulary=vocab)
+    Y = vec.transform(["A Python library to read and write audio files"])
+    assert {vocab[k] for k in Y.indices} <= {"python", "library", "read", "write", "audio", "files"}
+    assert {"python", "library", "audio"} <= {vocab[k] for k in Y.indices}
+
+
+@pytest.mark.skipif(not (SHARED / "debian-descriptions" / "README.md").is_file(), reason="shared data absent")
+def test_vectorizer_on_shared_readmes():
+    docs = [(p / "README.md").read_text(encoding="utf-8") for p in sorted(SHARED.iterdir()) if (p / "README.md").is_file()]
+    vec = tx.CountVectorizer()
+    X = vec.fit_transform(docs)
+    assert X.shape[0] == len(docs) >= 2
+    assert {"debian", "alpaydin", "bookworm", "handwritten"} <= set(vec.vocab_)
+    names = [p.name for p in sorted(SHARED.iterdir()) if (p / "README.md").is_file()]
+    row = X.getrow(names.index("debian-descriptions")).toarray().ravel()
+    assert row[vec.vocabulary_["debian"]] >= 5 and row[vec.vocabulary_["alpaydin"]] == 0
+
+
+@pytest.mark.skipif(not (SHARED / "digits" / "digits.npz").is_file(), reason="shared digits data absent")
+def test_shared_digits_reads_as_dense_npz():
+    X, vocab = tx.load_counts(SHARED / "digits" / "digits.npz")
+    assert X.shape == (1797, 64) and vocab is None and X.dtype == np.int32
+    assert X.max() == 16 and X.nnz == 58736
