@@ -1,0 +1,108 @@
+"""Geweke "getting it right" tests of the upward-downward Gibbs sampler.
+
+Marginal-conditional draws (prior, then data) and a successive-conditional
+chain (Gibbs sweep, then fresh data) must agree on the means of a set of
+statistics.  Hyper-parameters are chosen so that every statistic has finite
+variance (e0 > 2, b0 > 2); pruning is off and p/c are updated every sweep.
+"""
+import numpy as np
+import pytest
+
+from pygbn.inference import geweke
+from pygbn.model import Hyperparameters
+
+HYPER = Hyperparameters(a0=3.0, b0=3.0, e0=3.0, f0=3.0)
+# |z| above this for any statistic fails the test: with ~15 statistics per
+# configuration and batch-means standard errors (t with 49 df) the chance of a
+# false failure is below 1e-3 per configuration
+Z_MAX = 4.5
+
+
+def _run(method, widths, link, n, seed, hook=None):
+    kw = dict(n_features=4, n_samples=3, widths=widths, eta=0.5, hyper=HYPER, link=link)
+    mc = geweke.marginal_conditional(n, random_state=1000 + seed, **kw)
+    sc = geweke.successive_conditional(n, random_state=2000 + seed, method=method,
+                                       sampler_hook=hook, **kw)
+    return geweke.compare(mc, sc)
+
+
+CONFIGS = [
+    ("collapsed", [3], "poisson"),
+    ("blocked", [3], "poisson"),
+    ("collapsed", [3, 2], "poisson"),
+    ("blocked", [3, 2], "poisson"),
+]
+LINK_CONFIGS = [
+    ("blocked", [3], "bernoulli"),
+    ("blocked", [3, 2], "bernoulli"),
+    ("blocked", [3], "prg"),
+    ("blocked", [3, 2], "prg"),
+]
+
+
+def _ids(cfgs):
+    return [f"{m}-T{len(w)}-{l}" for m, w, l in cfgs]
+
+
+@pytest.mark.parametrize("method,widths,link", CONFIGS, ids=_ids(CONFIGS))
+def test_geweke_pgbn(method, widths, link):
+    z = _run(method, widths, link, 5000, seed=len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
+@pytest.mark.parametrize("method,widths,link", LINK_CONFIGS, ids=_ids(LINK_CONFIGS))
+def test_geweke_links(method, widths, link):
+    z = _run(method, widths, link, 5000, seed=10 + len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method,widths,link", CONFIGS + LINK_CONFIGS, ids=_ids(CONFIGS + LINK_CONFIGS))
+def test_geweke_long(method, widths, link):
+    z = _run(method, widths, link, 40000, seed=100 + len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
+def _break_theta_rate(sampler):
+    """Plant a wrong conditional: theta's gamma rate with -2 ln(1 - p) for -ln(1 - p)."""
+    import types
+
+    from pygbn.inference import _blocked
+
+    def wrong_sample_theta(self, t):
+        layer = self.network.layers[t - 1]
+        rate = np.ascontiguousarray(layer.c + 2.0 * self.log_rates()[t - 1])  # should be 1 x L^(t)
+        prior = np.ascontiguousarray(self._doc_prior(t))
+        out = np.empty((self.n_docs, layer.width))
+        _blocked.sample_gamma_rows(prior, self.m[t - 1], rate, self.bounds,
+                                   self.doc_streams.addresses, out, 1)
+        layer.theta = out
+
+    sampler.sample_theta = types.MethodType(wrong_sample_theta, sampler)
+
+
+def _break_p(sampler):
+    """Plant a wrong conditional: p_j^(2) ~ Beta(a0 + m, b0), forgetting theta^(2)."""
+    import types
+
+    original = sampler.sample_p_c
+
+    def wrong_sample_p_c(self):
+        original()
+        h = self.hyper
+        g1 = self.rng.standard_gamma(h.a0 + self.m[0].sum(axis=1))
+        g2 = self.rng.standard_gamma(h.b0, size=self.n_docs)
+        self.network.layers[0].c = np.clip(g2 / g1, 1e-300, 1e300)
+
+    sampler.sample_p_c = types.MethodType(wrong_sample_p_c, sampler)
+
+
+@pytest.mark.parametrize("hook,method", [(_break_theta_rate, "collapsed"), (_break_p, "blocked")],
+                         ids=["theta-rate", "p2-beta"])
+def test_geweke_detects_a_broken_conditional(hook, method):
+    z = _run(method, [3, 2], "poisson", 5000, seed=7, hook=hook)
+    # the same criterion as the tests above must fire
+    assert max(abs(v) for v in z.values()) > Z_MAX, z
