@@ -49,11 +49,21 @@ cdef inline void _list_add(int32_t *lst, int32_t *length, int32_t *pos, int32_t 
     length[0] += 1
 
 
+cdef inline void _swap(int32_t *wz, int32_t *wc, int32_t *wp, int32_t p, int32_t q) noexcept nogil:
+    cdef int32_t tz = wz[p], tc = wc[p]
+    wz[p] = wz[q]
+    wc[p] = wc[q]
+    wz[q] = tz
+    wc[q] = tc
+    wp[wz[p]] = p
+    wp[wz[q]] = q
+
+
 def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] doc_ptr,
                     const int64_t[::1] doc_order, int64_t[:, ::1] nwk, int64_t[::1] nk,
-                    int64_t[:, ::1] njk, int32_t[:, ::1] wnz, int32_t[::1] wnz_len,
-                    int32_t[:, ::1] wpos, const double[:, ::1] prior, double eta,
-                    bit_generator):
+                    int64_t[:, ::1] njk, int32_t[:, ::1] wnz, int32_t[:, ::1] wcnt,
+                    int32_t[::1] wnz_len, int32_t[:, ::1] wpos, const double[:, ::1] prior,
+                    double eta, bit_generator):
     """One collapsed sweep over all tokens (eq:z), updating labels and counts in place.
 
     Parameters
@@ -66,9 +76,11 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
         Documents to visit, in order.
     nwk, nk, njk : int64 arrays (V, K), (K,), (J, K)
         Term-topic, topic and document-topic counts, consistent with ``tok_z``.
-    wnz, wnz_len, wpos : int32 arrays (V, K), (V,), (V, K)
-        For each term the list of its topics with ``nwk > 0``
-        (``wnz[w, :wnz_len[w]]``) and each topic's position in it (-1 if absent).
+    wnz, wcnt, wnz_len, wpos : int32 arrays (V, K), (V, K), (V,), (V, K)
+        For each term ``w`` the compact list of its topics with ``nwk > 0``
+        (``wnz[w, :wnz_len[w]]``), their counts (``wcnt[w, i] ==
+        nwk[w, wnz[w, i]]``) and each topic's position in the list (-1 if
+        absent).  Reading the word bucket is then one sequential pass.
     prior : float64 array (J, K) or (1, K)
         The prior shapes ``a_jk`` (one shared row when it has one row); > 0.
     eta : float
@@ -96,18 +108,21 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
     cdef int32_t *dpos = <int32_t *> malloc(K * sizeof(int32_t))
     cdef Py_ssize_t o, j, i, ii, kk, idx
     cdef int64_t start, end
-    cdef int32_t w, k, tw, tz, dn, nw
+    cdef int32_t w, k, tw, tz, dn, nw, p
     cdef const double *a
     cdef int64_t *nj
-    cdef int64_t *nw_row
-    cdef double s, rb, q, u, t, tot
+    cdef int64_t *nk_p = &nk[0]
+    cdef int32_t *wz
+    cdef int32_t *wc
+    cdef int32_t *wp
+    cdef double s, rb, q, q1, u, t, tot, v0, v1
     if inv_d == NULL or ck == NULL or qv == NULL or dnz == NULL or dpos == NULL:
         free(inv_d); free(ck); free(qv); free(dnz); free(dpos)
         raise MemoryError()
     try:
         with bit_generator.lock, nogil:
             for kk in range(K):
-                inv_d[kk] = 1.0 / (veta + nk[kk])
+                inv_d[kk] = 1.0 / (veta + nk_p[kk])
             for o in range(doc_order.shape[0]):
                 j = doc_order[o]
                 start = doc_ptr[j]
@@ -138,28 +153,51 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                 for i in range(start, end):
                     w = tok_w[i]
                     k = tok_z[i]
-                    nw_row = &nwk[w, 0]
+                    wz = &wnz[w, 0]
+                    wc = &wcnt[w, 0]
+                    wp = &wpos[w, 0]
                     # ---- remove the token ----
                     s -= a[k] * inv_d[k]
                     rb -= nj[k] * inv_d[k]
                     nj[k] -= 1
-                    nw_row[k] -= 1
-                    nk[k] -= 1
-                    inv_d[k] = 1.0 / (veta + nk[k])
+                    nwk[w, k] -= 1
+                    nk_p[k] -= 1
+                    inv_d[k] = 1.0 / (veta + nk_p[k])
                     s += a[k] * inv_d[k]
                     rb += nj[k] * inv_d[k]
                     ck[k] = (nj[k] + a[k]) * inv_d[k]
                     if nj[k] == 0:
                         _list_remove(dnz, &dn, dpos, k)
-                    if nw_row[k] == 0:
-                        _list_remove(&wnz[w, 0], &wnz_len[w], &wpos[w, 0], k)
-                    # ---- word bucket ----
-                    q = 0.0
+                    # the term's topic list is kept sorted by decreasing count
+                    # (as in SparseLDA), so the scan below usually stops early
+                    p = wp[k]
+                    wc[p] -= 1
                     nw = wnz_len[w]
-                    for idx in range(nw):
-                        kk = wnz[w, idx]
-                        qv[idx] = nw_row[kk] * ck[kk]
-                        q += qv[idx]
+                    while p + 1 < nw and wc[p] < wc[p + 1]:
+                        _swap(wz, wc, wp, p, p + 1)
+                        p += 1
+                    if wc[p] == 0:
+                        # a zero count sorts last: drop it
+                        wp[k] = -1
+                        wnz_len[w] = nw - 1
+                    # ---- word bucket: one sequential pass, two accumulators ----
+                    nw = wnz_len[w]
+                    q = 0.0
+                    q1 = 0.0
+                    idx = 0
+                    while idx + 1 < nw:
+                        v0 = wc[idx] * ck[wz[idx]]
+                        v1 = wc[idx + 1] * ck[wz[idx + 1]]
+                        qv[idx] = v0
+                        qv[idx + 1] = v1
+                        q += v0
+                        q1 += v1
+                        idx += 2
+                    if idx < nw:
+                        v0 = wc[idx] * ck[wz[idx]]
+                        qv[idx] = v0
+                        q += v0
+                    q += q1
                     if rb < 0.0:
                         rb = 0.0
                     if s < 0.0:
@@ -171,7 +209,7 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                         while idx < nw - 1 and u >= qv[idx]:
                             u -= qv[idx]
                             idx += 1
-                        k = wnz[w, idx]
+                        k = wz[idx]
                     else:
                         u = (u - q) / eta
                         if u < rb and dn > 0:
@@ -200,34 +238,49 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                     s -= a[k] * inv_d[k]
                     rb -= nj[k] * inv_d[k]
                     nj[k] += 1
-                    nw_row[k] += 1
-                    nk[k] += 1
-                    inv_d[k] = 1.0 / (veta + nk[k])
+                    nwk[w, k] += 1
+                    nk_p[k] += 1
+                    inv_d[k] = 1.0 / (veta + nk_p[k])
                     s += a[k] * inv_d[k]
                     rb += nj[k] * inv_d[k]
                     ck[k] = (nj[k] + a[k]) * inv_d[k]
                     if nj[k] == 1:
                         _list_add(dnz, &dn, dpos, k)
-                    if nw_row[k] == 1:
-                        _list_add(&wnz[w, 0], &wnz_len[w], &wpos[w, 0], k)
+                    p = wp[k]
+                    if p < 0:
+                        p = wnz_len[w]
+                        wz[p] = k
+                        wc[p] = 1
+                        wp[k] = p
+                        wnz_len[w] = p + 1
+                    else:
+                        wc[p] += 1
+                    while p > 0 and wc[p] > wc[p - 1]:
+                        _swap(wz, wc, wp, p, p - 1)
+                        p -= 1
                     tok_z[i] = k
     finally:
         free(inv_d); free(ck); free(qv); free(dnz); free(dpos)
 
 
-def build_word_lists(const int64_t[:, ::1] nwk, int32_t[:, ::1] wnz, int32_t[::1] wnz_len,
-                     int32_t[:, ::1] wpos):
-    """Fill the per-term non-zero topic lists used by :func:`collapsed_sweep`."""
+def build_word_lists(const int64_t[:, ::1] nwk, int32_t[:, ::1] wnz, int32_t[:, ::1] wcnt,
+                     int32_t[::1] wnz_len, int32_t[:, ::1] wpos):
+    """Fill the per-term topic lists used by :func:`collapsed_sweep` (sorted by decreasing count)."""
     cdef Py_ssize_t V = nwk.shape[0], K = nwk.shape[1], v, k
-    cdef int32_t n
+    cdef int32_t n, p
     with nogil:
         for v in range(V):
             n = 0
             for k in range(K):
+                wpos[v, k] = -1
                 if nwk[v, k] > 0:
-                    wpos[v, k] = n
-                    wnz[v, n] = <int32_t> k
+                    # insertion into the list sorted by decreasing count
+                    p = n
+                    wnz[v, p] = <int32_t> k
+                    wcnt[v, p] = <int32_t> nwk[v, k]
+                    wpos[v, k] = p
                     n += 1
-                else:
-                    wpos[v, k] = -1
+                    while p > 0 and wcnt[v, p] > wcnt[v, p - 1]:
+                        _swap(&wnz[v, 0], &wcnt[v, 0], &wpos[v, 0], p, p - 1)
+                        p -= 1
             wnz_len[v] = n

@@ -230,9 +230,10 @@ class GibbsSampler:
         tok["nwk"] = nwk
         tok["nk"] = nwk.sum(axis=0)
         tok["wnz"] = np.zeros((V, K), dtype=np.int32)
+        tok["wcnt"] = np.zeros((V, K), dtype=np.int32)
         tok["wnz_len"] = np.zeros(V, dtype=np.int32)
         tok["wpos"] = np.zeros((V, K), dtype=np.int32)
-        _collapsed.build_word_lists(nwk, tok["wnz"], tok["wnz_len"], tok["wpos"])
+        _collapsed.build_word_lists(nwk, tok["wnz"], tok["wcnt"], tok["wnz_len"], tok["wpos"])
         self.m[0] = njk
         self.network.layers[0].counts = nwk
 
@@ -262,7 +263,7 @@ class GibbsSampler:
         prior = np.ascontiguousarray(self._doc_prior(1))
         order = self.rng.permutation(self.n_docs).astype(np.int64)
         _collapsed.collapsed_sweep(tok["w"], tok["z"], tok["ptr"], order, tok["nwk"], tok["nk"],
-                                   self.m[0], tok["wnz"], tok["wnz_len"], tok["wpos"], prior,
+                                   self.m[0], tok["wnz"], tok["wcnt"], tok["wnz_len"], tok["wpos"], prior,
                                    float(layer.eta), self.rng.bit_generator)
         layer.counts = tok["nwk"]
 

@@ -1,0 +1,266 @@
+"""The Gibbs kernels against the plain numpy expressions they implement.
+
+Each test draws many times from a kernel on a tiny input and compares the
+draws with the exact distribution given by the docstring's "equivalent to"
+expression (chi-square on categories, z-tests on means).  Fixed seeds; the
+significance levels are tiny (1e-6) while the sample sizes give power against
+errors of a few percent.
+"""
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from pygbn._utils import BlockStreams
+from pygbn.inference import _blocked, _collapsed
+
+ALPHA = 1e-6
+
+
+def _chisq_p(observed, expected_prob):
+    observed = np.asarray(observed, dtype=float)
+    exp = np.asarray(expected_prob) * observed.sum()
+    keep = exp > 0
+    assert observed[~keep].sum() == 0, "draws where the exact probability is zero"
+    return stats.chisquare(observed[keep], exp[keep]).pvalue
+
+
+# --------------------------------------------------------------------------
+# collapsed sweep: the conditional of one token (eq:z)
+# --------------------------------------------------------------------------
+def _collapsed_state(prior_rows):
+    """Doc 0 holds a single token of term 2; docs 1-2 hold fixed tokens."""
+    V, K = 5, 4
+    tok_w = np.array([2, 0, 2, 2, 4, 1, 2, 3, 3, 0], dtype=np.int32)
+    tok_z = np.array([1, 0, 1, 3, 3, 2, 2, 0, 1, 1], dtype=np.int32)
+    doc_ptr = np.array([0, 1, 5, 10], dtype=np.int64)
+    J = 3
+    doc_of = np.repeat(np.arange(J), np.diff(doc_ptr))
+    nwk = np.zeros((V, K), dtype=np.int64)
+    njk = np.zeros((J, K), dtype=np.int64)
+    np.add.at(nwk, (tok_w, tok_z), 1)
+    np.add.at(njk, (doc_of, tok_z), 1)
+    nk = nwk.sum(axis=0)
+    prior = np.ascontiguousarray(prior_rows, dtype=np.float64)
+    return V, K, tok_w, tok_z, doc_ptr, nwk, njk, nk, prior
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["prior-r", "prior-per-doc"])
+def test_collapsed_sweep_draws_one_token_from_eq_z(shared):
+    eta = 0.3
+    if shared:
+        prior = np.array([[0.5, 0.05, 1.5, 0.2]])
+    else:
+        prior = np.array([[0.1, 2.0, 0.3, 0.7], [1.0, 1.0, 1.0, 1.0], [0.2, 0.2, 0.2, 0.2]])
+    V, K, tok_w, tok_z, doc_ptr, nwk, njk, nk, prior = _collapsed_state(prior)
+    # exact conditional of doc 0's token (term 2), counts without it
+    nwk_m, nk_m, njk_m = nwk.copy(), nk.copy(), njk.copy()
+    nwk_m[2, tok_z[0]] -= 1
+    nk_m[tok_z[0]] -= 1
+    njk_m[0, tok_z[0]] -= 1
+    p = (eta + nwk_m[2]) / (V * eta + nk_m) * (njk_m[0] + prior[0])
+    p /= p.sum()
+    gen = np.random.Generator(np.random.PCG64(12))
+    counts = np.zeros(K)
+    n = 40000
+    order = np.array([0], dtype=np.int64)
+    for _ in range(n):
+        z = tok_z.copy()
+        a_nwk, a_nk, a_njk = nwk.copy(), nk.copy(), njk.copy()
+        wnz = np.zeros((V, K), np.int32)
+        wcnt = np.zeros((V, K), np.int32)
+        wlen = np.zeros(V, np.int32)
+        wpos = np.zeros((V, K), np.int32)
+        _collapsed.build_word_lists(a_nwk, wnz, wcnt, wlen, wpos)
+        _collapsed.collapsed_sweep(tok_w.copy(), z, doc_ptr, order, a_nwk, a_nk, a_njk, wnz, wcnt,
+                                   wlen, wpos, prior, eta, gen.bit_generator)
+        counts[z[0]] += 1
+        # counts stay consistent with the new label
+        assert a_nwk[2, z[0]] == nwk_m[2, z[0]] + 1 and a_nk.sum() == nk.sum()
+    assert _chisq_p(counts, p) > ALPHA
+
+
+def test_collapsed_sweep_keeps_counts_and_word_lists_consistent():
+    rng = np.random.default_rng(3)
+    V, K, J = 30, 7, 40
+    lengths = rng.integers(0, 25, size=J)
+    doc_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    tok_w = rng.integers(0, V, size=doc_ptr[-1]).astype(np.int32)
+    tok_z = rng.integers(0, K, size=doc_ptr[-1]).astype(np.int32)
+    doc_of = np.repeat(np.arange(J), lengths)
+    nwk = np.zeros((V, K), np.int64)
+    njk = np.zeros((J, K), np.int64)
+    np.add.at(nwk, (tok_w, tok_z), 1)
+    np.add.at(njk, (doc_of, tok_z), 1)
+    nk = nwk.sum(axis=0)
+    wnz = np.zeros((V, K), np.int32)
+    wcnt = np.zeros((V, K), np.int32)
+    wlen = np.zeros(V, np.int32)
+    wpos = np.zeros((V, K), np.int32)
+    _collapsed.build_word_lists(nwk, wnz, wcnt, wlen, wpos)
+    prior = rng.gamma(0.5, size=(J, K))
+    gen = np.random.default_rng(4)
+    for _ in range(20):
+        _collapsed.collapsed_sweep(tok_w, tok_z, doc_ptr, gen.permutation(J).astype(np.int64), nwk,
+                                   nk, njk, wnz, wcnt, wlen, wpos, prior, 0.1, gen.bit_generator)
+    nwk2 = np.zeros_like(nwk)
+    njk2 = np.zeros_like(njk)
+    doc_of = np.repeat(np.arange(J), np.diff(doc_ptr))
+    np.add.at(nwk2, (tok_w, tok_z), 1)
+    np.add.at(njk2, (doc_of, tok_z), 1)
+    np.testing.assert_array_equal(nwk, nwk2)
+    np.testing.assert_array_equal(njk, njk2)
+    np.testing.assert_array_equal(nk, nwk2.sum(axis=0))
+    for v in range(V):
+        lst = wnz[v, : wlen[v]]
+        np.testing.assert_array_equal(np.sort(lst), np.flatnonzero(nwk[v]))
+        np.testing.assert_array_equal(wcnt[v, : wlen[v]], nwk[v, lst])
+        assert np.all(np.diff(wcnt[v, : wlen[v]]) <= 0), "term lists sorted by decreasing count"
+        np.testing.assert_array_equal(wpos[v, lst], np.arange(wlen[v]))
+
+
+# --------------------------------------------------------------------------
+# blocked kernels
+# --------------------------------------------------------------------------
+def _stirling_first_unsigned(n):
+    s = np.zeros((n + 1, n + 1))
+    s[0, 0] = 1
+    for i in range(1, n + 1):
+        for k in range(1, i + 1):
+            s[i, k] = s[i - 1, k - 1] + (i - 1) * s[i - 1, k]
+    return s[n]
+
+
+def _crt_pmf(n, r):
+    s = _stirling_first_unsigned(n)
+    l = np.arange(n + 1)
+    with np.errstate(divide="ignore"):
+        logp = special.gammaln(r) - special.gammaln(n + r) + np.log(s) + l * np.log(r)
+    return np.exp(logp)
+
+
+def test_split_dense_crt_is_crt_then_multinomial():
+    """Equivalent to: x = CRT(m, phi[v] @ theta[j]); split x by phi[v] * theta[j]."""
+    J, kin, K = 4000, 2, 3
+    m_in = np.zeros((J, kin), dtype=np.int64)
+    m_in[:, 0] = 6
+    phi = np.array([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    theta = np.tile([0.4, 1.1, 0.25], (J, 1))
+    bounds = np.array([0, 1000, 2000, 3000, 4000], dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(0), 4)
+    totals = []
+    splits = np.zeros(K)
+    for rep in range(10):
+        m_out = np.empty((J, K), dtype=np.int64)
+        n_out = np.zeros((2, kin, K), dtype=np.int64)
+        tables = np.empty(J, dtype=np.int64)
+        _blocked.split_dense_crt(m_in, phi, theta, bounds, streams.addresses, m_out, n_out, tables, 2)
+        np.testing.assert_array_equal(m_out.sum(axis=1), tables)
+        np.testing.assert_array_equal(n_out.sum(axis=0)[0], m_out.sum(axis=0))
+        assert n_out.sum(axis=0)[1].sum() == 0
+        totals.append(tables)
+        splits += m_out.sum(axis=0)
+    totals = np.concatenate(totals)
+    w = phi[0] * theta[0]
+    pmf = _crt_pmf(6, w.sum())
+    assert _chisq_p(np.bincount(totals, minlength=7), pmf) > ALPHA
+    assert _chisq_p(splits, w / w.sum()) > ALPHA
+
+
+@pytest.mark.parametrize("count", [1, 3, 31, 32, 500])
+def test_split_sparse_counts_is_multinomial(count):
+    """Equivalent to: m[j] = rng.multinomial(x_vj, phi[v] * theta[j] / sum) summed over v."""
+    J, V, K = 3000, 3, 5
+    rng = np.random.default_rng(count)
+    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    theta = rng.gamma(1.0, size=(J, K))
+    indptr = np.arange(J + 1, dtype=np.int64)
+    indices = np.full(J, 1, dtype=np.int32)
+    values = np.full(J, float(count))
+    m_out = np.empty((J, K), dtype=np.int64)
+    n_out = np.zeros((1, V, K), dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(1), 3)
+    bounds = np.array([0, 1000, 2000, 3000], dtype=np.int64)
+    _blocked.split_sparse(indptr, indices, values, phi, theta, np.empty(0), 0, bounds,
+                          streams.addresses, m_out, n_out, np.empty(0, dtype=np.int64), 1)
+    np.testing.assert_array_equal(m_out.sum(axis=1), count)
+    np.testing.assert_array_equal(n_out[0, 1], m_out.sum(axis=0))
+    # per document: E[m_jk] = count * w_jk, Var = count * w (1 - w)
+    w = phi[1] * theta
+    w /= w.sum(axis=1, keepdims=True)
+    z = (m_out - count * w).sum(axis=0) / np.sqrt((count * w * (1 - w)).sum(axis=0))
+    assert np.all(np.abs(z) < 5), z
+
+
+def test_split_sparse_underflowing_weights_split_in_log_space():
+    phi = np.array([[1e-200, 1e-200]])
+    theta = np.array([[1e-200, 3e-200]])
+    m_out = np.empty((1, 2), dtype=np.int64)
+    n_out = np.zeros((1, 1, 2), dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(2), 1)
+    _blocked.split_sparse(np.array([0, 1], np.int64), np.array([0], np.int32), np.array([40000.0]),
+                          phi, theta, np.empty(0), 0, np.array([0, 1], np.int64), streams.addresses,
+                          m_out, n_out, np.empty(0, np.int64), 1)
+    assert m_out.sum() == 40000
+    assert abs(m_out[0, 1] / 40000 - 0.75) < 0.02
+
+
+def test_sample_gamma_rows_moments():
+    """Equivalent to: out[j, k] = rng.gamma(prior[j, k] + m[j, k], 1 / rate[j])."""
+    J, K = 20000, 3
+    prior = np.array([[0.3, 2.0, 1e-3]])
+    m = np.tile(np.array([0, 3, 0], dtype=np.int64), (J, 1))
+    rate = np.linspace(0.5, 2.0, J)
+    out = np.empty((J, K))
+    bounds = np.arange(0, J + 1, 1000, dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(5), len(bounds) - 1)
+    _blocked.sample_gamma_rows(prior, m, rate, bounds, streams.addresses, out, 2)
+    shape = prior[0] + m[0]
+    g = out * rate[:, None]  # standard gamma draws
+    z_mean = (g.mean(axis=0) - shape) / np.sqrt(shape / J)
+    assert np.all(np.abs(z_mean) < 5), z_mean
+    assert np.all(out > 0) and np.isfinite(out).all()
+
+
+def test_top_crt_sums():
+    J, K = 5000, 2
+    m = np.tile(np.array([4, 0], dtype=np.int64), (J, 1))
+    r = np.array([0.7, 5.0])
+    bounds = np.arange(0, J + 1, 500, dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(6), len(bounds) - 1)
+    out = np.zeros((len(bounds) - 1, K), dtype=np.int64)
+    _blocked.top_crt(m, r, bounds, streams.addresses, out, 2)
+    tot = out.sum(axis=0)
+    assert tot[1] == 0
+    pmf = _crt_pmf(4, 0.7)
+    mean = (np.arange(5) * pmf).sum()
+    var = (np.arange(5) ** 2 * pmf).sum() - mean**2
+    assert abs(tot[0] - J * mean) < 5 * np.sqrt(J * var)
+
+
+def test_dirichlet_rows_tiny_concentrations_stay_on_simplex():
+    alpha = np.full((6, 50), 1e-4)
+    alpha[0, :3] = [1e-6, 1e-6, 5.0]
+    out = np.empty_like(alpha)
+    bounds = np.array([0, 3, 6], dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(7), 2)
+    _blocked.dirichlet_rows(alpha, bounds, streams.addresses, out, 1)
+    assert np.isfinite(out).all() and (out > 0).all()
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_heldout_accumulate_matches_numpy():
+    rng = np.random.default_rng(8)
+    J, V, K = 7, 6, 3
+    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    theta = rng.gamma(1.0, size=(J, K))
+    X = (rng.random((J, V)) < 0.4).astype(float)
+    import scipy.sparse as sp
+
+    H = sp.csr_matrix(X)
+    rate = np.zeros(H.nnz)
+    norm = np.zeros(J)
+    _blocked.heldout_accumulate(H.indptr.astype(np.int64), H.indices.astype(np.int32), phi, theta,
+                                rate, norm, 2)
+    rows = np.repeat(np.arange(J), np.diff(H.indptr))
+    np.testing.assert_allclose(rate, (theta @ phi.T)[rows, H.indices])
+    np.testing.assert_allclose(norm, theta.sum(axis=1))
