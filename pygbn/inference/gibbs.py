@@ -369,7 +369,7 @@ class GibbsSampler:
         m_dot = self.m[0].sum(axis=1).astype(np.float64)
         g1 = rng.standard_gamma(h.a0 + m_dot)
         g2 = rng.standard_gamma(h.b0 + theta_dot(2))
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             c2 = g2 / g1
         c2 = np.where(np.isnan(c2), 1.0, c2)
         net.layers[0].c = np.clip(c2, 1e-300, _HUGE)

@@ -1,0 +1,284 @@
+"""The GBN estimator: validation, input formats, reproducibility, save/load."""
+import io
+import logging
+import zipfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pygbn
+from pygbn import GBN
+from pygbn.model import Layer, Network
+
+QUICK = dict(burn_in=(30, 20), n_collect=20, transform_iter=(10, 10))
+
+
+@pytest.fixture(scope="module")
+def counts():
+    rng = np.random.default_rng(0)
+    V, K, J = 40, 4, 150
+    phi = rng.dirichlet(np.full(V, 0.1), size=K).T
+    theta = rng.gamma(0.5, 10, size=(J, K))
+    X = rng.poisson(theta @ phi.T)
+    X[3] = 0  # an empty document
+    X[:, 7] = 0  # an unused term
+    return X
+
+
+def _same_networks(a, b):
+    assert len(a.networks_) == len(b.networks_)
+    for na, nb in zip(a.networks_, b.networks_):
+        assert na.widths == nb.widths
+        for pa, pb in zip(na.phis, nb.phis):
+            np.testing.assert_array_equal(pa, pb)
+        np.testing.assert_array_equal(na.r, nb.r)
+        assert na.gamma0 == nb.gamma0 and na.c0 == nb.c0
+        assert [l.c_median for l in na.layers] == [l.c_median for l in nb.layers]
+
+
+# ------------------------------------------------------------------ fitting
+@pytest.mark.parametrize("method", ["collapsed", "blocked"])
+def test_fit_attributes(counts, method):
+    m = GBN(n_components=12, n_layers=3, method=method, random_state=1, check=True, **QUICK)
+    assert m.fit(counts) is m
+    assert 1 <= len(m.networks_) <= 3
+    assert m.widths_ == m.networks_[-1].widths
+    assert all(1 <= k <= 12 for k in m.widths_)
+    assert m.n_features_in_ == counts.shape[1]
+    assert m.method_ == method
+    for T, net in enumerate(m.networks_, start=1):
+        assert net.depth == T
+        for phi in net.phis:
+            np.testing.assert_allclose(phi.sum(axis=0), 1.0, rtol=1e-10)
+            assert np.isfinite(phi).all() and (phi > 0).all()
+        assert np.isfinite(net.r).all()
+    # widths never increase with depth (a layer starts at the pruned width below)
+    assert all(a >= b for a, b in zip(m.widths_, m.widths_[1:]))
+
+
+def test_same_seed_same_network(counts):
+    a = GBN(n_components=10, n_layers=2, random_state=7, **QUICK).fit(counts)
+    b = GBN(n_components=10, n_layers=2, random_state=7, **QUICK).fit(counts)
+    _same_networks(a, b)
+    c = GBN(n_components=10, n_layers=2, random_state=8, **QUICK).fit(counts)
+    assert not np.array_equal(a.networks_[0].phis[0], c.networks_[0].phis[0])
+
+
+@pytest.mark.parametrize("method", ["collapsed", "blocked"])
+def test_n_jobs_does_not_change_the_result(method):
+    # more documents than one block so that the parallel kernels have several blocks
+    rng = np.random.default_rng(1)
+    X = rng.poisson(rng.gamma(0.3, 3, size=(400, 4)) @ rng.dirichlet(np.full(30, 0.2), size=4))
+    kw = dict(n_components=8, n_layers=2, method=method, random_state=3, **QUICK)
+    a = GBN(n_jobs=1, **kw).fit(X)
+    b = GBN(n_jobs=2, **kw).fit(X)
+    _same_networks(a, b)
+    np.testing.assert_array_equal(a.transform(X[:50]), b.transform(X[:50]))
+
+
+def test_sparse_formats_and_integral_floats_give_the_same_fit(counts):
+    kw = dict(n_components=8, n_layers=2, random_state=5, **QUICK)
+    ref = GBN(**kw).fit(counts)
+    for X in (sp.csr_matrix(counts), sp.csc_matrix(counts), sp.coo_matrix(counts),
+              counts.astype(float), counts.astype(np.int32)):
+        _same_networks(ref, GBN(**kw).fit(X))
+
+
+def test_transform_rows_are_distributions(counts):
+    m = GBN(n_components=8, n_layers=2, random_state=2, **QUICK).fit(counts)
+    F = m.transform(counts[:20])
+    assert F.shape == (20, m.widths_[0])
+    np.testing.assert_allclose(F.sum(axis=1), 1.0)
+    assert (F >= 0).all()
+    # deterministic for an int random_state
+    np.testing.assert_array_equal(F, m.transform(counts[:20]))
+    # depth 1 uses the first network
+    assert m.transform(counts[:5], depth=1).shape == (5, m.networks_[0].widths[0])
+    assert m.fit_transform(counts).shape[0] == counts.shape[0]
+
+
+def test_heldout_perplexity_per_depth(counts):
+    Xtr, Xho = pygbn.split_tokens(counts, 0.5, random_state=0)
+    m = GBN(n_components=8, n_layers=2, random_state=0, **QUICK).fit(Xtr, heldout=Xho)
+    assert len(m.perplexity_) == len(m.networks_)
+    V = counts.shape[1]
+    assert all(1.0 < p < V for p in m.perplexity_)
+    ppl = m.perplexity(Xtr[:60], Xho[:60])
+    assert 1.0 < ppl < V
+    assert m.score(Xtr[:60], Xho[:60]) == pytest.approx(-np.log(ppl))
+
+
+def test_split_tokens(counts):
+    tr, ho = pygbn.split_tokens(counts, 0.3, random_state=1)
+    np.testing.assert_array_equal((tr + ho).toarray(), counts)
+    n = counts.sum(axis=1)
+    ntr = np.asarray(tr.sum(axis=1)).ravel()
+    expect = np.where(n > 0, np.maximum(1, np.floor(0.3 * n + 0.5)), 0)
+    np.testing.assert_array_equal(ntr, np.minimum(expect, n))
+    tr2, _ = pygbn.split_tokens(counts, 0.3, random_state=1)
+    assert (tr != tr2).nnz == 0
+    with pytest.raises(ValueError, match="train_fraction"):
+        pygbn.split_tokens(counts, 0.0)
+
+
+def test_generate_counts(counts):
+    m = GBN(n_components=8, n_layers=2, random_state=0, **QUICK).fit(counts)
+    G = m.generate(5, random_state=1)
+    assert G.shape == (5, counts.shape[1]) and G.dtype == np.int64 and (G >= 0).all()
+
+
+def test_callback_and_verbose(counts, caplog):
+    seen = []
+
+    def cb(info):
+        seen.append((info["depth"], info["iteration"]))
+        return info["iteration"] < 5  # stop after 5 iterations
+
+    m = GBN(n_components=6, n_layers=3, callback=cb, random_state=0, **QUICK)
+    with caplog.at_level(logging.INFO, logger="pygbn"):
+        m.set_params(verbose=2).fit(counts)
+    assert seen == [(1, i) for i in range(1, 6)]
+    assert len(m.networks_) == 1
+    assert any("iteration" in r.getMessage() for r in caplog.records)
+
+
+def test_get_set_params_and_repr():
+    m = GBN(n_components=7)
+    assert m.get_params()["n_components"] == 7
+    m.set_params(n_layers=2, eta=0.1)
+    assert m.n_layers == 2 and "n_layers=2" in repr(m)
+    with pytest.raises(ValueError, match="invalid parameter"):
+        m.set_params(bogus=1)
+
+
+# --------------------------------------------------------------- validation
+@pytest.mark.parametrize("params,match", [
+    (dict(n_components=0), "n_components"),
+    (dict(n_components=2.5), "n_components"),
+    (dict(n_layers=0), "n_layers"),
+    (dict(eta=-1.0), "eta"),
+    (dict(eta=[0.1, np.nan]), "eta"),
+    (dict(burn_in=-3), "burn_in"),
+    (dict(burn_in=(10, 5, 2)), "burn_in"),
+    (dict(n_collect=-1), "n_collect"),
+    (dict(method="gibbs"), "method"),
+    (dict(link="gaussian"), "link"),
+    (dict(link="bernoulli", method="collapsed"), "collapsed"),
+    (dict(n_jobs=0), "n_jobs"),
+    (dict(hyperparameters={"a0": -1}), "a0"),
+    (dict(hyperparameters={"zz": 1}), "unknown"),
+    (dict(random_state="seed"), "random_state"),
+    (dict(verbose=-1), "verbose"),
+    (dict(transform_iter=(10,)), "transform_iter"),
+    (dict(callback=3), "callback"),
+])
+def test_invalid_parameters(counts, params, match):
+    with pytest.raises(ValueError, match=match):
+        GBN(**params, **{k: v for k, v in QUICK.items() if k not in params}).fit(counts)
+
+
+@pytest.mark.parametrize("X,match", [
+    (np.array([[1, -2], [0, 1]]), "nonnegative"),
+    (np.array([[1.5, 2], [0, 1]]), "integer"),
+    (np.array([[np.nan, 2], [0, 1]]), "non-finite"),
+    (np.array([[np.inf, 2], [0, 1]]), "non-finite"),
+    (np.array([1, 2, 3]), "2-D"),
+    (np.zeros((3, 4)), "no non-zero"),
+    (np.array([["a", "b"]]), "numbers"),
+    (sp.csr_matrix(np.array([[1, -1]])), "nonnegative"),
+])
+def test_invalid_data(X, match):
+    with pytest.raises(ValueError, match=match):
+        GBN(n_components=3, **QUICK).fit(X)
+
+
+def test_invalid_heldout_and_transform_input(counts):
+    m = GBN(n_components=5, n_layers=1, random_state=0, **QUICK)
+    with pytest.raises(ValueError, match="shape"):
+        m.fit(counts, heldout=counts[:, :5])
+    with pytest.raises(ValueError, match="not fitted"):
+        m.transform(counts)
+    m.fit(counts)
+    with pytest.raises(ValueError, match="features"):
+        m.transform(counts[:, :10])
+    with pytest.raises(ValueError, match="depth"):
+        m.transform(counts, depth=5)
+    with pytest.raises(ValueError, match="vocabulary"):
+        GBN(n_components=3, **QUICK).fit(counts, vocabulary=["a", "b"])
+
+
+def test_huge_counts_blocked():
+    X = np.zeros((5, 6), dtype=np.int64)
+    X[0, 0] = 3_000_000_000  # beyond int32
+    X[1, 2] = 7
+    X[2, :] = 1
+    m = GBN(n_components=4, n_layers=2, method="blocked", random_state=0, check=True, **QUICK).fit(X)
+    assert all(np.isfinite(p).all() for p in m.network_.phis)
+
+
+def test_single_document_and_single_term():
+    m = GBN(n_components=3, n_layers=2, random_state=0, check=True, **QUICK)
+    m.fit(np.array([[3, 0, 5, 1]]))
+    assert m.network_.n_features == 4
+    m.fit(np.array([[2], [0], [7]]))
+    assert m.network_.n_features == 1
+
+
+# ----------------------------------------------------------------- save/load
+def test_save_load_round_trip_exact(counts, tmp_path):
+    Xtr, Xho = pygbn.split_tokens(counts, 0.5, random_state=0)
+    m = GBN(n_components=8, n_layers=2, eta=(0.05, 0.1), random_state=4, **QUICK)
+    m.fit(Xtr, heldout=Xho, vocabulary=[f"w{i}" for i in range(counts.shape[1])])
+    path = tmp_path / "model.npz"
+    m.save(path)
+    m2 = pygbn.load(path)
+    assert isinstance(m2, GBN)
+    _same_networks(m, m2)
+    assert m2.get_params() == {**m.get_params(), "callback": None}
+    assert m2.widths_ == m.widths_ and m2.perplexity_ == m.perplexity_
+    assert m2.network_.vocabulary == m.network_.vocabulary
+    np.testing.assert_array_equal(m.transform(counts[:10]), m2.transform(counts[:10]))
+    # a bare Network round trip
+    pygbn.save(m.network_, tmp_path / "net.npz")
+    net = pygbn.load(tmp_path / "net.npz")
+    assert isinstance(net, Network) and net.widths == m.network_.widths
+    # the file holds no pickled object
+    with np.load(path, allow_pickle=False) as z:
+        assert all(z[k].dtype != object for k in z.files)
+
+
+def test_load_rejects_bad_files(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        pygbn.load(tmp_path / "missing.npz")
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"this is not a zip archive")
+    with pytest.raises(ValueError, match="not a pygbn model"):
+        pygbn.load(junk)
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, a=np.arange(3))
+    with pytest.raises(ValueError, match="not a pygbn model"):
+        pygbn.load(foreign)
+    # a truncated archive
+    good = tmp_path / "good.npz"
+    net = Network(layers=[Layer(np.full((3, 2), 1 / 3))], r=np.ones(2))
+    pygbn.save(net, good)
+    data = good.read_bytes()
+    bad = tmp_path / "truncated.npz"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError):
+        pygbn.load(bad)
+    # a newer format version
+    import json
+
+    newer = tmp_path / "newer.npz"
+    with np.load(good) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(arrays["__meta__"].tobytes())
+    meta["format_version"] = 999
+    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(newer, **arrays)
+    with pytest.raises(ValueError, match="version"):
+        pygbn.load(newer)
+    with pytest.raises(ValueError, match="fitted"):
+        GBN().save(tmp_path / "unfitted.npz")
