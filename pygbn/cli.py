@@ -41,10 +41,10 @@ import scipy.sparse as sp
 
 PROG = "pygbn"
 
-#: the demo's default schedule: measured at about a minute on one core (see docs/cli.md)
+#: the demo's default schedule (measured in docs/cli.md: a 29 s fit on one idle core)
 DEMO_N_COMPONENTS = 50
-DEMO_BURN_IN = (300, 100)
-DEMO_COLLECT = 100
+DEMO_BURN_IN = (400, 150)
+DEMO_COLLECT = 150
 
 _COUNT_SUFFIXES = (".mtx", ".mtx.gz", ".mtx.bz2", ".mm", ".npz")
 _MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".npz", ".mtx")
