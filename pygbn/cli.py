@@ -465,6 +465,10 @@ def _tree_format(args) -> str:
             return "dot"
         if low.endswith(".svg"):
             return "svg"
+        if low.endswith((".png", ".pdf", ".jpg", ".jpeg", ".gif", ".ps", ".eps")):
+            raise CLIError(f"pygbn writes trees as text, DOT or SVG, not {os.path.splitext(low)[1]}: "
+                           "write tree.svg, or tree.dot and render it with Graphviz "
+                           "(dot -Tpng tree.dot -o tree.png)")
     return "text"
 
 

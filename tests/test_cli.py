@@ -204,6 +204,7 @@ def _main(capsys, *args):
         (["topics", "{d}/model.npz", "--depth", "7"], "--depth must be between 1 and 3"),
         (["tree", "{d}/model.npz", "--node", "999"], "--node must be a rank"),
         (["tree", "{d}/model.npz", "--tau", "1", "2"], "one value or one per layer"),
+        (["tree", "{d}/model.npz", "-o", "{t}/tree.png"], "text, DOT or SVG"),
         (["transform", "{d}/model.npz", "{d}/train.npz", "-o", "{t}/f.xyz"], "must end in one of"),
         (["transform", "{d}/model.npz", "{t}/wide.npz", "-o", "{t}/f.npy"], "columns but the model has"),
         (["perplexity", "{d}/model.npz", "{t}/absent.txt"], "input not found"),
