@@ -3,7 +3,9 @@
 Zhou, Cong & Chen, "Augmentable Gamma Belief Networks", JMLR 17 (2016).
 
 Main entry points: :class:`pygbn.GBN` (fit / transform), :func:`pygbn.load`,
-the samplers in :mod:`pygbn.random`, the object model in :mod:`pygbn.model`.
+the samplers in :mod:`pygbn.random`, the object model in :mod:`pygbn.model`,
+exploration of fitted networks in :mod:`pygbn.explore`, text input in
+:mod:`pygbn.text` and the bundled demo corpus in :mod:`pygbn.datasets`.
 """
 import logging
 
@@ -11,7 +13,7 @@ __version__ = "0.1.0.dev0"
 
 logging.getLogger("pygbn").addHandler(logging.NullHandler())
 
-from pygbn import random  # noqa: E402
+from pygbn import datasets, explore, random, text  # noqa: E402
 from pygbn.estimator import GBN  # noqa: E402
 from pygbn.evaluation import split_tokens  # noqa: E402
 from pygbn.io import load, save  # noqa: E402
@@ -36,5 +38,8 @@ __all__ = [
     "save",
     "split_tokens",
     "random",
+    "explore",
+    "text",
+    "datasets",
     "__version__",
 ]

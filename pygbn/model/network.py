@@ -166,6 +166,264 @@ class Network:
         X = self.link.sample_observations(rates, rng)
         return (X, thetas) if return_hidden else X
 
+    # ------------------------------------------------------------ exploration
+    # Thin wrappers around :mod:`pygbn.explore` (paper Section 2.3).
+
+    def _vocab_or(self, vocab, required: bool):
+        words = self.vocabulary if vocab is None else vocab
+        if words is None and required:
+            raise ValueError(
+                "vocab must be given: this network has no vocabulary "
+                "(fit with vocabulary=... or pass vocab=; top_term_indices needs none)")
+        return words
+
+    def project(self, t: int) -> np.ndarray:
+        """The ``V x K_t`` projection ``Phi^(1) ... Phi^(t)`` of layer t (eq:projection).
+
+        Parameters
+        ----------
+        t : int
+            Layer number, ``1 <= t <= T``.
+
+        Returns
+        -------
+        ndarray of shape (V, K_t)
+            Column k is node k's distribution over the data dimensions.
+
+        See Also
+        --------
+        pygbn.explore.project
+        """
+        from pygbn import explore
+
+        return explore.project(self.phis, t)
+
+    def projections(self) -> List[np.ndarray]:
+        """The projections of every layer, ``[Phi^(1), Phi^(1) Phi^(2), ...]`` (eq:projection).
+
+        See Also
+        --------
+        pygbn.explore.projections
+        """
+        from pygbn import explore
+
+        return explore.projections(self.phis)
+
+    def node_weights(self, t: int) -> np.ndarray:
+        """Node weights ``r^(t) = [Phi^(t+1) ... Phi^(T)] r`` of layer t (eq:weight).
+
+        Parameters
+        ----------
+        t : int
+            Layer number, ``1 <= t <= T``.
+
+        Returns
+        -------
+        ndarray of shape (K_t,)
+            The popularity of each node of layer t; ``r^(T) = r``.
+
+        See Also
+        --------
+        pygbn.explore.node_weights
+        """
+        from pygbn import explore
+
+        return explore.node_weights(self.phis, self.r, t)
+
+    def layer_weights(self) -> List[np.ndarray]:
+        """The node weights of every layer, ``[r^(1), ..., r^(T)]`` (eq:weight).
+
+        See Also
+        --------
+        pygbn.explore.layer_weights
+        """
+        from pygbn import explore
+
+        return explore.layer_weights(self.phis, self.r)
+
+    def relabel_by_popularity(self, return_perms: bool = False):
+        """A copy whose nodes are renumbered by weight, most popular first (Section 2.3.1).
+
+        Node k of layer t of the new network is node ``perms[t-1][k]`` of this
+        one; node 0 of every layer is its most popular node (largest
+        ``r^(t)_k``, eq:weight), ties keeping their order.  The distribution
+        the network defines is unchanged; ``eta``, ``c_median``, ``gamma0``,
+        ``c0``, the hyper-parameters, the link and the vocabulary are copied;
+        per-sample state (theta, c, counts) is not kept.
+
+        Parameters
+        ----------
+        return_perms : bool, default False
+            Also return the permutations.
+
+        Returns
+        -------
+        Network
+            The relabelled network (this one is not modified).
+        perms : list of ndarray of int, only if ``return_perms``
+            ``perms[t-1][k]`` is the old index of the new node k of layer t.
+
+        See Also
+        --------
+        pygbn.explore.relabel_by_popularity
+        """
+        from pygbn import explore
+
+        phis, r, perms = explore.relabel_by_popularity(self.phis, self.r)
+        layers = [Layer(phi=np.ascontiguousarray(phi), eta=float(layer.eta),
+                        c_median=float(layer.c_median))
+                  for phi, layer in zip(phis, self.layers)]
+        net = Network(layers=layers, r=r, gamma0=float(self.gamma0), c0=float(self.c0),
+                      hyper=self.hyper, link=get_link(self.link.from_dict(self.link.to_dict())),
+                      vocabulary=None if self.vocabulary is None else list(self.vocabulary))
+        return (net, perms) if return_perms else net
+
+    def top_term_indices(self, t: int, n: int = 10) -> np.ndarray:
+        """Indices of the n most probable data dimensions of each node of layer t.
+
+        Returns
+        -------
+        ndarray of int, shape (K_t, min(n, V))
+
+        See Also
+        --------
+        pygbn.explore.top_term_indices
+        """
+        from pygbn import explore
+
+        return explore.top_term_indices(self.phis, t, n)
+
+    def top_terms(self, t: int, n: int = 10, vocab: Optional[Sequence[str]] = None) -> List[List[str]]:
+        """The top-n terms of every node of layer t (Section 2.3.1).
+
+        Parameters
+        ----------
+        t : int
+            Layer number, ``1 <= t <= T``.
+        n : int, default 10
+            Terms per node.
+        vocab : sequence of str, optional
+            Names of the V data dimensions; default ``self.vocabulary``.
+
+        Returns
+        -------
+        list of list of str
+            Element k: node k's terms by probability under its projection
+            (eq:projection), most probable first.
+
+        Raises
+        ------
+        ValueError
+            If neither ``vocab`` nor ``self.vocabulary`` is set.
+
+        See Also
+        --------
+        pygbn.explore.top_terms
+        """
+        from pygbn import explore
+
+        return explore.top_terms(self.phis, t, self._vocab_or(vocab, True), n=n)
+
+    def subnetwork(self, roots, tau=3.0, n_terms: int = 12, vocab: Optional[Sequence[str]] = None):
+        """The union of the trees rooted at ``roots`` (Sections 2.3.2-2.3.3).
+
+        Parameters
+        ----------
+        roots : sequence of (int, int)
+            ``(layer, node)`` pairs; layer in 1..T, node 0-based.
+        tau : float, sequence of T floats or mapping {layer: float}, default 3.0
+            Edge thresholds: keep ``Phi^(t)(k', k) > tau_t / K_{t-1}``.
+        n_terms : int, default 12
+            Top terms stored per node.
+        vocab : sequence of str, optional
+            Default ``self.vocabulary``; without either, nodes carry the
+            indices of their top dimensions as strings.
+
+        Returns
+        -------
+        pygbn.explore.Subnetwork
+            Render with ``.to_text()``, ``.to_dot()`` or ``.to_svg()``.
+
+        See Also
+        --------
+        pygbn.explore.subnetwork
+        """
+        from pygbn import explore
+
+        return explore.subnetwork(self.phis, self.r, roots, tau=tau,
+                                  vocab=self._vocab_or(vocab, False), n_terms=n_terms)
+
+    def tree(self, layer: int, node: int, tau=3.0, n_terms: int = 12,
+             vocab: Optional[Sequence[str]] = None):
+        """The tree rooted at node ``node`` of layer ``layer`` (Section 2.3.2).
+
+        Parameters
+        ----------
+        layer : int
+            Layer of the root, ``1 <= layer <= T``.
+        node : int
+            0-based index of the root (after :meth:`relabel_by_popularity`,
+            node 0 is the most popular).
+        tau, n_terms, vocab
+            As in :meth:`subnetwork`.
+
+        Returns
+        -------
+        pygbn.explore.Subnetwork
+
+        See Also
+        --------
+        pygbn.explore.tree
+        """
+        from pygbn import explore
+
+        return explore.tree(self.phis, self.r, layer, node, tau=tau,
+                            vocab=self._vocab_or(vocab, False), n_terms=n_terms)
+
+    def generate_top_terms(self, n_samples: int, n: int = 10, random_state=None,
+                           vocab: Optional[Sequence[str]] = None) -> List[List[str]]:
+        """Generate documents top-down and return the top-n terms of each.
+
+        Equivalent to ``explore.generated_top_terms(self.generate(n_samples,
+        random_state), vocab, n)`` (paper Section 4.1, "Generating synthetic
+        documents").
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of documents.
+        n : int, default 10
+            Terms per document (fewer if a document has fewer distinct terms).
+        random_state : None, int, SeedSequence or Generator
+        vocab : sequence of str, optional
+            Default ``self.vocabulary``.
+
+        Returns
+        -------
+        list of list of str
+            Each document's terms, largest count first.
+        """
+        from pygbn import explore
+
+        words = self._vocab_or(vocab, True)
+        X = self.generate(n_samples, random_state=random_state)
+        return explore.generated_top_terms(X, words, n=n)
+
+    def save_factor_grid(self, t: int, shape, path, **kwargs) -> str:
+        """Write the projected factors of layer t as one PNG or SVG image grid.
+
+        For image data (``shape = (height, width)`` with ``height * width == V``);
+        keyword arguments go to :func:`pygbn.explore.save_factor_grid`.
+
+        Returns
+        -------
+        str
+            The path written.
+        """
+        from pygbn import explore
+
+        return explore.save_factor_grid(self.phis, t, shape, path, **kwargs)
+
     def __repr__(self) -> str:
         return (f"Network(link={self.link.name!r}, n_features={self.n_features}, "
                 f"widths={self.widths})")

@@ -1,0 +1,313 @@
+"""The command line, end to end through subprocess on the bundled corpus.
+
+The subprocesses import the same ``pygbn`` as this test process (the source
+tree with an in-place build, or an installed copy): ``PYTHONPATH`` is set to
+the folder holding that package and the working directory is a temporary
+folder, so a source checkout without compiled extensions never shadows an
+installed package.
+"""
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pygbn
+from pygbn import cli
+from pygbn.datasets import load_demo
+from pygbn.text import save_counts, write_vocab
+
+from test_explore import parse_dot, unescape_label  # the DOT parser of the explore tests
+
+PKG_PARENT = str(Path(pygbn.__file__).resolve().parent.parent)
+FIT_SCHEDULE = ["--n-components", "8", "--layers", "3", "--burn-in", "4", "2", "--collect", "5"]
+TEST_CHAIN = ["--burn-in", "3", "--collect", "5", "--seed", "2"]
+
+
+def run(args, cwd, check=True):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("PYGBN_DEBUG", None)
+    env["COLUMNS"] = "100"
+    proc = subprocess.run([sys.executable, "-m", "pygbn", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"pygbn {' '.join(map(str, args))} failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def assert_one_line_error(proc, pattern, code=None):
+    assert proc.returncode != 0
+    if code is not None:
+        assert proc.returncode == code
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("pygbn: error: "), lines[0]
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """Inputs written from the bundled corpus, and one small model fitted through the CLI."""
+    d = tmp_path_factory.mktemp("cli")
+    demo = load_demo()
+    X = demo.counts[:600]
+    save_counts(d / "train.npz", X, vocab=demo.vocab, vocab_path=d / "vocab.txt")
+    save_counts(d / "new.mtx", demo.counts[3000:3060])
+    # text: each document spelled out from its counts (the corpus's words survive the tokeniser)
+    lines = []
+    for row in demo.counts[3060:3100]:
+        lines.append(" ".join(w for i, c in zip(row.indices, row.data) for w in [demo.vocab[i]] * int(c)))
+    (d / "new.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = run(["fit", d / "train.npz", "--vocab", d / "vocab.txt", *FIT_SCHEDULE, "--seed", "1",
+                "--heldout-fraction", "0.7", "-o", d / "model.npz"], cwd=d)
+    return {"dir": d, "fit": proc, "demo": demo}
+
+
+def test_fit_writes_a_model_and_reports(work):
+    d, proc = work["dir"], work["fit"]
+    assert "saved" in proc.stdout and "depth 3: widths" in proc.stdout
+    assert "held-out perplexity" in proc.stdout
+    assert "iteration" in proc.stderr  # progress on stderr
+    model = pygbn.load(d / "model.npz")
+    assert isinstance(model, pygbn.GBN) and len(model.networks_) == 3
+    assert model.network_.vocabulary == work["demo"].vocab
+    assert model.widths_[0] <= 8 and len(model.perplexity_) == 3
+    assert all(np.isfinite(model.perplexity_))
+
+
+def test_fit_text_input_quiet_and_reproducible(work, tmp_path):
+    args = ["fit", work["dir"] / "new.txt", "--n-components", "5", "--layers", "2", "--burn-in", "3",
+            "--collect", "2", "--seed", "4", "--quiet"]
+    p1 = run(args + ["-o", tmp_path / "a.npz"], cwd=tmp_path)
+    assert p1.stderr == ""
+    run(args + ["-o", tmp_path / "b.npz"], cwd=tmp_path)
+    a, b = pygbn.load(tmp_path / "a.npz"), pygbn.load(tmp_path / "b.npz")
+    for na, nb in zip(a.networks_, b.networks_):
+        for pa, pb in zip(na.phis, nb.phis):
+            np.testing.assert_array_equal(pa, pb)
+    vocab = a.network_.vocabulary
+    assert vocab == sorted(vocab) and set(vocab) <= set(work["demo"].vocab)
+
+
+def test_topics(work):
+    proc = run(["topics", work["dir"] / "model.npz", "--n-words", "4"], cwd=work["dir"])
+    out = proc.stdout
+    assert "layer 1 (" in out and "layer 3 (" in out
+    rows = [ln for ln in out.splitlines() if ln.strip().startswith("#")]
+    assert rows and all(len(ln.split(")", 1)[1].split()) == 4 for ln in rows)
+    vocab = set(work["demo"].vocab)
+    assert all(w in vocab for ln in rows for w in ln.split(")", 1)[1].split())
+    one = run(["topics", work["dir"] / "model.npz", "--layer", "2", "--n-topics", "2"], cwd=work["dir"]).stdout
+    assert "layer 2 (" in one and "layer 1 (" not in one
+    assert len([ln for ln in one.splitlines() if ln.strip().startswith("#")]) == 2
+
+
+def test_tree_text_dot_svg(work):
+    d = work["dir"]
+    text = run(["tree", d / "model.npz", "--tau", "1"], cwd=d).stdout
+    assert text.startswith("L3 #1")
+    run(["tree", d / "model.npz", "--layer", "2", "--node", "1", "-o", d / "tree.dot"], cwd=d)
+    name, nodes, edges = parse_dot((d / "tree.dot").read_text(encoding="utf-8"))
+    assert name == "gbn" and "n2_0" in nodes
+    assert unescape_label(nodes["n2_0"]["label"])[0] == "L2 #1"
+    run(["tree", d / "model.npz", "--tau", "1", "--format", "svg", "-o", d / "tree.svg"], cwd=d)
+    root = ET.parse(d / "tree.svg").getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+
+
+def test_generate_text_and_matrix(work):
+    d = work["dir"]
+    out = run(["generate", d / "model.npz", "-n", "3", "--seed", "5", "--n-words", "6"], cwd=d).stdout
+    docs = [ln for ln in out.splitlines() if re.match(r"^\d+: ", ln)]
+    assert len(docs) == 3
+    vocab = set(work["demo"].vocab)
+    assert all(w in vocab for ln in docs for w in ln.split(": ", 1)[1].split())
+    run(["generate", d / "model.npz", "-n", "4", "--seed", "5", "-o", d / "gen.npy"], cwd=d)
+    G = np.load(d / "gen.npy")
+    assert G.shape == (4, len(vocab)) and G.dtype.kind == "i" and (G >= 0).all()
+
+
+def test_transform_counts_and_text(work):
+    d = work["dir"]
+    run(["transform", d / "model.npz", d / "new.mtx", "-o", d / "feats.npy", *TEST_CHAIN], cwd=d)
+    F = np.load(d / "feats.npy")
+    model = pygbn.load(d / "model.npz")
+    assert F.shape == (60, model.widths_[0])
+    np.testing.assert_allclose(F.sum(axis=1), 1.0, rtol=1e-9)
+    run(["transform", d / "model.npz", d / "new.txt", "-o", d / "feats.csv", *TEST_CHAIN], cwd=d)
+    C = np.loadtxt(d / "feats.csv", delimiter=",")
+    assert C.shape == (40, model.widths_[0]) and np.all(C >= 0)
+
+
+def test_perplexity(work):
+    d = work["dir"]
+    out = run(["perplexity", d / "model.npz", d / "new.mtx", *TEST_CHAIN], cwd=d).stdout
+    m = re.search(r"held-out perplexity .*: ([0-9.]+)$", out.strip())
+    assert m, out
+    assert 1.0 < float(m.group(1)) < 1488.0 * 10
+
+
+def test_demo_tiny(tmp_path):
+    proc = run(["demo", "--n-components", "6", "--burn-in", "3", "2", "--collect", "2", "--quiet",
+                "-o", tmp_path / "demo.npz"], cwd=tmp_path)
+    out = proc.stdout
+    assert "depth 3: widths" in out and "layer 3 (" in out and "tree rooted" in out
+    assert re.search(r"^L3 #1 ", out, re.M)
+    assert proc.stderr == ""
+    assert len(pygbn.load(tmp_path / "demo.npz").networks_) == 3
+
+
+# ---------------------------------------------------------------------------
+# errors: one line, non-zero, no traceback
+# ---------------------------------------------------------------------------
+
+
+def test_errors_through_subprocess(work, tmp_path):
+    d = work["dir"]
+    assert_one_line_error(run(["topics", tmp_path / "missing.npz"], cwd=tmp_path, check=False),
+                          "model file not found", code=1)
+    assert_one_line_error(run(["fit", d / "train.npz", "--n-components", "many", "-o", "m.npz"],
+                              cwd=tmp_path, check=False), "--n-components", code=2)
+    assert_one_line_error(run(["fit", d / "train.npz", "--link", "bernoulli", "-o", tmp_path / "m.npz"],
+                              cwd=tmp_path, check=False), "--binarize", code=1)
+    assert_one_line_error(run(["frobnicate"], cwd=tmp_path, check=False), "invalid choice", code=2)
+
+
+def _main(capsys, *args):
+    code = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["fit", "{d}/nope.mtx", "-o", "{t}/m.npz"], "input not found"),
+        (["fit", "{d}/train.npz", "-o", "{t}/m.txt"], r"must end in \.npz"),
+        (["fit", "{d}/train.npz", "--link", "bernoulli", "-o", "{t}/m.npz"], "needs 0/1 data"),
+        (["fit", "{d}/train.npz", "--link", "poisson", "--heldout-fraction", "0.5", "--vocab",
+          "{d}/new.txt", "-o", "{t}/m.npz"], "terms but the counts"),
+        (["fit", "{t}/reals.npz", "-o", "{t}/m.npz"], "non-integer values"),
+        (["fit", "{d}/train.npz", "--link", "prg", "--heldout-fraction", "0.5", "-o", "{t}/m.npz"],
+         "needs count data"),
+        (["topics", "{d}/train.npz"], "not a pygbn model"),
+        (["topics", "{d}/vocab.txt"], "not a pygbn model"),
+        (["topics", "{d}/model.npz", "--layer", "9"], "--layer must be between 1 and 3"),
+        (["topics", "{d}/model.npz", "--depth", "7"], "--depth must be between 1 and 3"),
+        (["tree", "{d}/model.npz", "--node", "999"], "--node must be a rank"),
+        (["tree", "{d}/model.npz", "--tau", "1", "2"], "one value or one per layer"),
+        (["tree", "{d}/model.npz", "-o", "{t}/tree.png"], "text, DOT or SVG"),
+        (["transform", "{d}/model.npz", "{d}/train.npz", "-o", "{t}/f.xyz"], "must end in one of"),
+        (["transform", "{d}/model.npz", "{t}/wide.npz", "-o", "{t}/f.npy"], "columns but the model has"),
+        (["perplexity", "{d}/model.npz", "{t}/absent.txt"], "input not found"),
+    ],
+)
+def test_user_errors_are_one_line(work, tmp_path, capsys, args, pattern):
+    sp.save_npz(tmp_path / "reals.npz", sp.csr_matrix(np.array([[0.5, 1.0], [2.0, 0.0]])))
+    sp.save_npz(tmp_path / "wide.npz", sp.csr_matrix(np.ones((2, 5), dtype=np.int64)))
+    args = [a.format(d=work["dir"], t=tmp_path) for a in args]
+    code, out, err = _main(capsys, *args)
+    assert code == 1, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pygbn: error: "), err
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fit"],
+        ["fit", "x.npz"],  # -o is required
+        ["fit", "x.npz", "-o", "m.npz", "--link", "gaussian"],
+        ["fit", "x.npz", "-o", "m.npz", "--n-components", "0"],
+        ["fit", "x.npz", "-o", "m.npz", "--heldout-fraction", "1.5"],
+        ["tree", "m.npz", "--format", "png"],
+        ["generate", "m.npz", "-n", "-1"],
+        ["demo", "--no-such-option"],
+        [],
+    ],
+)
+def test_bad_command_lines_exit_2_with_one_line(capsys, args):
+    code, out, err = _main(capsys, *args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pygbn: error: "), err
+
+
+def test_help_and_version(capsys):
+    code, out, _ = _main(capsys, "--help")
+    assert code == 0 and "demo" in out and "fit" in out
+    code, out, _ = _main(capsys, "--version")
+    assert code == 0 and pygbn.__version__ in out
+    for cmd in ("fit", "topics", "tree", "generate", "transform", "perplexity", "demo"):
+        code, out, _ = _main(capsys, cmd, "--help")
+        assert code == 0 and out.startswith(f"usage: pygbn {cmd}")
+
+
+def test_network_file_is_accepted(work, tmp_path, capsys):
+    model = pygbn.load(work["dir"] / "model.npz")
+    pygbn.save(model.networks_[1], tmp_path / "net2.npz")
+    code, out, err = _main(capsys, "topics", tmp_path / "net2.npz", "--n-topics", "1")
+    assert code == 0 and "layer 2 (" in out and "layer 3" not in out
+    code, out, err = _main(capsys, "topics", tmp_path / "net2.npz", "--depth", "3")
+    assert code == 1 and "one network of depth 2" in err
+
+
+def test_generate_matrix_for_a_model_without_vocabulary(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = (rng.random((30, 9)) < 0.3).astype(np.int64)
+    sp.save_npz(tmp_path / "bin.npz", sp.csr_matrix(X))
+    code, out, err = _main(capsys, "fit", tmp_path / "bin.npz", "--link", "bernoulli", "--n-components", "4",
+                           "--layers", "1", "--burn-in", "3", "--collect", "2", "--seed", "0", "-q",
+                           "-o", tmp_path / "bin_model.npz")
+    assert code == 0, err
+    code, out, err = _main(capsys, "generate", tmp_path / "bin_model.npz", "-n", "3", "--seed", "1")
+    assert code == 0, err
+    rows = np.loadtxt(out.splitlines(), delimiter=",", ndmin=2)
+    assert rows.shape == (3, 9) and set(np.unique(rows)) <= {0.0, 1.0}
+    code, out, err = _main(capsys, "generate", tmp_path / "bin_model.npz", "-n", "2", "-o", tmp_path / "g.mtx")
+    assert code == 0 and (tmp_path / "g.mtx").exists()
+    code, out, err = _main(capsys, "transform", tmp_path / "bin_model.npz", tmp_path / "bin.npz",
+                           "-o", tmp_path / "f.npy", "--burn-in", "2", "--collect", "2")
+    assert code == 0, err
+    assert np.load(tmp_path / "f.npy").shape[0] == 30
+    # text cannot be read by a model without a vocabulary
+    (tmp_path / "docs.txt").write_text("some words here\n", encoding="utf-8")
+    code, out, err = _main(capsys, "transform", tmp_path / "bin_model.npz", tmp_path / "docs.txt",
+                           "-o", tmp_path / "f2.npy")
+    assert code == 1 and "no vocabulary" in err
+
+
+# ---------------------------------------------------------------------------
+# docs/cli.md holds the current usage text
+# ---------------------------------------------------------------------------
+
+CLI_MD = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+
+
+@pytest.mark.skipif(not CLI_MD.exists(), reason="docs/cli.md is not beside the tests")
+def test_cli_reference_matches_argparse():
+    doc = CLI_MD.read_text(encoding="utf-8")
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert set(sub.choices) == set(cli.COMMANDS)
+    for name, p in sub.choices.items():
+        assert f"## pygbn {name}" in doc
+        for action in p._actions:
+            for opt in action.option_strings:
+                assert opt in doc, f"pygbn {name} {opt} is not documented in docs/cli.md"
+    # argparse's layout differs between Python versions: compare verbatim on the generating one
+    m = re.search(r"generated with Python (\d+\.\d+)", doc)
+    assert m, "docs/cli.md must say which Python generated it"
+    if m.group(1) != f"{sys.version_info[0]}.{sys.version_info[1]}":
+        pytest.skip(f"docs/cli.md was generated with Python {m.group(1)}")
+    for name in (None, *cli.COMMANDS):
+        assert cli.help_text(name) in doc, f"the usage of 'pygbn {name or ''}' is stale: run tools/gen_cli_docs.py"
