@@ -1,0 +1,175 @@
+"""Bernoulli-Poisson and PRG links (paper eq:Ber-PGBN, eq:Gam-PGBN, eq:c_g, Algorithm 2)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pygbn
+from pygbn import GBN
+from pygbn.model import (BernoulliPoissonLink, Layer, Network, PoissonLink,
+                         PoissonRandomizedGammaLink)
+from pygbn.model.links import get_link
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+QUICK = dict(burn_in=(30, 20), n_collect=20, transform_iter=(10, 10))
+
+
+def _truth(link, V=64, K1=5, c1=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    phi1 = rng.dirichlet(np.full(V, 0.1), size=K1).T
+    phi2 = rng.dirichlet(np.ones(K1), size=2).T
+    return Network(layers=[Layer(phi1, c_median=c1), Layer(phi2, c_median=1.0)],
+                   r=np.full(2, 2.0), link=link)
+
+
+def _matched_cosine(a, b):
+    a = a / np.linalg.norm(a, axis=0)
+    b = b / np.linalg.norm(b, axis=0)
+    return (a.T @ b).max(axis=1)
+
+
+def test_link_names_and_aliases():
+    assert isinstance(get_link("poisson"), PoissonLink)
+    assert isinstance(get_link("Bernoulli"), BernoulliPoissonLink)
+    assert isinstance(get_link("binary"), BernoulliPoissonLink)
+    assert isinstance(get_link("prg"), PoissonRandomizedGammaLink)
+    assert isinstance(get_link("real"), PoissonRandomizedGammaLink)
+    link = PoissonRandomizedGammaLink(a_median=2.5)
+    assert get_link(link) is link
+    with pytest.raises(ValueError, match="link"):
+        get_link("normal")
+
+
+@pytest.mark.parametrize("link,X,match", [
+    ("bernoulli", np.array([[0, 2], [1, 0]]), "binary"),
+    ("bernoulli", np.array([[0, 0.5], [1, 0]]), "binary"),
+    ("bernoulli", np.array([[0, -1], [1, 0]]), "binary"),
+    ("bernoulli", np.array([[np.nan, 1]]), "non-finite"),
+    ("prg", np.array([[0, -0.5], [1, 0]]), "nonnegative"),
+    ("prg", np.array([[0, np.inf], [1, 0]]), "non-finite"),
+    ("prg", np.array([[0, np.nan], [1, 0]]), "non-finite"),
+    ("prg", np.zeros((2, 3)), "no non-zero"),
+])
+def test_bad_input_per_link(link, X, match):
+    with pytest.raises(ValueError, match=match):
+        GBN(link=link, n_components=3, **QUICK).fit(X)
+
+
+def test_bool_and_integer_binary_input_agree():
+    rng = np.random.default_rng(0)
+    B = rng.random((60, 12)) < 0.3
+    kw = dict(link="bernoulli", n_components=5, n_layers=2, random_state=1, **QUICK)
+    a = GBN(**kw).fit(B)
+    b = GBN(**kw).fit(B.astype(np.int8))
+    c = GBN(**kw).fit(sp.csc_matrix(B.astype(float)))
+    for other in (b, c):
+        np.testing.assert_array_equal(a.network_.phis[0], other.network_.phis[0])
+
+
+def test_heldout_is_for_counts_only():
+    with pytest.raises(ValueError, match="poisson"):
+        GBN(link="bernoulli", n_components=3, **QUICK).fit(np.eye(4), heldout=np.eye(4))
+
+
+@pytest.mark.parametrize("link", ["bernoulli", "prg"])
+def test_fit_transform_save_load_all_links(link, tmp_path):
+    truth = _truth(link)
+    X = truth.generate(150, random_state=3)
+    m = GBN(link=link, n_components=8, n_layers=3, random_state=0, check=True, **QUICK).fit(X)
+    assert m.method_ == "blocked"
+    assert all(1 <= k <= 8 for k in m.widths_)
+    F = m.transform(X[:10])
+    assert F.shape == (10, m.widths_[0]) and np.allclose(F.sum(axis=1), 1)
+    path = tmp_path / "m.npz"
+    m.save(path)
+    m2 = pygbn.load(path)
+    assert type(m2.network_.link) is type(m.network_.link)
+    assert m2.network_.link == m.network_.link
+    np.testing.assert_array_equal(m.transform(X[:10]), m2.transform(X[:10]))
+
+
+def test_prg_link_keeps_the_median_rate():
+    truth = _truth("prg")
+    X = truth.generate(200, random_state=1)
+    m = GBN(link="prg", n_components=6, n_layers=1, random_state=0, **QUICK).fit(X)
+    a = m.network_.link.a_median
+    assert np.isfinite(a) and a > 0
+
+
+@pytest.mark.parametrize("link,dtype,check", [
+    ("poisson", np.int64, lambda G: (G >= 0).all()),
+    ("bernoulli", np.int64, lambda G: set(np.unique(G)) <= {0, 1}),
+    ("prg", np.float64, lambda G: (G >= 0).all() and (G == 0).any() and (G % 1 != 0).any()),
+])
+def test_generate_returns_the_link_type(link, dtype, check):
+    truth = _truth(link)
+    G = truth.generate(300, random_state=2)
+    assert G.dtype == dtype and G.shape == (300, 64)
+    assert check(G)
+    m = GBN(link=link, n_components=6, n_layers=2, random_state=0, **QUICK).fit(G)
+    G2 = m.generate(4, random_state=0)
+    assert G2.dtype == dtype and check(G2) or G2.sum() == 0
+
+
+def test_n_jobs_invariance_for_links():
+    truth = _truth("bernoulli")
+    X = truth.generate(300, random_state=3)
+    kw = dict(link="bernoulli", n_components=6, n_layers=2, random_state=2, **QUICK)
+    a = GBN(n_jobs=1, **kw).fit(X)
+    b = GBN(n_jobs=2, **kw).fit(X)
+    for pa, pb in zip(a.network_.phis, b.network_.phis):
+        np.testing.assert_array_equal(pa, pb)
+    truth = _truth("prg")
+    Y = truth.generate(300, random_state=3)
+    kw["link"] = "prg"
+    a = GBN(n_jobs=1, **kw).fit(Y)
+    b = GBN(n_jobs=2, **kw).fit(Y)
+    np.testing.assert_array_equal(a.network_.phis[0], b.network_.phis[0])
+    assert a.network_.link.a_median == b.network_.link.a_median
+
+
+# Binary data keep only presence: the Bernoulli-Poisson fit tends to split a
+# true factor over several learned ones, so its matched cosine is lower
+@pytest.mark.parametrize("link,n_docs,c1,min_cos", [("bernoulli", 3000, 0.5, 0.75),
+                                                    ("prg", 1500, 0.3, 0.9)])
+def test_recovery_per_link(link, n_docs, c1, min_cos):
+    truth = _truth(link, c1=c1)
+    X = truth.generate(n_docs, random_state=4)
+    m = GBN(link=link, n_components=15, n_layers=2, burn_in=(300, 100), n_collect=50,
+            random_state=0).fit(X)
+    cos = _matched_cosine(truth.phis[0], m.networks_[-1].phis[0])
+    assert cos.min() > min_cos, cos
+    assert np.median(cos) > 0.9, cos
+
+
+# ----------------------------------------------------------------- real data
+def test_binarised_debian_bernoulli():
+    path = SHARED / "debian-descriptions" / "counts-top2000.npz"
+    if not path.exists():
+        pytest.skip("../shared/data not available")
+    X = sp.load_npz(path).tocsr()[:1500]
+    B = (X > 0).astype(np.int8)
+    m = GBN(link="bernoulli", n_components=25, n_layers=3, burn_in=(60, 40), n_collect=20,
+            random_state=0).fit(B)
+    assert len(m.networks_) >= 2
+    assert m.widths_ == sorted(m.widths_, reverse=True)
+    for net in m.networks_:
+        assert all(np.isfinite(p).all() for p in net.phis) and np.isfinite(net.r).all()
+
+
+def test_digits_prg():
+    path = SHARED / "digits" / "digits.npz"
+    if not path.exists():
+        pytest.skip("../shared/data not available")
+    with np.load(path) as z:
+        Y = z["X"].astype(np.float64) / 16.0
+    m = GBN(link="prg", n_components=30, n_layers=3, burn_in=(80, 40), n_collect=20,
+            random_state=0).fit(Y)
+    assert len(m.networks_) >= 2
+    assert m.widths_ == sorted(m.widths_, reverse=True)
+    for net in m.networks_:
+        assert all(np.isfinite(p).all() for p in net.phis) and np.isfinite(net.r).all()
+    assert np.isfinite(m.network_.link.a_median)
+    F = m.transform(Y[:20])
+    assert np.isfinite(F).all()
