@@ -72,7 +72,7 @@ def _break_theta_rate(sampler):
 
     from pygbn.inference import _blocked
 
-    def wrong_sample_theta(self, t):
+    def wrong_sample_theta(self, t, blocks=None):
         layer = self.network.layers[t - 1]
         rate = np.ascontiguousarray(layer.c + 2.0 * self.log_rates()[t - 1])  # should be 1 x L^(t)
         prior = np.ascontiguousarray(self._doc_prior(t))
@@ -90,8 +90,8 @@ def _break_p(sampler):
 
     original = sampler.sample_p_c
 
-    def wrong_sample_p_c(self):
-        original()
+    def wrong_sample_p_c(self, blocks=None):
+        original(blocks)
         h = self.hyper
         g1 = self.rng.standard_gamma(h.a0 + self.m[0].sum(axis=1))
         g2 = self.rng.standard_gamma(h.b0, size=self.n_docs)

@@ -46,7 +46,7 @@ from pygbn.random import crt
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GibbsSampler", "fit_layerwise", "FitResult", "BLOCK_SIZE"]
+__all__ = ["GibbsSampler", "SufficientStats", "fit_layerwise", "FitResult", "BLOCK_SIZE"]
 
 #: documents per block of the parallel kernels (fixed: independent of n_jobs)
 BLOCK_SIZE = 128
@@ -62,6 +62,45 @@ def _as_kernel_csr(Y: sp.csr_matrix):
         np.ascontiguousarray(Y.indices, dtype=np.int32),
         np.ascontiguousarray(Y.data, dtype=np.float64),
     )
+
+
+@dataclass
+class SufficientStats:
+    """What the global update needs from the documents (see GibbsSampler.local_upward).
+
+    Attributes
+    ----------
+    counts : list
+        ``counts[t-1]`` = x^(t)_{v.k}, the latent counts of layer t summed over
+        the documents (``None`` for a collapsed layer one, whose counts live in
+        the sampler).
+    x_top : ndarray of int64
+        The top layer's tables summed over the documents.
+    sum_L_blocks : ndarray
+        ``sum_j L_j^(T+1)`` per document block, in block order (summed in that
+        order, so the total does not depend on how blocks were grouped).
+    first_block : int
+        Index of the first block these statistics cover.
+    """
+
+    counts: List[Optional[np.ndarray]]
+    x_top: Optional[np.ndarray]
+    sum_L_blocks: np.ndarray
+    first_block: int = 0
+
+    @staticmethod
+    def combine(parts: Sequence["SufficientStats"]) -> "SufficientStats":
+        """Sum the statistics of disjoint groups of blocks (exact: integer sums,
+        and the per-block float sums re-ordered by block)."""
+        parts = sorted(parts, key=lambda p: p.first_block)
+        counts = []
+        for t in range(len(parts[0].counts)):
+            cs = [p.counts[t] for p in parts]
+            counts.append(None if cs[0] is None else np.sum(cs, axis=0))
+        x_top = None if parts[0].x_top is None else np.sum([p.x_top for p in parts], axis=0)
+        return SufficientStats(counts=counts, x_top=x_top,
+                               sum_L_blocks=np.concatenate([p.sum_L_blocks for p in parts]),
+                               first_block=parts[0].first_block)
 
 
 class GibbsSampler:
@@ -248,6 +287,17 @@ class GibbsSampler:
         np.maximum(prior, _TINY, out=prior)
         return prior
 
+    # ----------------------------------------------------------- doc blocks
+    def _blocks(self, blocks):
+        """Bounds and stream addresses of the document blocks ``blocks``
+        (``None``: all, else a ``(first, stop)`` pair of block indices)."""
+        nb = len(self.bounds) - 1
+        b0, b1 = (0, nb) if blocks is None else blocks
+        if not (0 <= b0 <= b1 <= nb):
+            raise ValueError(f"blocks must lie in [0, {nb}], got {blocks!r}")
+        return (np.ascontiguousarray(self.bounds[b0:b1 + 1]),
+                np.ascontiguousarray(self.doc_streams.addresses[b0:b1]))
+
     # --------------------------------------------------------- the conditionals
     def sample_layer_one_collapsed(self) -> None:
         """Collapsed update of the layer-one labels (paper eq:z).
@@ -256,7 +306,8 @@ class GibbsSampler:
         ``a_jk = r_k`` when T = 1 and ``(Phi^(2) theta_j^(2))_k`` otherwise.
         Documents are visited in a fresh random order, and the tokens of each
         document in a fresh random order.  Sets ``m[0] = n_jk`` and
-        ``layers[0].counts = n_vk``.
+        ``layers[0].counts = n_vk``.  Serial: the counts are shared by all
+        documents.
         """
         tok = self._tok
         layer = self.network.layers[0]
@@ -267,7 +318,7 @@ class GibbsSampler:
                                    float(layer.eta), self.rng.bit_generator)
         layer.counts = tok["nwk"]
 
-    def sample_layer_one_blocked(self) -> None:
+    def sample_layer_one_blocked(self, blocks=None) -> np.ndarray:
         """Blocked update of layer one's latent counts and their split.
 
         Latent counts ``x_vj`` come from the link: the counts themselves
@@ -275,35 +326,49 @@ class GibbsSampler:
         ``Bessel_{-1}(2 sqrt(a_j y_vj sum_k phi_vk theta_kj))`` (eq:Gam-PGBN);
         each is split over the factors with probabilities proportional to
         ``phi_vk theta_kj`` (eq:step1).  For the PRG link ``a_j`` is then
-        updated (eq:c_g).  Parallel over document blocks.
+        updated (eq:c_g).  Sets ``m[0]`` for the documents of ``blocks`` and
+        returns their term-factor counts (the statistic of Phi^(1)).
         """
         layer = self.network.layers[0]
-        K = layer.width
+        bounds, streams = self._blocks(blocks)
         nt = self._n_threads()
-        n_out = np.zeros((nt, self.n_features, K), dtype=np.int64)
+        n_out = np.zeros((nt, self.n_features, layer.width), dtype=np.int64)
         _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
-                              self.aux, int(self.link.latent_mode), self.bounds,
-                              self.doc_streams.addresses, self.m[0], n_out,
+                              self.aux, int(self.link.latent_mode), bounds, streams, self.m[0], n_out,
                               np.empty(0, dtype=np.int64), nt)
-        layer.counts = n_out.sum(axis=0) if nt > 1 else n_out[0]
         if self.aux.size:
-            self.link.update_aux(self.Y, self.m[0].sum(axis=1).astype(np.float64), self.aux,
-                                 self.rng, self.hyper)
+            shape, rate = self.link.aux_conditional(self.Y, self.m[0].sum(axis=1), self.hyper)
+            _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
+                                             bounds, streams, self.aux, nt)
+        return n_out.sum(axis=0) if nt > 1 else n_out[0]
 
-    def propagate_up(self, t: int) -> None:
+    def propagate_up(self, t: int, blocks=None) -> np.ndarray:
         """Propagate the counts of layer t-1 into layer t (eq:CRT then eq:step1).
 
         ``x^(t)_vj ~ CRT(m^(t-1)(t)_vj, phi^(t)_v: theta^(t)_j)`` and its split
         over the K_t factors in proportion to ``phi^(t)_vk theta^(t)_kj``;
-        sets ``m[t-1]`` and ``layers[t-1].counts``.  Parallel over blocks.
+        sets ``m[t-1]`` for the documents of ``blocks`` and returns their
+        counts ``x^(t)_{v.k}`` (the statistic of Phi^(t)).
         """
         layer = self.network.layers[t - 1]
+        bounds, streams = self._blocks(blocks)
         nt = self._n_threads()
         n_out = np.zeros((nt, layer.n_inputs, layer.width), dtype=np.int64)
         tables = np.empty(self.n_docs, dtype=np.int64)
-        _blocked.split_dense_crt(self.m[t - 2], layer.phi, layer.theta, self.bounds,
-                                 self.doc_streams.addresses, self.m[t - 1], n_out, tables, nt)
-        layer.counts = n_out.sum(axis=0) if nt > 1 else n_out[0]
+        _blocked.split_dense_crt(self.m[t - 2], layer.phi, layer.theta, bounds, streams,
+                                 self.m[t - 1], n_out, tables, nt)
+        return n_out.sum(axis=0) if nt > 1 else n_out[0]
+
+    def top_tables(self, blocks=None) -> np.ndarray:
+        """``x^(T+1)_k = sum_j CRT(m^(T)(T+1)_kj, r_k)`` over the documents of
+        ``blocks`` (eq:CRT at the top, with r in place of Phi theta)."""
+        net = self.network
+        bounds, streams = self._blocks(blocks)
+        out = np.zeros((max(len(bounds) - 1, 0), net.layers[-1].width), dtype=np.int64)
+        if out.shape[0]:
+            _blocked.top_crt(self.m[-1], np.ascontiguousarray(net.r), bounds, streams, out,
+                             self._n_threads())
+        return out.sum(axis=0)
 
     def sample_phi(self, t: int, streams: Optional[BlockStreams] = None) -> np.ndarray:
         """Draw Phi^(t) column by column from ``Dir(eta + x^(t)_{:.k})`` (eq:step2).
@@ -323,62 +388,53 @@ class GibbsSampler:
             layer.phi = phi
         return phi
 
-    def sample_top(self) -> None:
+    def sample_top(self, x_top: np.ndarray, sum_L: float) -> None:
         """Update the top layer's ``c0``, ``gamma0`` and ``r`` (eq:step5).
 
-        ``x^(T+1)_k. = sum_j CRT(m^(T)(T+1)_kj, r_k)``; then, with the current r
-        and gamma0: ``c0 ~ Gam(e0 + gamma0, 1/(f0 + sum_k r_k))``;
-        with ``s = sum_j L_j^(T+1)`` and ``-ln(1 - p') = ln(1 + s / c0)``:
+        Given ``x_top = x^(T+1)_k.`` (:meth:`top_tables`) and
+        ``sum_L = sum_j L_j^(T+1)``, with the current r and gamma0:
+        ``c0 ~ Gam(e0 + gamma0, 1/(f0 + sum_k r_k))``; with
+        ``-ln(1 - p') = ln(1 + sum_L / c0)``:
         ``gamma0 ~ Gam(a0 + sum_k CRT(x_k., gamma0/K_T), 1/(b0 - ln(1 - p')))``;
-        ``r_k ~ Gam(gamma0/K_T + x_k., 1/(c0 + s))`` (Zhou & Carin 2015).
+        ``r_k ~ Gam(gamma0/K_T + x_k., 1/(c0 + sum_L))`` (Zhou & Carin 2015).
         """
-        net, h = self.network, self.hyper
+        net, h, rng = self.network, self.hyper, self.rng
         K = net.layers[-1].width
-        nb = len(self.bounds) - 1
-        x_blocks = np.zeros((max(nb, 1), K), dtype=np.int64)
-        if nb > 0:
-            _blocked.top_crt(self.m[-1], np.ascontiguousarray(net.r), self.bounds,
-                             self.doc_streams.addresses, x_blocks, self._n_threads())
-        x_top = x_blocks.sum(axis=0)
-        s = float(self.log_rates()[-1].sum())
-        rng = self.rng
         c0 = rng.standard_gamma(h.e0 + net.gamma0) / (h.f0 + net.r.sum())
         c0 = max(c0, _TINY)
         ell = int(np.sum(crt(x_top, net.gamma0 / K, random_state=rng)))
-        gamma0 = rng.standard_gamma(h.a0 + ell) / (h.b0 + np.log1p(s / c0))
+        gamma0 = rng.standard_gamma(h.a0 + ell) / (h.b0 + np.log1p(sum_L / c0))
         gamma0 = max(gamma0, _TINY)
-        r = rng.standard_gamma(gamma0 / K + x_top) / (c0 + s)
+        r = rng.standard_gamma(gamma0 / K + x_top) / (c0 + sum_L)
         net.c0, net.gamma0 = float(c0), float(gamma0)
         net.r = np.maximum(r, _TINY)
 
-    def sample_p_c(self) -> None:
-        """Update ``p_j^(2)`` and ``c_j^(t)``, t >= 3 (eq:step6), then eq:p.
+    def sample_p_c(self, blocks=None) -> None:
+        """Update ``p_j^(2)`` and ``c_j^(t)``, t >= 3 (eq:step6); eq:p follows in :meth:`log_rates`.
 
-        ``p_j^(2) ~ Beta(a0 + m^(1)(2)_.j, b0 + theta^(2)_.j)`` is drawn as
-        ``G1 / (G1 + G2)`` so that ``c_j^(2) = (1 - p)/p = G2 / G1`` has no
-        cancellation; ``c_j^(t) ~ Gam(e0 + theta^(t)_.j, 1/(f0 + theta^(t-1)_.j))``
-        with ``theta^(T+1)_.j = sum_k r_k``.  Rates are kept in [1e-300, 1e300].
+        ``p_j^(2) ~ Beta(a0 + m^(1)(2)_.j, b0 + theta^(2)_.j)`` (drawn as
+        ``G1 / (G1 + G2)`` so that ``c_j^(2) = G2 / G1`` has no cancellation) and
+        ``c_j^(t) ~ Gam(e0 + theta^(t)_.j, 1/(f0 + theta^(t-1)_.j))`` with
+        ``theta^(T+1)_.j = sum_k r_k``; local to each document
+        (:func:`pygbn.inference._blocked.sample_rates`).
         """
-        net, h, rng = self.network, self.hyper, self.rng
+        net, h = self.network, self.hyper
         T = net.depth
-        sum_r = float(net.r.sum())
-
-        def theta_dot(t):  # theta^(t)_.j for t = 2..T+1
-            return np.full(self.n_docs, sum_r) if t == T + 1 else net.layers[t - 1].theta.sum(axis=1)
-
+        theta_dot = np.empty((self.n_docs, T))
+        for t in range(2, T + 1):
+            theta_dot[:, t - 2] = net.layers[t - 1].theta.sum(axis=1)
+        theta_dot[:, T - 1] = float(net.r.sum())
         m_dot = self.m[0].sum(axis=1).astype(np.float64)
-        g1 = rng.standard_gamma(h.a0 + m_dot)
-        g2 = rng.standard_gamma(h.b0 + theta_dot(2))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            c2 = g2 / g1
-        c2 = np.where(np.isnan(c2), 1.0, c2)
-        net.layers[0].c = np.clip(c2, 1e-300, _HUGE)
-        for t in range(3, T + 2):
-            shape = h.e0 + theta_dot(t)
-            rate = h.f0 + theta_dot(t - 1)
-            net.layers[t - 2].c = np.clip(rng.standard_gamma(shape) / rate, 1e-300, _HUGE)
+        c = np.empty((self.n_docs, T))
+        for t, layer in enumerate(net.layers):
+            c[:, t] = layer.c
+        bounds, streams = self._blocks(blocks)
+        _blocked.sample_rates(m_dot, theta_dot, h.a0, h.b0, h.e0, h.f0, bounds, streams, c,
+                              self._n_threads())
+        for t, layer in enumerate(net.layers):
+            layer.c = np.ascontiguousarray(c[:, t])
 
-    def sample_theta(self, t: int) -> None:
+    def sample_theta(self, t: int, blocks=None) -> None:
         """Draw theta^(t) (eq:step4).
 
         ``theta_j^(t) ~ Gam(prior_j + m^(t)(t+1)_j, 1/(c_j^(t+1) - ln(1 - p_j^(t))))``
@@ -389,35 +445,72 @@ class GibbsSampler:
         L = self.log_rates()
         rate = np.ascontiguousarray(layer.c + L[t - 1])
         prior = self._doc_prior(t)
-        out = np.empty((self.n_docs, layer.width), dtype=np.float64)
-        _blocked.sample_gamma_rows(np.ascontiguousarray(prior), self.m[t - 1], rate, self.bounds,
-                                   self.doc_streams.addresses, out, self._n_threads())
-        layer.theta = out
+        if layer.theta is None or layer.theta.shape != (self.n_docs, layer.width):
+            layer.theta = np.empty((self.n_docs, layer.width), dtype=np.float64)
+        bounds, streams = self._blocks(blocks)
+        _blocked.sample_gamma_rows(np.ascontiguousarray(prior), self.m[t - 1], rate, bounds,
+                                   streams, layer.theta, self._n_threads())
 
     # ---------------------------------------------------------------- one sweep
-    def sweep(self, update_p_c: bool = True) -> None:
-        """One upward-downward iteration (Algorithm 1, lines 4-11; Algorithm 2)."""
+    def local_upward(self, blocks=None, update_p_c: bool = True) -> "SufficientStats":
+        """The per-document upward half of an iteration, for the documents of ``blocks``.
+
+        Given the global parameters (every Phi^(t), r), it draws the blocks'
+        latent counts layer by layer (blocked layer one when the method is
+        "blocked", eq:CRT + eq:step1 above it), their top-layer tables, and
+        their rates p_j, c_j (eq:step6); it returns the sufficient statistics
+        the global update needs.  Each block draws only from its own stream,
+        so calling this on disjoint sets of blocks (on several workers) and
+        summing the statistics gives exactly the result of one call on all.
+        """
         T = self.depth
+        counts: List[Optional[np.ndarray]] = [None] * T
+        if self.method == "blocked":
+            counts[0] = self.sample_layer_one_blocked(blocks)
+        for t in range(2, T + 1):
+            counts[t - 1] = self.propagate_up(t, blocks)
+        x_top = self.top_tables(blocks) if self.update_globals else None
+        if update_p_c:
+            self.sample_p_c(blocks)
+        bounds, _ = self._blocks(blocks)
+        L_top = self.log_rates()[-1]
+        sum_L = np.array([L_top[bounds[i]:bounds[i + 1]].sum() for i in range(len(bounds) - 1)])
+        first = 0 if blocks is None else blocks[0]
+        return SufficientStats(counts=counts, x_top=x_top, sum_L_blocks=sum_L, first_block=first)
+
+    def update_globals_from(self, stats: "SufficientStats") -> None:
+        """The global half: Phi^(t) from the summed counts (eq:step2), then
+        c0, gamma0 and r (eq:step5).  ``stats`` may be the sum of several
+        workers' :meth:`local_upward` results (:meth:`SufficientStats.combine`)."""
+        for t, cnt in enumerate(stats.counts, start=1):
+            if cnt is not None:
+                self.network.layers[t - 1].counts = cnt
+                self.sample_phi(t)
+        self.sample_top(stats.x_top, float(np.sum(stats.sum_L_blocks)))
+
+    def local_downward(self, blocks=None) -> None:
+        """The per-document downward half: theta^(T), ..., theta^(2) (theta^(1)
+        too for the blocked method) for the documents of ``blocks`` (eq:step4)."""
+        lowest = 2 if self.method == "collapsed" else 1
+        for t in range(self.depth, lowest - 1, -1):
+            self.sample_theta(t, blocks)
+
+    def sweep(self, update_p_c: bool = True) -> None:
+        """One upward-downward iteration (Algorithm 1, lines 4-11; Algorithm 2).
+
+        Collapsed layer one (serial) for the collapsed method; then
+        :meth:`local_upward` over all document blocks, the global update
+        :meth:`update_globals_from` and :meth:`local_downward`.  The order is
+        the paper's: p and c before r, and r right before theta^(T) (r is drawn
+        with theta^(T) integrated out, so nothing that conditions on theta^(T)
+        may come between the two; Geweke's test confirms it).
+        """
         if self.method == "collapsed":
             self.sample_layer_one_collapsed()
-        else:
-            self.sample_layer_one_blocked()
-            if self.update_globals:
-                self.sample_phi(1)
-        for t in range(2, T + 1):
-            self.propagate_up(t)
-            if self.update_globals:
-                self.sample_phi(t)
-        # p and c first, then r right before theta^(T) (the order of the paper's
-        # Algorithm 1): r is drawn with theta^(T) integrated out, so nothing that
-        # conditions on theta^(T) may come between r and theta^(T)
-        if update_p_c:
-            self.sample_p_c()
+        stats = self.local_upward(update_p_c=update_p_c)
         if self.update_globals:
-            self.sample_top()
-        lowest = 2 if self.method == "collapsed" else 1
-        for t in range(T, lowest - 1, -1):
-            self.sample_theta(t)
+            self.update_globals_from(stats)
+        self.local_downward()
         self.iteration += 1
 
     # -------------------------------------------------------- structure changes

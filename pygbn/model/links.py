@@ -89,9 +89,9 @@ class Link:
         """Initial per-sample auxiliary parameters (empty when the link has none)."""
         return np.empty(0, dtype=np.float64)
 
-    def update_aux(self, Y: sp.csr_matrix, latent_totals: np.ndarray, aux: np.ndarray,
-                   rng: np.random.Generator, hyper) -> None:
-        """Gibbs update of the auxiliary parameters given the latent counts (in place)."""
+    def aux_conditional(self, Y: sp.csr_matrix, latent_totals: np.ndarray, hyper):
+        """Gamma shape and rate of each sample's auxiliary parameter given the
+        latent counts (``None`` when the link has none)."""
         return None
 
     def summarize_aux(self, aux: np.ndarray) -> None:
@@ -216,11 +216,10 @@ class PoissonRandomizedGammaLink(Link):
     def init_aux(self, Y, rng, hyper):
         return np.ones(Y.shape[0], dtype=np.float64)
 
-    def update_aux(self, Y, latent_totals, aux, rng, hyper):
-        """eq:c_g: ``a_j ~ Gam(e0 + sum_v x_vj, 1 / (f0 + sum_v y_vj))``."""
-        ysum = np.asarray(Y.sum(axis=1)).ravel()
-        aux[:] = rng.standard_gamma(hyper.e0 + latent_totals) / (hyper.f0 + ysum)
-        np.maximum(aux, np.finfo(np.float64).tiny, out=aux)
+    def aux_conditional(self, Y, latent_totals, hyper):
+        """eq:c_g: ``a_j ~ Gam(e0 + sum_v x_vj, 1 / (f0 + sum_v y_vj))``; returns (shape, rate)."""
+        ysum = np.asarray(Y.sum(axis=1), dtype=np.float64).ravel()
+        return hyper.e0 + np.asarray(latent_totals, dtype=np.float64), hyper.f0 + ysum
 
     def summarize_aux(self, aux):
         if aux.size:
