@@ -1,28 +1,433 @@
-"""Validated, broadcasting Python samplers (thin wrappers over the C kernels)."""
+"""Validated, broadcasting Python samplers (thin wrappers over the C kernels).
+
+Every sampler takes its parameters as scalars or arrays (numpy broadcasting),
+``size=`` (output shape; the parameters must broadcast to it),
+``random_state=`` (None, int, SeedSequence, BitGenerator or Generator; a
+Generator is advanced) and ``n_jobs=`` (threads; the draws never depend on
+it).  A scalar result is returned as a numpy scalar.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from pygbn._utils import check_random_state
-from pygbn.random import _generators
+from pygbn.random import _generators as _gen
+from pygbn.random._validate import (
+    as_count, as_real, broadcast, flat, run_blocked, scalar_or_array,
+)
+
+__all__ = [
+    "crt", "logarithmic", "truncated_poisson", "truncated_bessel",
+    "poisson_randomized_gamma", "negative_binomial", "multinomial_split", "dirichlet",
+]
+
+#: Largest Poisson-type mean accepted (keeps int64 draws far from overflow).
+LAM_MAX = 1e18
+
+_COMMON = """size : int or tuple of ints, optional
+        Output shape.  Default: the broadcast shape of the parameters.
+    random_state : None, int, SeedSequence, BitGenerator or Generator, optional
+        Source of randomness (see :func:`pygbn._utils.check_random_state`).
+        A Generator is advanced; the same seed gives the same draws.
+    n_jobs : int, optional
+        Threads for large outputs (None: 1, -1: all cores).  The draws do
+        not depend on it: work is cut into fixed blocks, each with its own
+        stream spawned from ``random_state``."""
 
 
-def crt(n, r, size=None, random_state=None):
-    """Chinese restaurant table count ``l ~ CRT(n, r)``.
+def _doc(f):
+    f.__doc__ = f.__doc__.replace("{common}", _COMMON)
+    return f
 
-    PMF ``P(l) = Gamma(r) / Gamma(n + r) * |s(n, l)| * r**l`` for ``1 <= l <= n``;
-    ``l = 0`` iff ``n = 0``.
+
+def _int_sampler(kind, name, params, size, random_state, n_jobs, min_block=None):
+    """Shared body of the int64-valued samplers (params: list of (name, array, dtype))."""
+    names = [p[0] for p in params]
+    shape = broadcast(names, [p[1] for p in params], size)
+    flats = [flat(a, shape, dt) for _, a, dt in params]
+    out = np.empty(flats[0].shape[0], dtype=np.int64)
+    fill = {"i_d": _gen.fill_i_d, "i_dd": _gen.fill_i_dd, "i_id": _gen.fill_i_id}[kind]
+    kw = {} if min_block is None else {"min_block": min_block}
+    run_blocked(lambda s, b, *a: fill(name, s, b, *a), out.shape[0], random_state, n_jobs,
+                (*flats, out), **kw)
+    return scalar_or_array(out, shape)
+
+
+@_doc
+def crt(n, r, size=None, random_state=None, n_jobs=None):
+    r"""Chinese restaurant table count ``l ~ CRT(n, r)``.
+
+    The number of tables occupied by ``n`` customers of a Chinese restaurant
+    process with concentration ``r``; the same law as
+    ``sum(u[i] < r / (r + i) for i in range(n))`` (paper, Section 2.1).
+
+    .. math:: P(l) = \frac{\Gamma(r)}{\Gamma(n + r)} |s(n, l)| r^l,
+              \quad 1 \le l \le n,
+
+    with ``|s(n, l)|`` unsigned Stirling numbers of the first kind;
+    mean ``r (psi(n + r) - psi(r))``.
+
+    Parameters
+    ----------
+    n : int or array_like of ints
+        Customers, ``n >= 0`` (integral floats accepted).
+    r : float or array_like of floats
+        Concentration, ``0 <= r <= inf``.
+    {common}
+
+    Returns
+    -------
+    int64 or ndarray of int64
+
+    Notes
+    -----
+    Boundary conventions: ``n = 0`` gives 0; ``r = inf`` gives ``n``;
+    ``r = 0`` gives 1 for ``n >= 1`` (the limit ``r -> 0``).
+
+    Algorithm: the cheapest, by a cost model, of three exact ones: a
+    Bernoulli loop (``O(n)``, small n); thinning of the decreasing Bernoulli
+    probabilities with geometric skips (expected ``O(1 + r log n)``, small
+    r); blocks of indices, each one binomial draw plus a thinned correction
+    (expected ``O(sqrt(r) log n)``, large r).  See ``docs/samplers.md``.
     """
-    rng = check_random_state(random_state)
-    n_arr = np.asarray(n)
-    r_arr = np.asarray(r, dtype=np.float64)
-    if size is None:
-        shape = np.broadcast_shapes(n_arr.shape, r_arr.shape)
-    else:
-        shape = tuple(np.atleast_1d(size))
-    nb = np.ascontiguousarray(np.broadcast_to(n_arr, shape), dtype=np.int64).ravel()
-    rb = np.ascontiguousarray(np.broadcast_to(r_arr, shape), dtype=np.float64).ravel()
-    out = np.empty(nb.shape, dtype=np.int64)
-    _generators.crt_loop(rng.bit_generator, nb, rb, out)
-    out = out.reshape(shape)
-    return out[()] if out.ndim == 0 else out
+    n_a = as_count("n", n)
+    r_a = as_real("r", r, low=0, allow_inf=True)
+    return _int_sampler("i_id", "crt", [("n", n_a, np.int64), ("r", r_a, np.float64)],
+                        size, random_state, n_jobs, min_block=4096)
+
+
+@_doc
+def logarithmic(p, size=None, random_state=None, n_jobs=None):
+    r"""Logarithmic (log-series) variates ``u ~ Log(p)``.
+
+    .. math:: P(u) = \frac{-p^u}{u \ln(1 - p)}, \quad u = 1, 2, \dots
+
+    Mean ``-p / ((1 - p) ln(1 - p))``.
+
+    Parameters
+    ----------
+    p : float or array_like of floats
+        ``0 <= p < 1``; ``p = 0`` gives 1 (the limit).
+    {common}
+
+    Returns
+    -------
+    int64 or ndarray of int64
+
+    Notes
+    -----
+    Kemp's (1981) LK algorithm (as numpy's ``logseries``), with
+    ``log q = log(1 - (1 - p)^U)`` computed by ``log1mexp`` so that draws stay
+    exact as ``p -> 1`` (numpy rounds ``q`` first).
+
+    References
+    ----------
+    Kemp, A. W. (1981). Efficient generation of logarithmically distributed
+    pseudo-random variables. Applied Statistics 30, 249-253.
+    """
+    p_a = as_real("p", p, low=0, high=1, high_open=True)
+    return _int_sampler("i_d", "logarithmic", [("p", p_a, np.float64)], size, random_state, n_jobs)
+
+
+@_doc
+def truncated_poisson(lam, size=None, random_state=None, n_jobs=None):
+    r"""Zero-truncated Poisson variates ``k ~ Pois_+(lam)``.
+
+    .. math:: P(k) = \frac{\lambda^k}{k!\,(e^\lambda - 1)}, \quad k = 1, 2, \dots
+
+    Mean ``lam / (1 - exp(-lam))``.  Used by the Bernoulli-Poisson link
+    (paper, eq. Ber-PGBN).
+
+    Parameters
+    ----------
+    lam : float or array_like of floats
+        ``0 <= lam <= 1e18``; ``lam = 0`` gives 1 (the limit).
+    {common}
+
+    Returns
+    -------
+    int64 or ndarray of int64
+
+    Notes
+    -----
+    Chop-down inversion from ``k = 1`` with ``P(1) = lam / expm1(lam)`` for
+    ``lam < 1.5`` (no underflow for ``lam = 1e-300``); rejection of the zeros
+    of an exact Poisson draw above (acceptance ``>= 0.78``).  Poisson draws use
+    numpy's PTRS up to ``lam = 1e10`` and our PTRS with a relative-scale
+    log-PMF above (Hörmann 1993; Loader 2000).
+    """
+    lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
+    return _int_sampler("i_d", "truncated_poisson", [("lam", lam_a, np.float64)],
+                        size, random_state, n_jobs)
+
+
+@_doc
+def truncated_bessel(alpha, size=None, random_state=None, n_jobs=None):
+    r"""Truncated Bessel variates ``n ~ Bessel_{-1}(alpha)`` (paper, Appendix A).
+
+    .. math:: P(n) = \frac{(\alpha/2)^{2n-1}}{I_1(\alpha)\, n!\, (n-1)!},
+              \quad n = 1, 2, \dots
+
+    Mean ``(alpha/2) I_0(alpha) / I_1(alpha)``; ``E[n(n-1)] = alpha^2/4``.
+    It is ``1 +`` a Bessel(1, alpha) variate of Yuan & Kalbfleisch (2000).
+    Used by the Poisson-randomized-gamma link (paper, eq. Gam-PGBN).
+
+    Parameters
+    ----------
+    alpha : float or array_like of floats
+        ``0 <= alpha <= 1e18``; ``alpha = 0`` gives 1 (the limit).
+    {common}
+
+    Returns
+    -------
+    int64 or ndarray of int64
+
+    Notes
+    -----
+    ``alpha < 20``: chop-down inversion outwards from the mode
+    ``floor((1 + sqrt(1 + alpha^2)) / 2)`` on weights relative to the mode
+    (no Bessel function or factorial is evaluated).  Above: rejection from
+    ``ceil(S / 2)`` with ``S ~ Poisson(alpha)``, using that
+    ``P(n) ~ Pois(n; alpha/2) Pois(n - 1; alpha/2)``; the acceptance ratio
+    ``Gamma(n + 1/2) / (Gamma(n) (n + alpha/2))`` is nearly flat, so almost
+    every candidate is accepted by a squeeze and the expected cost is about
+    one Poisson(alpha) draw, O(1) for every alpha (derivation in
+    ``docs/samplers.md``).  ``alpha < 2^-26`` gives 1, exactly what inversion
+    gives for every 53-bit uniform.
+
+    References
+    ----------
+    Devroye, L. (2002). Simulating Bessel random variables. Statistics &
+    Probability Letters 57, 249-257.
+    Yuan, L. & Kalbfleisch, J. D. (2000). On the Bessel distribution and
+    related problems. Ann. Inst. Statist. Math. 52, 438-447.
+    """
+    a = as_real("alpha", alpha, low=0, high=LAM_MAX)
+    return _int_sampler("i_d", "truncated_bessel", [("alpha", a, np.float64)],
+                        size, random_state, n_jobs)
+
+
+@_doc
+def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
+    r"""Poisson-randomized gamma variates ``x ~ PRG(lam, c)`` (paper, Appendix A).
+
+    ``n ~ Pois(lam)``, ``x ~ Gam(n, 1/c)`` (shape n, rate c), ``x = 0`` iff
+    ``n = 0``: a point mass ``exp(-lam)`` at 0 and, for ``x > 0``, the density
+
+    .. math:: f(x) = e^{-\lambda - c x} \sqrt{\lambda c / x}\;
+              I_1\!\left(2\sqrt{\lambda c x}\right).
+
+    Mean ``lam / c``, variance ``2 lam / c^2``.
+
+    Parameters
+    ----------
+    lam : float or array_like of floats
+        ``0 <= lam <= 1e18``; ``lam = 0`` gives 0.
+    c : float or array_like of floats
+        Rate, ``0 < c < inf``.
+    {common}
+
+    Returns
+    -------
+    float64 or ndarray of float64
+
+    Notes
+    -----
+    By its mixture; gamma draws of shape ``>= 1e10`` use Marsaglia & Tsang
+    (2000) with a cancellation-free acceptance test.
+    """
+    lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
+    c_a = as_real("c", c, low=0, low_open=True)
+    shape = broadcast(["lam", "c"], [lam_a, c_a], size)
+    lf, cf = flat(lam_a, shape, np.float64), flat(c_a, shape, np.float64)
+    out = np.empty(lf.shape[0], dtype=np.float64)
+    run_blocked(lambda s, b, *a: _gen.fill_d_dd("prg", s, b, *a), out.shape[0], random_state,
+                n_jobs, (lf, cf, out))
+    return scalar_or_array(out, shape)
+
+
+@_doc
+def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
+    r"""Negative binomial variates ``n ~ NB(r, p)`` in the paper's parametrisation.
+
+    .. math:: P(n) = \frac{\Gamma(n + r)}{n!\,\Gamma(r)}\, p^n (1 - p)^r,
+              \quad n = 0, 1, \dots
+
+    Mean ``r p / (1 - p)``, variance ``r p / (1 - p)^2``.  numpy's
+    ``negative_binomial(n, p)`` uses the other ``p``: ours equals numpy's
+    with ``p -> 1 - p``.
+
+    Parameters
+    ----------
+    r : float or array_like of floats
+        Dispersion, ``0 <= r < inf``; ``r = 0`` gives 0.
+    p : float or array_like of floats
+        ``0 <= p < 1``; ``p = 0`` gives 0.
+    {common}
+
+    Returns
+    -------
+    int64 or ndarray of int64
+
+    Raises
+    ------
+    ValueError
+        Also when ``p / (1 - p) * (r + 10 sqrt(r) + 50) > 9e18`` (draws could
+        overflow int64).
+
+    Notes
+    -----
+    As the gamma-Poisson mixture ``Pois(Gam(r, p / (1 - p)))``, with the
+    exact Poisson and gamma kernels described in ``docs/samplers.md``.
+    """
+    r_a = as_real("r", r, low=0)
+    p_a = as_real("p", p, low=0, high=1, high_open=True)
+    bound = np.where(p_a > 0, p_a / (1.0 - p_a), 0.0) * (r_a + 10 * np.sqrt(r_a) + 50)
+    too_big = np.broadcast_to(bound > 9e18, np.broadcast_shapes(r_a.shape, p_a.shape))
+    if too_big.any():
+        i = np.unravel_index(int(np.flatnonzero(too_big.ravel())[0]), too_big.shape)
+        rv, pv = np.broadcast_to(r_a, too_big.shape)[i], np.broadcast_to(p_a, too_big.shape)[i]
+        raise ValueError(f"r and p must keep NB(r, p) within int64 range; got r={rv!r}, p={pv!r}")
+    return _int_sampler("i_dd", "negative_binomial",
+                        [("r", r_a, np.float64), ("p", p_a, np.float64)], size, random_state, n_jobs)
+
+
+def _row_batch(name, arr, k_name):
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must have at least one dimension (the {k_name} axis); got {arr!r}")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} must have a non-empty last axis; got shape {arr.shape}")
+
+
+@_doc
+def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
+    r"""Split counts by rows of unnormalised probabilities: ``x ~ Mult(n, w / sum(w))``.
+
+    .. math:: P(x) = \frac{n!}{\prod_i x_i!} \prod_i \left(\frac{w_i}{\sum_j w_j}\right)^{x_i},
+              \quad \sum_i x_i = n.
+
+    Parameters
+    ----------
+    n : int or array_like of ints
+        Counts to split, ``n >= 0``; broadcast against ``weights.shape[:-1]``.
+    weights : array_like of floats, shape (..., k)
+        Non-negative, finite; each row needs a positive sum where ``n > 0``.
+    {common}
+        ``size`` is the batch shape (the output has shape ``size + (k,)``).
+
+    Returns
+    -------
+    ndarray of int64, shape (..., k)
+        Every row sums to its ``n``; cells with zero weight get 0.
+
+    Notes
+    -----
+    ``n <= k``: ``n`` categorical draws generated as sorted uniforms and
+    merged against the cumulative weights in one pass (O(n + k)).  ``n > k``:
+    conditional binomials ``x_i ~ Bin(n - x_<i, w_i / sum(w_>=i))`` with the
+    ratio clipped to [0, 1] (O(k) binomial draws; numpy's BTPE for large
+    means, our ``log1p`` inversion for small ones).
+    """
+    n_a = as_count("n", n)
+    w_a = as_real("weights", weights, low=0)
+    _row_batch("weights", w_a, "category")
+    k = w_a.shape[-1]
+    shape = broadcast(["n", "weights[..., 0]"], [n_a, w_a[..., 0]], size)
+    nf = flat(n_a, shape, np.int64)
+    wf = np.ascontiguousarray(np.broadcast_to(w_a, shape + (k,))).reshape(-1, k)
+    total = wf.sum(axis=1)
+    if np.isinf(total).any():   # sum overflowed: rescale those rows by their max
+        big = np.isinf(total)
+        wf = wf.copy()
+        wf[big] /= wf[big].max(axis=1, keepdims=True)
+        total = wf.sum(axis=1)
+    bad = (total <= 0) & (nf > 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        idx = np.unravel_index(i, shape) if shape else ()
+        raise ValueError(f"weights must have a positive sum in every row with n > 0; "
+                         f"row {idx} sums to 0 (n={int(nf[i])})")
+    out = np.empty((nf.shape[0], k), dtype=np.int64)
+    run_blocked(lambda s, b, *a: _gen.fill_split("multinomial_split", s, b, *a), out.shape[0],
+                random_state, n_jobs, (nf, wf, total, out), min_block=max(1, 65536 // k))
+    return out.reshape(shape + (k,))
+
+
+@_doc
+def dirichlet(alpha, size=None, random_state=None, n_jobs=None):
+    r"""Dirichlet vectors ``x ~ Dir(alpha)`` that stay finite and on the simplex.
+
+    .. math:: f(x) = \frac{\Gamma(\sum_i \alpha_i)}{\prod_i \Gamma(\alpha_i)}
+              \prod_i x_i^{\alpha_i - 1}.
+
+    Parameters
+    ----------
+    alpha : array_like of floats, shape (..., k)
+        Concentrations, ``0 <= alpha < inf``, each row with a positive entry;
+        components with ``alpha = 0`` are 0.
+    {common}
+        ``size`` is the batch shape (the output has shape ``size + (k,)``).
+
+    Returns
+    -------
+    ndarray of float64, shape (..., k)
+        Rows are non-negative and sum to 1 (to rounding).
+
+    Notes
+    -----
+    Normalised gamma variates.  With tiny concentrations (say ``1e-4``) all
+    gammas can underflow to 0 and ``0/0`` would follow; then the row is
+    redrawn in log space, ``log G(a) = log G(a + 1) + log(U) / a``, and
+    normalised by log-sum-exp.  The redraw is exact because ``G / sum(G)``
+    is independent of ``sum(G)``.
+    """
+    a = as_real("alpha", alpha, low=0)
+    _row_batch("alpha", a, "component")
+    k = a.shape[-1]
+    zero_rows = ~(a > 0).any(axis=-1)
+    if zero_rows.any():
+        idx = np.unravel_index(int(np.flatnonzero(zero_rows.ravel())[0]), zero_rows.shape)
+        raise ValueError(f"alpha must have a positive entry in every row; row {idx} is all zero")
+    shape = broadcast(["alpha[..., 0]"], [a[..., 0]], size)
+    af = np.ascontiguousarray(np.broadcast_to(a, shape + (k,))).reshape(-1, k)
+    out = np.empty_like(af)
+    run_blocked(lambda s, b, *x: _gen.fill_dirichlet(s, b, *x), out.shape[0], random_state,
+                n_jobs, (af, out), min_block=max(1, 65536 // k))
+    return out.reshape(shape + (k,))
+
+
+# ---------------------------------------------------------------------------
+# Direct access to single kernels and algorithms (tests and benchmarks only)
+# ---------------------------------------------------------------------------
+
+def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
+    """Draw from one named kernel with no validation (for tests and benchmarks).
+
+    Names: ``poisson``, ``poisson_ptrs``, ``gamma``, ``gamma_mt``,
+    ``log_gamma``, ``bessel_chopdown``, ``bessel_rejection``, ``crt_loop``,
+    ``crt_thinning``, ``crt_blocks``, ``binomial`` (params n, p),
+    ``split_sorted`` / ``split_binomial`` (params n, weights), plus the
+    public kernels by their sampler names.
+    """
+    if name in ("split_sorted", "split_binomial", "multinomial_split"):
+        n_a = np.asarray(params[0], dtype=np.int64)
+        w = np.asarray(params[1], dtype=np.float64)
+        k = w.shape[-1]
+        shape = np.broadcast_shapes(n_a.shape, w.shape[:-1]) if size is None else tuple(np.atleast_1d(size))
+        nf = flat(n_a, shape, np.int64)
+        wf = np.ascontiguousarray(np.broadcast_to(w, shape + (k,))).reshape(-1, k)
+        out = np.empty((nf.shape[0], k), dtype=np.int64)
+        run_blocked(lambda s, b, *a: _gen.fill_split(name, s, b, *a), out.shape[0], random_state,
+                    n_jobs, (nf, wf, wf.sum(axis=1), out), min_block=max(1, 65536 // k))
+        return out.reshape(shape + (k,))
+    arrays = [np.asarray(p) for p in params]
+    shape = np.broadcast_shapes(*[a.shape for a in arrays]) if size is None else tuple(np.atleast_1d(size))
+    if name in ("gamma", "gamma_mt", "log_gamma"):
+        af = flat(arrays[0], shape, np.float64)
+        out = np.empty(af.shape[0], dtype=np.float64)
+        run_blocked(lambda s, b, *a: _gen.fill_d_d(name, s, b, *a), out.shape[0], random_state,
+                    n_jobs, (af, out))
+        return scalar_or_array(out, shape)
+    if name in ("crt", "crt_loop", "crt_thinning", "crt_blocks", "binomial"):
+        return _int_sampler("i_id", name, [("n", arrays[0], np.int64), ("r", arrays[1], np.float64)],
+                            shape, random_state, n_jobs, min_block=4096)
+    return _int_sampler("i_d", name, [("a", arrays[0], np.float64)], shape, random_state, n_jobs)

@@ -1,149 +1,791 @@
 # cython: language_level=3
-"""Implementations of the C-level kernels declared in ``_kernels.pxd``."""
-from libc.math cimport log, exp, sqrt, floor, INFINITY, isinf, lgamma, expm1, fabs
-from libc.stdint cimport int64_t
+"""Implementations of the C-level kernels declared in ``_kernels.pxd``.
+
+Each kernel draws one variate (or one vector) from a numpy ``bitgen_t``
+stream, trusts its arguments and never touches Python objects.  The
+algorithms, their sources and the numerics that needed care are described
+in ``docs/samplers.md``; the thresholds below select between exact
+algorithms for speed only (every branch samples the exact distribution).
+"""
+from libc.math cimport (log, log1p, exp, expm1, sqrt, floor, ceil, fabs,
+                        INFINITY, isinf, isnan, lgamma)
+from libc.stdint cimport int64_t, INT64_MAX
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
-    random_standard_uniform, random_poisson, random_standard_gamma,
-    random_logseries, random_binomial, binomial_t,
+    random_standard_uniform, random_standard_normal, random_standard_gamma,
+    random_poisson, random_binomial, binomial_t,
 )
-from scipy.special.cython_special cimport i1e
+
+from pygbn.random._special cimport (
+    log1mexp, log1pmx, log1p_rem4, poisson_logpmf, stirlerr,
+)
+
+# ---------------------------------------------------------------------------
+# Switch points (speed only; see tools/bench_samplers.py)
+# ---------------------------------------------------------------------------
+# numpy's Poisson (PTRS with an absolute-scale log-PMF) and gamma
+# (Marsaglia-Tsang with an absolute-scale test) lose accuracy for huge
+# parameters; above these values our own versions with relative-scale
+# acceptance tests take over.
+cdef double POISSON_OWN_LAM = 1e10
+cdef double GAMMA_OWN_SHAPE = 1e10
+# largest Poisson mean a kernel accepts (int64 output); larger means are clipped
+cdef double POISSON_LAM_CAP = 9.0e18
+# CRT: always the Bernoulli loop up to this n; above, the cheapest of loop,
+# thinning and blocks by a cost model (ns per element / candidate / block,
+# measured with tools/bench_samplers.py)
+cdef int64_t CRT_LOOP_N = 16
+cdef double CRT_COST_LOOP = 5.5
+cdef double CRT_COST_THIN = 60.0
+cdef double CRT_COST_BLOCK = 250.0
+# CRT block method: expected number of thinning candidates per block
+cdef double CRT_BLOCK_C = 3.0
+# truncated Poisson: inversion from k = 1 below this lam, rejection of zeros above
+cdef double TPOIS_INV_LAM = 1.5
+# truncated Bessel: chop-down inversion from the mode below this alpha, rejection above
+cdef double TBESSEL_REJ_ALPHA = 20.0
+# binomial: inversion (ours, with log1p) when n * min(p, 1-p) is below this
+cdef double BINOM_INV_MEAN = 30.0
 
 
-cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
-    cdef int64_t i, l
-    if n <= 0:
+cdef inline double _uniform_pos(bitgen_t *bitgen) noexcept nogil:
+    """Uniform on (0, 1] (so that its log is finite)."""
+    return 1.0 - random_standard_uniform(bitgen)
+
+
+# ---------------------------------------------------------------------------
+# Poisson, gamma and binomial that stay exact for huge parameters
+# ---------------------------------------------------------------------------
+
+cdef int64_t random_poisson_ptrs(bitgen_t *bitgen, double lam) noexcept nogil:
+    """Poisson(lam) for ``lam >= 10`` by transformed rejection (PTRS).
+
+    Hörmann, W. (1993). The transformed rejection method for generating
+    Poisson random variables.  Insurance: Math. Econ. 12, 39-45.  The hat is
+    Hörmann's; the acceptance test uses the relative-scale log-PMF
+    (``poisson_logpmf``, Loader 2000) and the candidate is formed as
+    ``floor(lam) + offset`` in integer arithmetic, so it stays exact up to
+    int64 range (numpy's version compares two ~lam*log(lam) sized numbers).
+    """
+    cdef double slam = sqrt(lam)
+    cdef double b = 0.931 + 2.53 * slam
+    cdef double a = -0.059 + 0.02483 * b
+    cdef double log_invalpha = log(1.1239 + 1.1328 / (b - 3.4))
+    cdef double vr = 0.9277 - 3.6224 / (b - 2.0)
+    cdef double base = floor(lam)
+    cdef double frac = lam - base
+    cdef int64_t kbase = <int64_t> base
+    cdef double U, V, us, y
+    cdef int64_t k
+    while True:
+        U = random_standard_uniform(bitgen) - 0.5
+        V = random_standard_uniform(bitgen)
+        us = 0.5 - fabs(U)
+        if us <= 0.0:
+            continue
+        y = floor((2.0 * a / us + b) * U + frac + 0.43)     # k - floor(lam)
+        if y < -base or y > 4.0e18:
+            continue                                         # k < 0, or beyond int64 range
+        k = kbase + <int64_t> y
+        if us >= 0.07 and V <= vr:
+            return k
+        if us < 0.013 and V > us:
+            continue
+        if (log(V) + log_invalpha - log(a / (us * us) + b)
+                <= poisson_logpmf(<double> k, lam, y - frac)):
+            return k
+
+
+cdef int64_t random_poisson_exact(bitgen_t *bitgen, double lam) noexcept nogil:
+    """Poisson(lam) for any ``0 <= lam <= 9e18`` (larger lam is clipped).
+
+    numpy's ``random_poisson`` (multiplication method below 10, PTRS above)
+    for ``lam < 1e10``; :c:func:`random_poisson_ptrs` above.
+    """
+    if not lam > 0.0:
         return 0
-    if isinf(r):
+    if lam < POISSON_OWN_LAM:
+        return random_poisson(bitgen, lam)
+    if lam > POISSON_LAM_CAP:
+        lam = POISSON_LAM_CAP
+    return random_poisson_ptrs(bitgen, lam)
+
+
+cdef double random_gamma_mt(bitgen_t *bitgen, double a) noexcept nogil:
+    """Gam(a, 1) for ``a >= 1`` by Marsaglia & Tsang (2000).
+
+    Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
+    variables.  ACM TOMS 26, 363-372.  The log acceptance test
+    ``log U < Z^2/2 + d (1 - v + log v)`` is rewritten as
+    ``log U < 3 d R4(cZ)`` with ``R4(y) = log1p(y) - y + y^2/2 - y^3/3``
+    evaluated by its series, so it does not cancel for huge ``a``.
+    """
+    cdef double d = a - 1.0 / 3.0
+    cdef double c = 1.0 / sqrt(9.0 * d)
+    cdef double z, y, u, v
+    while True:
+        while True:
+            z = random_standard_normal(bitgen)
+            y = c * z
+            if y > -1.0:
+                break
+        v = (1.0 + y) * (1.0 + y) * (1.0 + y)
+        u = random_standard_uniform(bitgen)
+        if u < 1.0 - 0.0331 * (z * z) * (z * z):
+            return d * v
+        if log(u) < 3.0 * d * log1p_rem4(y):
+            return d * v
+
+
+cdef double random_gamma_exact(bitgen_t *bitgen, double a) noexcept nogil:
+    """Gam(a, 1) for any ``a >= 0`` (0 for ``a = 0``).
+
+    numpy's ``random_standard_gamma`` for ``a < 1e10``, :c:func:`random_gamma_mt` above.
+    """
+    if not a > 0.0:
+        return 0.0
+    if a < GAMMA_OWN_SHAPE:
+        return random_standard_gamma(bitgen, a)
+    return random_gamma_mt(bitgen, a)
+
+
+cdef int64_t _binomial_inversion(bitgen_t *bitgen, int64_t n, double p) noexcept nogil:
+    """Bin(n, p), ``0 < p <= 1/2``, small ``n p``: chop-down inversion from 0.
+
+    ``P(0) = exp(n log1p(-p))`` (numpy uses ``log(1 - p)``, which is 0 for
+    ``p < 1e-16`` however large n is).  Restarts if rounding exhausts u.
+    """
+    cdef double q = 1.0 - p
+    cdef double p0 = exp(<double> n * log1p(-p))
+    cdef double ratio = p / q
+    cdef double u, px
+    cdef int64_t x
+    while True:
+        u = random_standard_uniform(bitgen)
+        px = p0
+        x = 0
+        while u > px:
+            u -= px
+            if x >= n:
+                break
+            x += 1
+            px *= ratio * (<double> (n - x + 1)) / (<double> x)
+            if px <= 0.0:
+                break
+        else:
+            return x
+
+
+cdef int64_t random_binomial_exact(bitgen_t *bitgen, int64_t n, double p,
+                                   binomial_t *state) noexcept nogil:
+    """Bin(n, p) for ``n >= 0`` and ``p`` clipped to [0, 1].
+
+    Our inversion (with ``log1p``) when ``n min(p, 1 - p) < 30``, numpy's
+    BTPE (Kachitvichyanukul & Schmeiser 1988) otherwise.  For ``p > 1/2``
+    it draws ``n - Bin(n, 1 - p)``; callers that know ``1 - p`` more
+    accurately than ``1 - p`` computed in floating point should pass the
+    complement themselves.  ``state`` is numpy's per-thread BTPE cache.
+    """
+    if n <= 0 or not p > 0.0:
+        return 0
+    if p >= 1.0:
         return n
-    if r <= 0.0:
-        return 1
-    l = 1
+    if p > 0.5:
+        return n - random_binomial_exact(bitgen, n, 1.0 - p, state)
+    if <double> n * p < BINOM_INV_MEAN:
+        return _binomial_inversion(bitgen, n, p)
+    return random_binomial(bitgen, p, n, state)
+
+
+# ---------------------------------------------------------------------------
+# CRT(n, r)
+# ---------------------------------------------------------------------------
+
+cdef int64_t _crt_loop(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    """CRT(n, r), ``n >= 1``: sum of Bernoulli(r / (r + i)), i = 0..n-1 (O(n))."""
+    cdef int64_t i, l = 1
     for i in range(1, n):
-        if random_standard_uniform(bitgen) * (r + i) < r:
+        if random_standard_uniform(bitgen) * (r + <double> i) < r:
             l += 1
     return l
 
 
+cdef int64_t _crt_thinning(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    """CRT(n, r), ``n >= 1``, by thinning with geometric skips.
+
+    The Bernoulli probabilities ``p_i = r / (r + i)`` decrease in i.  From
+    position i, candidates form a Bernoulli(p_i) process (geometric skips);
+    a candidate j is kept with probability ``p_j / p_i`` and the bound is
+    refreshed to ``p_{j+1}`` (Devroye 1986, Section VI.3: thinning of
+    non-homogeneous processes).  Expected O(1 + r log(n)) candidates.
+    """
+    cdef int64_t i = 1, l = 1, j
+    cdef double skip
+    while i < n:
+        # G ~ Geometric(q = r/(r+i)) failures; log(1 - q) = -log1p(r/i)
+        skip = log(_uniform_pos(bitgen)) / (-log1p(r / <double> i))
+        if skip >= <double> (n - i):
+            break
+        j = i + <int64_t> skip
+        if random_standard_uniform(bitgen) * (r + <double> j) < r + <double> i:
+            l += 1
+        i = j + 1
+    return l
+
+
+cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    """CRT(n, r), ``n >= 2``, for large r: binomial blocks with a thinned correction.
+
+    Over a block of indices ``i0 <= i < i1`` write each Bernoulli(p_i) as
+    ``a_i OR c_i`` with independent ``a_i ~ Bernoulli(p_lo)``,
+    ``p_lo = p_{i1-1}``, and ``c_i ~ Bernoulli(g_i)``,
+    ``g_i = (p_i - p_lo) / (1 - p_lo) = r (i1-1-i) / ((r+i)(i1-1))``.
+    The c-process is drawn by thinning (few candidates: blocks are sized so
+    that ``sum g_i`` is about CRT_BLOCK_C); its set C counts fully, and the
+    a's outside C add ``Bin(|block| - |C|, p_lo)``.  Exact; expected
+    O(sqrt(r) log(n)) binomial draws.
+    """
+    cdef int64_t l = 1, i0 = 1, i1, m, c, j, pos, mm
+    cdef double rr = r, fi0, t, gmax, skip, disc
+    cdef binomial_t state
+    state.has_binomial = 0
+    while i0 < n:
+        fi0 = <double> i0
+        # largest block with r m^2 / ((r + i0)(i0 + m)) <= C
+        t = CRT_BLOCK_C * (rr + fi0)
+        disc = t * t + 4.0 * rr * t * fi0
+        mm = <int64_t> ((t + sqrt(disc)) / (2.0 * rr))
+        if mm < 2:
+            mm = 2
+        if mm > n - i0:
+            mm = n - i0
+        i1 = i0 + mm
+        m = mm
+        c = 0
+        if m >= 2:
+            # thinning of c_i over i0 <= i <= i1 - 2 (g_{i1-1} = 0)
+            gmax = rr * <double> (i1 - 1 - i0) / ((rr + fi0) * <double> (i1 - 1))
+            pos = i0
+            while True:
+                skip = log(_uniform_pos(bitgen)) / log1p(-gmax)
+                if skip >= <double> (i1 - 1 - pos):
+                    break
+                j = pos + <int64_t> skip
+                # keep with g_j / gmax = (i1-1-j)(r+i0) / ((r+j)(i1-1-i0))
+                if (random_standard_uniform(bitgen) * (rr + <double> j) * <double> (i1 - 1 - i0)
+                        < <double> (i1 - 1 - j) * (rr + fi0)):
+                    c += 1
+                pos = j + 1
+        # a's outside C: Bin(m - c, p_lo), p_lo = r / (r + i1 - 1); near 1 draw the complement
+        if rr >= <double> (i1 - 1):
+            l += m - random_binomial_exact(bitgen, m - c, <double> (i1 - 1) / (rr + <double> (i1 - 1)),
+                                           &state)
+        else:
+            l += c + random_binomial_exact(bitgen, m - c, rr / (rr + <double> (i1 - 1)), &state)
+        i0 = i1
+    return l
+
+
+cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    """l ~ CRT(n, r): number of tables after n customers, concentration r.
+
+    Equals ``sum(rand(n) < r / (r + arange(n)))``.  Conventions: ``n <= 0 -> 0``;
+    ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
+    cheapest exact algorithm by expected cost: the Bernoulli loop (small n),
+    thinning (small r) or binomial blocks (large r); so the expected time is
+    O(min(n, 1 + r log n, sqrt(r) log n)).
+    """
+    cdef double lg, c_loop, c_thin, c_block
+    if n <= 0:
+        return 0
+    if isinf(r):
+        return n
+    if not r > 0.0:
+        return 1
+    if n <= CRT_LOOP_N:
+        return _crt_loop(bitgen, n, r)
+    # expected costs: n uniforms; ~1 + r log(1 + n/r) thinning candidates;
+    # ~sqrt(r / C) (2 + log(1 + n/r)) blocks
+    lg = log1p(<double> n / r)
+    c_loop = CRT_COST_LOOP * <double> n
+    c_thin = CRT_COST_THIN * (1.5 + r * lg)
+    c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
+    if c_loop <= c_thin and c_loop <= c_block:
+        return _crt_loop(bitgen, n, r)
+    if c_thin <= c_block:
+        return _crt_thinning(bitgen, n, r)
+    return _crt_blocks(bitgen, n, r)
+
+
+# ---------------------------------------------------------------------------
+# Logarithmic, truncated Poisson, truncated Bessel, PRG, NB
+# ---------------------------------------------------------------------------
+
 cdef int64_t random_logarithmic(bitgen_t *bitgen, double p) noexcept nogil:
-    return random_logseries(bitgen, p)
+    """u ~ Log(p), ``P(u) = -p^u / (u log(1 - p))``, by Kemp's (1981) LK algorithm.
+
+    Kemp, A. W. (1981). Efficient generation of logarithmically distributed
+    pseudo-random variables.  Appl. Statist. 30, 249-253.  ``log q`` with
+    ``q = 1 - (1-p)^U`` is computed as ``log1mexp(U log1p(-p))``, exact
+    when q is within rounding of 1 (p -> 1).  ``p <= 0`` gives 1 (the limit).
+    """
+    cdef double r, V, lq, res
+    if not p > 0.0:
+        return 1
+    r = log1p(-p)
+    while True:
+        V = random_standard_uniform(bitgen)
+        if V >= p:
+            return 1
+        if V <= 0.0:
+            continue
+        lq = log1mexp(r * random_standard_uniform(bitgen))
+        if log(V) <= 2.0 * lq:
+            res = floor(1.0 + log(V) / lq)
+            if res >= 9.0e18:
+                continue
+            return <int64_t> res
+        if log(V) >= lq:
+            return 1
+        return 2
 
 
 cdef int64_t random_truncated_poisson(bitgen_t *bitgen, double lam) noexcept nogil:
-    cdef double u, pk, cdf
+    """k ~ Pois_+(lam): ``P(k) = lam^k / (k! (e^lam - 1))``, k >= 1.
+
+    Chop-down inversion from k = 1 with ``P(1) = lam / expm1(lam)`` for
+    ``lam < 1.5`` (expected < 2 steps; no underflow for tiny lam), rejection
+    of zeros of Poisson(lam) above (acceptance ``1 - e^-lam >= 0.78``).
+    ``lam <= 0`` gives 1 (the limit lam -> 0), and so does ``lam < 2^-52``
+    (exactly what inversion returns for every 53-bit uniform).
+    """
+    cdef double u, pk
     cdef int64_t k
-    if lam < 1.0:
-        # inversion from k = 1: P(1) = lam / expm1(lam)
-        u = random_standard_uniform(bitgen)
-        k = 1
-        pk = lam / expm1(lam)
-        cdf = pk
-        while u > cdf and pk > 0.0:
-            k += 1
-            pk *= lam / k
-            cdf += pk
-        return k
+    if not lam > 2.220446049250313e-16:
+        return 1            # P(k >= 2) < lam / 2 < 2^-53: what inversion returns
+    if lam < TPOIS_INV_LAM:
+        while True:
+            u = random_standard_uniform(bitgen)
+            k = 1
+            pk = lam / expm1(lam)
+            while u > pk:
+                u -= pk
+                k += 1
+                pk *= lam / <double> k
+                if pk <= 0.0:
+                    break
+            else:
+                return k
     while True:
-        k = random_poisson(bitgen, lam)
+        k = random_poisson_exact(bitgen, lam)
         if k > 0:
             return k
 
 
-cdef int64_t random_truncated_bessel(bitgen_t *bitgen, double alpha) noexcept nogil:
-    # chop-down inversion from n = 1 (simple reference version)
-    cdef double log_half = log(0.5 * alpha)
-    cdef double log_norm = log(i1e(alpha)) + alpha
-    cdef double logp = log_half - log_norm     # n = 1: (alpha/2)^1 / (I1 * 1! * 0!)
-    cdef double u = random_standard_uniform(bitgen)
-    cdef int64_t n = 1
-    cdef double pk = exp(logp)
-    while u > pk:
-        u -= pk
-        # P(n+1)/P(n) = (alpha/2)^2 / ((n+1) n)
-        logp += 2.0 * log_half - log(<double>(n + 1)) - log(<double>n)
-        n += 1
-        pk = exp(logp)
-        if n > 100000000:
+cdef double _bessel_logratio(double alpha, int64_t m, int64_t k) noexcept nogil:
+    """``log P(k) - log P(m)`` for Bessel_{-1}(alpha), k, m >= 1, stable for huge alpha.
+
+    ``log P(n) = (2n-1) log(alpha/2) - lgamma(n+1) - lgamma(n) - log I_1(alpha)``.
+    With ``j = k - m`` and ``h = alpha/2`` it is written as
+    ``j [log1p((h-m-1-j)/(m+1+j)) + log1p((h-m-j)/(m+j))] + (j/2)(1/(m+1) + 1/m)
+    - (m+1/2) log1pmx(j/(m+1)) - (m-1/2) log1pmx(j/m) - [stirlerr terms]``,
+    a sum of small terms (no O(alpha log alpha) cancellation).
+    """
+    cdef double h = 0.5 * alpha
+    cdef double fm = <double> m, fj = <double> (k - m)
+    cdef double out
+    if m < 64 and k < 64:
+        return (2.0 * fj * log(h) - (lgamma(<double> k + 1.0) - lgamma(fm + 1.0))
+                - (lgamma(<double> k) - lgamma(fm)))
+    out = fj * (log1p((h - fm - 1.0 - fj) / (fm + 1.0 + fj)) + log1p((h - fm - fj) / (fm + fj)))
+    out += 0.5 * fj * (1.0 / (fm + 1.0) + 1.0 / fm)
+    out -= (fm + 0.5) * log1pmx(fj / (fm + 1.0)) + (fm - 0.5) * log1pmx(fj / fm)
+    out -= (stirlerr(fm + 1.0 + fj) - stirlerr(fm + 1.0)) + (stirlerr(fm + fj) - stirlerr(fm))
+    return out
+
+
+cdef int64_t _bessel_mode(double alpha) noexcept nogil:
+    """Mode of Bessel_{-1}(alpha): smallest n >= 1 with n (n + 1) > alpha^2 / 4."""
+    cdef double h = 0.5 * alpha
+    cdef double m = floor(0.5 * (1.0 + sqrt(1.0 + alpha * alpha)))
+    if m < 1.0:
+        m = 1.0
+    # guard against rounding: P(n+1)/P(n) = h^2 / (n (n+1))
+    while m > 1.0 and (m - 1.0) * m > h * h:
+        m -= 1.0
+    while m * (m + 1.0) <= h * h:
+        m += 1.0
+    return <int64_t> m
+
+
+# 1 / (k (k - 1)) for 2 <= k < 128: the chop-down multiplies instead of dividing
+cdef double _RECIP_KK1[128]
+_RECIP_KK1[0] = 0.0
+_RECIP_KK1[1] = 0.0
+for _k in range(2, 128):
+    _RECIP_KK1[_k] = 1.0 / (<double> _k * <double> (_k - 1))
+
+
+cdef inline double _recip_kk1(int64_t k) noexcept nogil:
+    """``1 / (k (k - 1))`` (table below 128)."""
+    if k < 128:
+        return _RECIP_KK1[k]
+    return 1.0 / (<double> k * <double> (k - 1))
+
+
+cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil:
+    """Bessel_{-1}(alpha) by chop-down inversion alternating outwards from the mode.
+
+    Devroye (1986), Section III.2 (sequential search started at the mode).
+    Works on weights relative to the mode, ``P(n) / P(n - 1) = (alpha/2)^2 /
+    (n (n - 1))``, normalised by their own sum (terms below 1e-17 of it
+    dropped), so neither ``I_1`` nor a factorial is evaluated.  When
+    ``(alpha/2)^2 < 2^-53`` the result is 1 (what the search returns for
+    every 53-bit uniform).  O(1 + sqrt(alpha)) time: used for small alpha.
+    """
+    cdef double h2 = 0.25 * alpha * alpha
+    cdef double ih2, total = 1.0, t = 1.0, u, pu, pl
+    cdef int64_t m, k, ku, kl
+    if h2 < 1.1102230246251565e-16:
+        return 1
+    ih2 = 1.0 / h2
+    m = _bessel_mode(alpha)
+    k = m
+    # pass 1: the normaliser, upwards then downwards from the mode
+    while True:
+        k += 1
+        t *= h2 * _recip_kk1(k)
+        total += t
+        if t <= 1e-17 * total:
             break
-    return n
+    t = 1.0
+    k = m
+    while k > 1:
+        t *= (<double> k * <double> (k - 1)) * ih2
+        k -= 1
+        total += t
+        if t <= 1e-17 * total:
+            break
+    # pass 2: search m, m+1, m-1, m+2, m-2, ...
+    while True:
+        u = random_standard_uniform(bitgen) * total
+        if u < 1.0:
+            return m
+        u -= 1.0
+        pu = 1.0
+        pl = 1.0
+        ku = m
+        kl = m
+        while pu > 1e-18 * total or (kl > 1 and pl > 1e-18 * total):
+            ku += 1
+            pu *= h2 * _recip_kk1(ku)
+            if u < pu:
+                return ku
+            u -= pu
+            if kl > 1:
+                pl *= (<double> kl * <double> (kl - 1)) * ih2
+                kl -= 1
+                if u < pl:
+                    return kl
+                u -= pl
+        # rounding left u unused (probability ~1e-16): draw again
+
+
+cdef inline double _phi_half(double x) noexcept nogil:
+    """``lgamma(x + 1/2) - lgamma(x) - log(x) / 2`` for ``x >= 1`` (about ``-1/(8x)``).
+
+    Equals ``x log1pmx(1/(2x)) + stirlerr(x + 1/2) - stirlerr(x)``: no cancellation.
+    """
+    if x < 16.0:
+        return lgamma(x + 0.5) - lgamma(x) - 0.5 * log(x)
+    return x * log1pmx(0.5 / x) + stirlerr(x + 0.5) - stirlerr(x)
+
+
+cdef int64_t _bessel_poisson(bitgen_t *bitgen, double alpha) noexcept nogil:
+    """Bessel_{-1}(alpha) by rejection from ``n = ceil(S / 2)``, ``S ~ Poisson(alpha)``.
+
+    With ``h = alpha/2``, ``P(n) ~ h^(2n-1) / (n! (n-1)!)`` is proportional to
+    ``Pois(n; h) Pois(n - 1; h)``, the law of X given X - Y = 1 for X, Y iid
+    Pois(h) (Yuan & Kalbfleisch 2000, Section 3).  The proposal
+    ``q(n) = Pois(2n-1; alpha) + Pois(2n; alpha)`` gives the ratio
+    ``P(n) / q(n) ~ w(n) = Gamma(n + 1/2) / (Gamma(n) (n + h))``, which is
+    unimodal with maximum at ``n* = floor(h) + 1`` and flat near it
+    (``w(n)/w(n*) = 1 - O((n - h)^2 / h^2)``), so the acceptance rate tends
+    to 1 as alpha grows (derivation in docs/samplers.md).  A squeeze
+    ``1 + L(n) <= w(n)/w(n*)`` with ``L(n) = -j (j + 2) / (8 h^2)`` for
+    ``j = n - n* >= 0`` and ``L(n) = -(j (j + 1) / (4 n h) + j / (2 h^2))``
+    for ``j = n* - n > 0`` accepts almost every candidate without a log.
+    Expected cost about one Poisson(alpha) draw: O(1) for every alpha.
+    """
+    cdef double h = 0.5 * alpha
+    cdef double nstar = floor(h) + 1.0
+    cdef double phistar = 0.0, lr, fn, j, lb, u
+    cdef bint have_phistar = False
+    cdef int64_t s, n
+    while True:
+        s = random_poisson_exact(bitgen, alpha)
+        if s <= 0:
+            continue
+        n = (s + 1) // 2
+        fn = <double> n
+        u = random_standard_uniform(bitgen)
+        if fn >= nstar:
+            j = fn - nstar
+            lb = -j * (j + 2.0) / (8.0 * h * h)
+        else:
+            j = nstar - fn
+            lb = -(j * (j + 1.0) / (4.0 * fn * h) + j / (2.0 * h * h))
+        if u <= 1.0 + lb:
+            return n
+        if not have_phistar:
+            phistar = _phi_half(nstar)
+            have_phistar = True
+        lr = (0.5 * log1p((fn - nstar) / nstar) - log1p((fn - nstar) / (nstar + h))
+              + _phi_half(fn) - phistar)
+        if log(u) <= lr:
+            return n
+
+
+cdef int64_t _bessel_logconcave(bitgen_t *bitgen, double alpha) noexcept nogil:
+    """Bessel_{-1}(alpha) by rejection from a hat built on its log-concavity.
+
+    The PMF is log-concave in n (Devroye 2002, Section 2), so the line through
+    ``(b, g(b))`` with slope ``g(b) - g(b-1)`` (b right of the mode) and the
+    line through ``(a, g(a))`` with slope ``g(a+1) - g(a)`` (a left of it)
+    bound ``g = log P - log P(mode)`` from above (Devroye 1987, "A simple
+    generator for discrete log-concave distributions"; Hörmann, Leydold &
+    Derflinger 2004, Ch. 10).  The hat is ``min(0, line)`` on each side: a flat
+    centre and two geometric tails.  With ``a, b = mode -/+ 1.4 sd`` the
+    acceptance rate is about 0.85 for every large alpha (O(1) expected time,
+    but four log-PMF evaluations of set-up per call: :c:func:`_bessel_poisson`
+    is several times faster and is the one :c:func:`random_truncated_bessel`
+    uses; this one is kept as an independent check in the tests).
+    """
+    cdef int64_t m = _bessel_mode(alpha)
+    cdef double sd = 0.5 * sqrt(alpha + 1.0)
+    cdef int64_t s = <int64_t> (1.4 * sd + 1.0)
+    cdef int64_t a = m - s, b = m + s
+    cdef double ga, ga1, gb, gb1, dl, dr, xl, xr, tl, tr, flat, total, u, gk, hk
+    cdef int64_t kl, kr, k
+    if a < 1:
+        a = 1
+    gb = _bessel_logratio(alpha, m, b)
+    gb1 = _bessel_logratio(alpha, m, b - 1)
+    dr = gb - gb1                         # < 0
+    xr = b - gb / dr                      # right line crosses 0 here (>= m)
+    kr = <int64_t> floor(xr)
+    if kr < m:
+        kr = m
+    if a < m:
+        ga = _bessel_logratio(alpha, m, a)
+        ga1 = _bessel_logratio(alpha, m, a + 1)
+        dl = ga1 - ga                     # > 0
+        xl = a - ga / dl
+        kl = <int64_t> ceil(xl)
+        if kl > m:
+            kl = m
+        tl = exp(ga + (<double> (kl - 1 - a)) * dl) / (-expm1(-dl))
+    else:
+        kl = m
+        dl = 1.0
+        ga = 0.0
+        tl = 0.0
+    if not (dr < 0.0 and dl > 0.0):
+        return _bessel_chopdown(bitgen, alpha)
+    tr = exp(gb + (<double> (kr + 1 - b)) * dr) / (-expm1(dr))
+    flat = <double> (kr - kl + 1)
+    total = flat + tl + tr
+    while True:
+        u = random_standard_uniform(bitgen) * total
+        if u < flat:
+            k = kl + <int64_t> u
+            if k > kr:
+                k = kr
+            hk = 0.0
+        elif u < flat + tr:
+            k = kr + 1 + <int64_t> floor(log(_uniform_pos(bitgen)) / dr)
+            hk = gb + (<double> (k - b)) * dr
+        else:
+            k = kl - 1 - <int64_t> floor(log(_uniform_pos(bitgen)) / (-dl))
+            if k < 1:
+                continue
+            hk = ga + (<double> (k - a)) * dl
+        gk = _bessel_logratio(alpha, m, k)
+        if log(_uniform_pos(bitgen)) <= gk - hk:
+            return k
+
+
+cdef int64_t random_truncated_bessel(bitgen_t *bitgen, double alpha) noexcept nogil:
+    """n ~ Bessel_{-1}(alpha): ``P(n) = (alpha/2)^(2n-1) / (I_1(alpha) n! (n-1)!)``, n >= 1.
+
+    Chop-down inversion from the mode for small alpha, rejection from a
+    halved Poisson(alpha) draw above (O(1) expected for every alpha).
+    ``alpha <= 0`` gives 1 (the limit).
+    """
+    if not alpha > 0.0:
+        return 1
+    if alpha < TBESSEL_REJ_ALPHA:
+        return _bessel_chopdown(bitgen, alpha)
+    return _bessel_poisson(bitgen, alpha)
 
 
 cdef double random_prg(bitgen_t *bitgen, double lam, double c) noexcept nogil:
-    cdef int64_t n = random_poisson(bitgen, lam)
+    """x ~ PRG(lam, c): ``n ~ Pois(lam)``, ``x ~ Gam(n, 1/c)`` (x = 0 iff n = 0).
+
+    Mass ``exp(-lam)`` at 0; mean ``lam/c``, variance ``2 lam/c^2``.
+    """
+    cdef int64_t n = random_poisson_exact(bitgen, lam)
     if n == 0:
         return 0.0
-    return random_standard_gamma(bitgen, <double>n) / c
+    return random_gamma_exact(bitgen, <double> n) / c
 
 
 cdef int64_t random_nb(bitgen_t *bitgen, double r, double p) noexcept nogil:
-    if p <= 0.0 or r <= 0.0:
+    """n ~ NB(r, p), paper's parametrisation (mean ``r p / (1 - p)``), as Pois(Gam(r, p/(1-p))).
+
+    ``P(n) = Gamma(n + r) / (n! Gamma(r)) p^n (1 - p)^r``.  ``p <= 0`` or
+    ``r <= 0`` gives 0.  (numpy's negative_binomial uses ``1 - p``.)
+    """
+    if not (p > 0.0 and r > 0.0):
         return 0
-    return random_poisson(bitgen, random_standard_gamma(bitgen, r) * p / (1.0 - p))
+    return random_poisson_exact(bitgen, random_gamma_exact(bitgen, r) * (p / (1.0 - p)))
+
+
+# ---------------------------------------------------------------------------
+# Categorical, multinomial split, Dirichlet
+# ---------------------------------------------------------------------------
+
+cdef Py_ssize_t random_categorical(bitgen_t *bitgen, const double *w, Py_ssize_t k,
+                                   double total) noexcept nogil:
+    """Index i with probability ``w[i] / total`` (linear search; rounding -> last positive cell)."""
+    cdef double u = random_standard_uniform(bitgen) * total
+    cdef double acc = 0.0
+    cdef Py_ssize_t i, last = -1
+    for i in range(k):
+        if w[i] > 0.0:
+            acc += w[i]
+            last = i
+            if u < acc:
+                return i
+    return last if last >= 0 else 0
+
+
+cdef void _split_sorted(bitgen_t *bitgen, int64_t n, const double *w, Py_ssize_t k,
+                        double total, int64_t *out) noexcept nogil:
+    """n categorical draws merged in one pass against the cumulative weights.
+
+    The n uniforms are generated already sorted (ascending order statistics
+    by successive ``1 - U^(1/j)`` spacings; Bentley & Saxe 1980), so the cost
+    is O(n + k) without a buffer.
+    """
+    cdef Py_ssize_t i = 0, last = k - 1
+    cdef int64_t j
+    cdef double v = 0.0, x, acc
+    while last > 0 and not w[last] > 0.0:
+        last -= 1
+    acc = w[0] if w[0] > 0.0 else 0.0
+    for j in range(n, 0, -1):
+        v += (1.0 - v) * (-expm1(log(_uniform_pos(bitgen)) / <double> j))
+        x = v * total
+        while x >= acc and i < last:
+            i += 1
+            if w[i] > 0.0:
+                acc += w[i]
+        out[i] += 1
+
+
+cdef void _split_binomial(bitgen_t *bitgen, int64_t n, const double *w, Py_ssize_t k,
+                          double total, int64_t *out) noexcept nogil:
+    """Conditional binomials: ``out[i] ~ Bin(left, w[i] / rest)`` with the ratio clipped to [0, 1]."""
+    cdef Py_ssize_t i, last = k - 1
+    cdef int64_t left = n, x
+    cdef double rest = total, pr
+    cdef binomial_t state
+    state.has_binomial = 0
+    while last > 0 and not w[last] > 0.0:
+        last -= 1
+    for i in range(last):
+        if left == 0:
+            return
+        if w[i] > 0.0:
+            pr = 1.0 if rest <= w[i] else w[i] / rest
+            x = random_binomial_exact(bitgen, left, pr, &state)
+            out[i] = x
+            left -= x
+            rest -= w[i]
+    out[last] += left
 
 
 cdef void random_multinomial_split(bitgen_t *bitgen, int64_t n, const double *w,
                                    Py_ssize_t k, double total, int64_t *out) noexcept nogil:
+    """``out ~ Multinomial(n, w / total)``; writes all k cells (sum == n).
+
+    Sorted categorical draws when ``n <= k``, conditional binomials otherwise.
+    Cells with ``w[i] <= 0`` get 0; mass lost to rounding goes to the last
+    cell with positive weight.  Needs ``total > 0`` unless ``n == 0``.
+    """
     cdef Py_ssize_t i
-    cdef int64_t left = n, x
-    cdef double rest = total, pr, u, acc
-    cdef binomial_t binom
-    binom.has_binomial = 0
     for i in range(k):
         out[i] = 0
     if n <= 0 or k <= 0:
         return
-    for i in range(k - 1):
-        if left == 0:
-            return
-        if rest <= 0.0:
-            break
-        pr = w[i] / rest
-        if pr >= 1.0:
-            out[i] = left
-            return
-        if pr > 0.0:
-            x = random_binomial(bitgen, pr, left, &binom)
-            out[i] = x
-            left -= x
-        rest -= w[i]
-    # remaining mass goes to the last cell with positive weight
-    i = k - 1
-    while i > 0 and w[i] <= 0.0:
-        i -= 1
-    out[i] += left
+    if n <= k:
+        _split_sorted(bitgen, n, w, k, total, out)
+    else:
+        _split_binomial(bitgen, n, w, k, total, out)
 
 
 cdef double random_log_gamma(bitgen_t *bitgen, double a) noexcept nogil:
-    # log G(a) = log G(a + 1) + log(U) / a for small a (Marsaglia & Tsang 2000, note 7)
-    cdef double g
-    if a >= 0.1:
-        g = random_standard_gamma(bitgen, a)
-        if g > 0.0:
-            return log(g)
-    g = random_standard_gamma(bitgen, a + 1.0)
-    return log(g) + log(random_standard_uniform(bitgen)) / a
+    """log of a Gam(a, 1) variate, finite for tiny a (``-inf`` for ``a <= 0``).
+
+    ``a >= 1``: ``log(G)``.  ``a < 1``: ``log G(a+1) + log(U) / a``, exact by
+    ``G(a) = G(a+1) U^(1/a)`` (Stuart 1962; Marsaglia & Tsang 2000, Section 6).
+    """
+    if not a > 0.0:
+        return -INFINITY
+    if a >= 1.0:
+        return log(random_gamma_exact(bitgen, a))
+    return log(random_gamma_exact(bitgen, a + 1.0)) + log(_uniform_pos(bitgen)) / a
 
 
 cdef void random_dirichlet(bitgen_t *bitgen, const double *alpha, Py_ssize_t k,
                            double *out) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef double s = 0.0, m
+    """``out ~ Dirichlet(alpha)`` (``alpha >= 0``, some positive); finite and on the simplex.
+
+    Normalised gammas; if their sum is below 1e-280 (tiny concentrations make
+    gammas underflow) it redraws in log space with :c:func:`random_log_gamma`
+    and normalises by log-sum-exp.  Redrawing is exact: ``G / sum(G)`` is
+    independent of ``sum(G)`` (Lukacs 1955).  Components with alpha = 0 are 0.
+    """
+    cdef Py_ssize_t i, j
+    cdef double s = 0.0, mx, atot
     for i in range(k):
-        out[i] = random_standard_gamma(bitgen, alpha[i])
+        out[i] = random_gamma_exact(bitgen, alpha[i])
         s += out[i]
-    if s > 1e-280:
+    if s >= 1e-280:
         for i in range(k):
             out[i] /= s
         return
-    # every gamma underflowed: redo in log space and normalise with log-sum-exp
-    m = -INFINITY
+    mx = -INFINITY
     for i in range(k):
         out[i] = random_log_gamma(bitgen, alpha[i])
-        if out[i] > m:
-            m = out[i]
+        if out[i] > mx:
+            mx = out[i]
+    if mx == -INFINITY:
+        # every log-gamma overflowed to -inf (alpha ~ 1e-300): the limit puts all
+        # mass on one vertex, chosen with probability alpha[i] / sum(alpha)
+        atot = 0.0
+        for i in range(k):
+            atot += alpha[i]
+        i = random_categorical(bitgen, alpha, k, atot)
+        for j in range(k):
+            out[j] = 0.0
+        out[i] = 1.0
+        return
     s = 0.0
     for i in range(k):
-        out[i] = exp(out[i] - m)
+        out[i] = exp(out[i] - mx)
         s += out[i]
     for i in range(k):
         out[i] /= s
+

@@ -1,0 +1,151 @@
+"""Argument checking, broadcasting and blocked dispatch for :mod:`pygbn.random`.
+
+Validation happens here, at the Python boundary, and only here: the kernels
+trust their input.  Errors are :class:`ValueError` naming the argument and
+the offending value (and its index for arrays).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pygbn._utils import BlockStreams, bitgen_address, check_random_state, effective_n_jobs
+
+#: Largest int64 value; counts must not exceed it.
+INT64_MAX = np.iinfo(np.int64).max
+
+#: Items per block for cheap draws, and the most blocks one call spawns.
+#: Block boundaries depend on the number of items only (never on n_jobs).
+BLOCK_MIN = 16384
+MAX_BLOCKS = 256
+
+
+def _fmt_index(arr: np.ndarray, flat: int) -> str:
+    if arr.ndim == 0:
+        return ""
+    return f" at index {np.unravel_index(flat, arr.shape)}"
+
+
+def _bad(name: str, arr: np.ndarray, mask: np.ndarray, requirement: str):
+    flat = int(np.flatnonzero(mask.ravel())[0])
+    value = arr.ravel()[flat]
+    raise ValueError(f"{name} must be {requirement}; got {value!r}{_fmt_index(arr, flat)}")
+
+
+def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=False,
+            allow_inf=False) -> np.ndarray:
+    """Float64 array of ``x``, checked to be non-NaN, finite (unless allow_inf) and in range."""
+    try:
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError
+        arr = arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number or array of real numbers; got {x!r}") from None
+    req = []
+    if low is not None:
+        req.append(f"{'>' if low_open else '>='} {low:g}")
+    if high is not None:
+        req.append(f"{'<' if high_open else '<='} {high:g}")
+    requirement = " and ".join(req) if req else "a number"
+    if not allow_inf:
+        requirement += " (finite)"
+    nan = np.isnan(arr)
+    if nan.any():
+        _bad(name, arr, nan, requirement + ", not NaN")
+    bad = np.zeros(arr.shape, dtype=bool)
+    if not allow_inf:
+        bad |= np.isinf(arr)
+    if low is not None:
+        bad |= (arr <= low) if low_open else (arr < low)
+    if high is not None:
+        bad |= (arr >= high) if high_open else (arr > high)
+    if bad.any():
+        _bad(name, arr, bad, requirement)
+    return arr
+
+
+def as_count(name: str, x) -> np.ndarray:
+    """Int64 array of ``x``: non-negative integers (integral floats accepted)."""
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a non-negative integer or array of them; got {x!r}") from None
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind in "iu":
+        if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and (arr > INT64_MAX).any():
+            _bad(name, arr, arr > INT64_MAX, f"a non-negative integer <= {INT64_MAX}")
+        neg = arr < 0
+        if neg.any():
+            _bad(name, arr, neg, "a non-negative integer")
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr)) | (arr >= 2.0**63)
+        if bad.any():
+            _bad(name, arr, bad, "a non-negative integer")
+        return arr.astype(np.int64)
+    raise ValueError(f"{name} must be a non-negative integer or array of them; got {x!r}")
+
+
+def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
+    """Common shape of ``arrays`` (or ``size``, which they must broadcast to)."""
+    shapes = [a.shape for a in arrays]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        desc = ", ".join(f"{n} {s}" for n, s in zip(names, shapes))
+        raise ValueError(f"shapes do not broadcast: {desc}") from None
+    if size is None:
+        return shape
+    try:
+        size = tuple(int(s) for s in np.atleast_1d(np.asarray(size, dtype=np.int64)))
+    except (TypeError, ValueError):
+        raise ValueError(f"size must be None, an int or a tuple of ints; got {size!r}") from None
+    if any(s < 0 for s in size):
+        raise ValueError(f"size must be non-negative; got {size!r}")
+    try:
+        full = np.broadcast_shapes(size, shape)
+    except ValueError:
+        full = None
+    if full != size:
+        desc = ", ".join(f"{n} {s}" for n, s in zip(names, shapes))
+        raise ValueError(f"size {size} is not compatible with the parameter shapes {desc}")
+    return size
+
+
+def flat(arr: np.ndarray, shape: tuple, dtype) -> np.ndarray:
+    """C-contiguous 1-d copy of ``arr`` broadcast to ``shape``."""
+    return np.ascontiguousarray(np.broadcast_to(arr, shape), dtype=dtype).reshape(-1)
+
+
+def block_size(n_items: int, min_block: int = BLOCK_MIN) -> int:
+    """Items per block: a function of the number of items only."""
+    return max(int(min_block), -(-int(n_items) // MAX_BLOCKS), 1)
+
+
+def run_blocked(fill, n_items: int, random_state, n_jobs, args: tuple, min_block: int = BLOCK_MIN):
+    """Call ``fill(streams, block, *args, n_threads)`` over fixed blocks of items.
+
+    One block draws straight from ``random_state``'s generator (advancing it);
+    several blocks each get a child stream of a :class:`BlockStreams` seeded
+    from it.  Either way the draws depend on the seed and the number of items
+    only, never on ``n_jobs``.
+    """
+    rng = check_random_state(random_state)
+    n_threads = effective_n_jobs(n_jobs)
+    block = block_size(n_items, min_block)
+    n_blocks = max(1, -(-n_items // block))
+    if n_blocks == 1:
+        bg = rng.bit_generator
+        addr = np.array([bitgen_address(bg)], dtype=np.uintp)
+        with bg.lock:
+            fill(addr, block, *args, 1)
+        return
+    streams = BlockStreams(rng, n_blocks)  # keeps the generators alive during the fill
+    fill(streams.addresses, block, *args, min(n_threads, n_blocks))
+
+
+def scalar_or_array(out: np.ndarray, shape: tuple):
+    """Reshape a flat output; 0-d results become numpy scalars."""
+    out = out.reshape(shape)
+    return out[()] if out.ndim == 0 else out

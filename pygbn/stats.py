@@ -1,0 +1,486 @@
+"""Exact log-PMFs, log-densities and moments of the distributions in :mod:`pygbn.random`.
+
+These are the references the samplers are tested against, usable on their
+own.  Every function broadcasts its arguments (except where noted) and is
+written to keep its relative accuracy for tiny and huge parameters: the
+Poisson-type log-PMFs use the saddle-point form of Loader (2000), the Bessel
+log-PMF is expanded around ``alpha / 2``, the CRT PMF comes from a log-space
+recursion.  Values outside the support give ``-inf`` (log) or 0.
+
+Parametrisations follow the paper (Zhou, Cong & Chen 2016, Section 2.1);
+``negative_binomial_*`` uses the paper's ``p`` (mean ``r p / (1 - p)``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "poisson_logpmf",
+    "crt_logpmf", "crt_pmf_table", "crt_mean", "crt_var",
+    "logarithmic_logpmf", "logarithmic_mean", "logarithmic_var",
+    "truncated_poisson_logpmf", "truncated_poisson_mean", "truncated_poisson_var",
+    "truncated_bessel_logpmf", "truncated_bessel_mean", "truncated_bessel_var",
+    "prg_logpdf", "prg_log_p0", "prg_cdf", "prg_mean", "prg_var",
+    "negative_binomial_logpmf", "negative_binomial_mean", "negative_binomial_var",
+    "multinomial_logpmf",
+    "dirichlet_logpdf", "dirichlet_mean", "dirichlet_var",
+]
+
+_LOG_2PI = np.log(2 * np.pi)
+
+
+# ---------------------------------------------------------------------------
+# numerical helpers (numpy versions of pygbn/random/_special.pxd)
+# ---------------------------------------------------------------------------
+
+def _log1pmx(x):
+    """``log(1 + x) - x``, accurate for small ``|x|``."""
+    x = np.asarray(x, dtype=np.float64)
+    shape = x.shape
+    x = x.reshape(-1)
+    out = np.log1p(x) - x
+    small = np.abs(x) <= 0.125
+    if small.any():
+        xs = x[small]
+        s = np.zeros_like(xs)
+        xk = xs.copy()
+        for k in range(2, 40):
+            xk = -xk * xs
+            s += xk / k
+        out[small] = s
+    return out.reshape(shape)[()] if not shape else out.reshape(shape)
+
+
+def _log1mexp(x):
+    """``log(1 - exp(x))`` for ``x <= 0``."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(x > -np.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(np.minimum(x, 0))))
+
+
+def _stirlerr(y):
+    """``lgamma(y) - (y - 1/2) log(y) + y - log(2 pi) / 2`` for ``y > 0``."""
+    y = np.asarray(y, dtype=np.float64)
+    out = np.empty_like(y)
+    big = y > 15
+    yb = y[big]
+    y2 = 1.0 / (yb * yb)
+    out[big] = (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - y2 / 1188) * y2) * y2) * y2) / yb
+    ys = y[~big]
+    out[~big] = special.gammaln(ys) - (ys - 0.5) * np.log(ys) + ys - 0.5 * _LOG_2PI
+    return out
+
+
+def _bd0(x, mu, d):
+    """``x log(x / mu) + mu - x`` with ``d = x - mu`` (Loader 2000)."""
+    x, mu, d = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, mu, d)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = x * np.log(x / mu) - d
+    small = np.abs(d) < 0.1 * (x + mu)
+    if small.any():
+        xs, ds, ms = x[small], d[small], mu[small]
+        v = ds / (xs + ms)
+        s = ds * v
+        ej = 2 * xs * v
+        v2 = v * v
+        for j in range(1, 200):
+            ej = ej * v2
+            s1 = s + ej / (2 * j + 1)
+            if np.all(s1 == s):
+                break
+            s = s1
+        out[small] = s
+    return out
+
+
+def poisson_logpmf(k, lam):
+    """``log P(K = k)`` for ``K ~ Poisson(lam)``, accurate for every ``lam >= 0``.
+
+    Saddle-point form ``-stirlerr(k) - bd0(k, lam) - log(2 pi k) / 2``
+    (Loader 2000), so huge ``lam`` (1e15) loses no accuracy.
+    """
+    k, lam = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(lam, dtype=np.float64))
+    out = np.full(k.shape, -np.inf)
+    zero = (k == 0)
+    out[zero] = -lam[zero]
+    pos = (k >= 1) & (k == np.floor(k))
+    if pos.any():
+        kp, lp = k[pos], lam[pos]
+        out[pos] = -_stirlerr(kp) - _bd0(kp, lp, kp - lp) - 0.5 * (_LOG_2PI + np.log(kp))
+    out[(lam == 0) & (k > 0)] = -np.inf
+    return out[()] if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------------
+# CRT(n, r)
+# ---------------------------------------------------------------------------
+
+def crt_pmf_table(n: int, r: float) -> np.ndarray:
+    """``log P(l)`` for ``l = 0..n`` of CRT(n, r) (array of length n + 1).
+
+    Log-space recursion over customers: with ``P_i`` the law after ``i``
+    customers, ``P_{i+1}(l) = P_i(l) i / (i + r) + P_i(l - 1) r / (i + r)``,
+    which is the Stirling recursion ``|s(i+1, l)| = i |s(i, l)| + |s(i, l-1)|``
+    normalised.  O(n^2); fine for n up to a few thousand.
+    """
+    n = int(n)
+    r = float(r)
+    if n < 0 or not r >= 0:
+        raise ValueError(f"crt_pmf_table needs n >= 0 and r >= 0; got n={n}, r={r}")
+    out = np.full(n + 1, -np.inf)
+    if n == 0:
+        out[0] = 0.0
+        return out
+    if r == 0:
+        out[1] = 0.0
+        return out
+    if np.isinf(r):
+        out[n] = 0.0
+        return out
+    logp = np.full(n + 1, -np.inf)
+    logp[1] = 0.0
+    for i in range(1, n):
+        stay = -np.log1p(r / i)          # log(i / (i + r))
+        new = -np.log1p(i / r)           # log(r / (i + r))
+        nxt = np.full(n + 1, -np.inf)
+        nxt[1:i + 2] = np.logaddexp(logp[1:i + 2] + stay, logp[0:i + 1] + new)
+        logp = nxt
+    return logp
+
+
+def crt_logpmf(l, n, r):
+    """``log P(l)`` for ``l ~ CRT(n, r)``; see :func:`crt_pmf_table` (n up to a few thousand)."""
+    l, n, r = np.broadcast_arrays(np.asarray(l), np.asarray(n), np.asarray(r, dtype=np.float64))
+    out = np.full(l.shape, -np.inf)
+    tables = {}
+    for idx in np.ndindex(l.shape):
+        key = (int(n[idx]), float(r[idx]))
+        if key not in tables:
+            tables[key] = crt_pmf_table(*key)
+        li = l[idx]
+        if 0 <= li <= key[0] and li == int(li):
+            out[idx] = tables[key][int(li)]
+    return out[()] if out.ndim == 0 else out
+
+
+def _psi_diff(r, n):
+    """``psi(r + n) - psi(r)`` (= sum_{i<n} 1 / (r + i)) without cancellation."""
+    r = float(r)
+    n = int(n)
+    if n <= 100000:
+        return float(np.sum(1.0 / (r + np.arange(n, dtype=np.float64))))
+    if r >= 1000:
+        x, y = r, r + n
+        # psi(x) ~ log x - 1/(2x) - 1/(12x^2) + 1/(120x^4) - 1/(252x^6)
+        return (np.log1p(n / r) + (1 / (2 * x) - 1 / (2 * y)) + (1 / (12 * x * x) - 1 / (12 * y * y))
+                - (1 / (120 * x ** 4) - 1 / (120 * y ** 4)))
+    return float(special.psi(r + n) - special.psi(r))
+
+
+def _trigamma_diff(r, n):
+    """``psi_1(r) - psi_1(r + n)`` (= sum_{i<n} 1 / (r + i)^2) without cancellation."""
+    r = float(r)
+    n = int(n)
+    if n <= 100000:
+        return float(np.sum(1.0 / (r + np.arange(n, dtype=np.float64)) ** 2))
+    if r >= 1000:
+        x, y = r, r + n
+        # psi_1(x) ~ 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5)
+        return (n / (x * y) + n * (x + y) / (2 * x * x * y * y) + (1 / (6 * x ** 3) - 1 / (6 * y ** 3))
+                - (1 / (30 * x ** 5) - 1 / (30 * y ** 5)))
+    return float(special.polygamma(1, r) - special.polygamma(1, r + n))
+
+
+def crt_mean(n, r):
+    """Mean ``r (psi(n + r) - psi(r))`` of CRT(n, r) (``= sum_i r / (r + i)``)."""
+    n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
+    out = np.empty(n.shape)
+    for idx in np.ndindex(n.shape):
+        ni, ri = int(n[idx]), float(r[idx])
+        if ni == 0:
+            out[idx] = 0.0
+        elif ri == 0:
+            out[idx] = 1.0
+        elif np.isinf(ri):
+            out[idx] = ni
+        else:
+            out[idx] = ri * _psi_diff(ri, ni)
+    return out[()] if out.ndim == 0 else out
+
+
+def crt_var(n, r):
+    """Variance ``mean - r^2 (psi_1(r) - psi_1(n + r))`` of CRT(n, r) (``= sum_i p_i (1 - p_i)``)."""
+    n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
+    out = np.empty(n.shape)
+    for idx in np.ndindex(n.shape):
+        ni, ri = int(n[idx]), float(r[idx])
+        if ni == 0 or ri == 0 or np.isinf(ri):
+            out[idx] = 0.0
+        elif ni <= 100000:
+            i = np.arange(ni, dtype=np.float64)
+            out[idx] = float(np.sum(ri * i / (ri + i) ** 2))
+        else:
+            out[idx] = ri * _psi_diff(ri, ni) - ri * ri * _trigamma_diff(ri, ni)
+    return out[()] if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------------
+# Logarithmic(p)
+# ---------------------------------------------------------------------------
+
+def logarithmic_logpmf(k, p):
+    """``log P(k) = k log p - log k - log(-log(1 - p))`` for ``k >= 1``, ``0 < p < 1``."""
+    k, p = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(p, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = k * np.log(p) - np.log(k) - np.log(-np.log1p(-p))
+    out = np.where((k >= 1) & (k == np.floor(k)), out, -np.inf)
+    return out[()] if out.ndim == 0 else out
+
+
+def logarithmic_mean(p):
+    """Mean ``-p / ((1 - p) log(1 - p))``."""
+    p = np.asarray(p, dtype=np.float64)
+    return -p / ((1 - p) * np.log1p(-p))
+
+
+def logarithmic_var(p):
+    """Variance ``-p (p + log(1 - p)) / ((1 - p)^2 log(1 - p)^2)``."""
+    p = np.asarray(p, dtype=np.float64)
+    lq = np.log1p(-p)
+    return -p * _log1pmx(-p) / ((1 - p) ** 2 * lq * lq)
+
+
+# ---------------------------------------------------------------------------
+# Zero-truncated Poisson(lam)
+# ---------------------------------------------------------------------------
+
+def truncated_poisson_logpmf(k, lam):
+    """``log P(k) = log Pois(k; lam) - log(1 - exp(-lam))`` for ``k >= 1``."""
+    k, lam = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(lam, dtype=np.float64))
+    out = np.asarray(poisson_logpmf(k, lam), dtype=np.float64) - _log1mexp(-lam)
+    out = np.where(k >= 1, out, -np.inf)
+    return out[()] if out.ndim == 0 else out
+
+
+def truncated_poisson_mean(lam):
+    """Mean ``mu = lam / (1 - exp(-lam))``."""
+    lam = np.asarray(lam, dtype=np.float64)
+    return np.where(lam > 0, lam / -np.expm1(-np.where(lam > 0, lam, 1.0)), 1.0)
+
+
+def truncated_poisson_var(lam):
+    """Variance ``mu (1 + lam - mu)`` (series in lam where it would cancel)."""
+    lam = np.asarray(lam, dtype=np.float64)
+    mu = truncated_poisson_mean(lam)
+    # 1 + lam - mu = lam/2 - lam^2/12 + lam^4/720 - ...  for small lam
+    series = lam / 2 - lam ** 2 / 12 + lam ** 4 / 720
+    return mu * np.where(lam < 1e-3, series, 1 + lam - mu)
+
+
+# ---------------------------------------------------------------------------
+# Truncated Bessel Bessel_{-1}(alpha)
+# ---------------------------------------------------------------------------
+
+def truncated_bessel_logpmf(n, alpha):
+    """``log P(n) = (2n - 1) log(alpha/2) - log n! - log (n-1)! - log I_1(alpha)``, ``n >= 1``.
+
+    Evaluated as ``(2n-1) log1p((alpha/2 - n)/n) + 2n - alpha - log(2 pi)
+    - 2 stirlerr(n) - log n - log(i1e(alpha))``, a sum of terms of size
+    O(log alpha) instead of O(alpha log alpha).
+    """
+    n, alpha = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(alpha, dtype=np.float64))
+    out = np.full(n.shape, -np.inf)
+    ok = (n >= 1) & (n == np.floor(n))
+    nn, aa = n[ok], alpha[ok]
+    h = aa / 2
+    tiny = aa < 1e-6
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = ((2 * nn - 1) * np.log1p((h - nn) / nn) + (2 * nn - aa) - _LOG_2PI
+               - 2 * _stirlerr(nn) - np.log(nn) - np.log(special.i1e(aa)))
+        # tiny alpha: log I1 = log h + h^2/2 (i1e underflows towards subnormals)
+        small = (2 * nn - 1) * np.log(h) - special.gammaln(nn + 1) - special.gammaln(nn) \
+            - (np.log(h) + h * h / 2)
+    out[ok] = np.where(tiny, small, val)
+    return out[()] if out.ndim == 0 else out
+
+
+def _bessel_ratio_excess(alpha):
+    """``delta = mean - alpha/2 = (alpha/2) (I_0 - I_1) / I_1``, accurate for large alpha."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    out = np.empty(alpha.shape)
+    direct = alpha <= 1e4
+    a = alpha[direct]
+    out[direct] = (a / 2) * (special.i0e(a) - special.i1e(a)) / special.i1e(a)
+    a = alpha[~direct]
+    if a.size:
+        # Hankel expansions I_nu(x) ~ e^x / sqrt(2 pi x) sum_k (-1)^k c_k(nu) / x^k
+        def coeffs(nu, kmax=10):
+            c, out_c = 1.0, [1.0]
+            for k in range(1, kmax):
+                c *= (4 * nu * nu - (2 * k - 1) ** 2) / (k * 8)
+                out_c.append((-1) ** k * c)
+            return np.array(out_c)
+        c0, c1 = coeffs(0), coeffs(1)
+        powers = a[:, None] ** -np.arange(len(c0))[None, :]
+        s1 = powers @ c1
+        diff = powers[:, 1:] @ (c0[1:] - c1[1:])
+        out[~direct] = (a / 2) * diff / s1
+    return out
+
+
+def _bessel_small_moments(alpha):
+    """Mean and variance of ``n - 1`` for alpha < 1 by summing the PMF (no cancellation)."""
+    n = np.arange(1, 61, dtype=np.float64)
+    p = np.exp(truncated_bessel_logpmf(n[None, :], np.asarray(alpha, dtype=np.float64)[:, None]))
+    b = n - 1
+    m1 = p @ b
+    return m1, (p * (b[None, :] - m1[:, None]) ** 2).sum(axis=1)
+
+
+def truncated_bessel_mean(alpha):
+    """Mean ``(alpha/2) I_0(alpha) / I_1(alpha)`` (1 at alpha = 0)."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    a = np.where(alpha > 0, alpha, 1.0).reshape(-1)
+    out = a / 2 + _bessel_ratio_excess(a)
+    small = (a < 1) & (alpha.reshape(-1) > 0)
+    if small.any():
+        out[small] = 1 + _bessel_small_moments(a[small])[0]
+    out = np.where(alpha.reshape(-1) > 0, out, 1.0).reshape(alpha.shape)
+    return out[()] if out.ndim == 0 else out
+
+
+def truncated_bessel_var(alpha):
+    """Variance ``alpha^2/4 + mean - mean^2``, evaluated as ``mean - delta (alpha + delta)``.
+
+    ``delta = mean - alpha/2`` comes from the Hankel expansions for large
+    alpha; for alpha < 1 the PMF is summed directly.
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    a = np.where(alpha > 0, alpha, 1.0)
+    d = _bessel_ratio_excess(a)
+    out = np.asarray((a / 2 + d) - d * (a + d), dtype=np.float64).reshape(-1)
+    small = ((alpha > 0) & (alpha < 1)).reshape(-1)
+    if small.any():
+        out[small] = _bessel_small_moments(alpha.reshape(-1)[small])[1]
+    out = np.where(alpha.reshape(-1) > 0, out, 0.0).reshape(alpha.shape)
+    return out[()] if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------------
+# Poisson-randomized gamma PRG(lam, c)
+# ---------------------------------------------------------------------------
+
+def prg_log_p0(lam):
+    """``log P(x = 0) = -lam``."""
+    return -np.asarray(lam, dtype=np.float64)
+
+
+def prg_logpdf(x, lam, c):
+    """Log-density of the continuous part of PRG(lam, c) at ``x > 0`` (it integrates to 1 - e^-lam).
+
+    ``f(x) = exp(-lam - c x) sqrt(lam c / x) I_1(2 sqrt(lam c x))`` (sum over
+    ``n >= 1`` of ``Pois(n; lam) Gam(x; n, rate c)``), with ``I_1`` scaled.
+    """
+    x, lam, c = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, lam, c)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = 2 * np.sqrt(lam * c * x)
+        out = -lam - c * x + 0.5 * np.log(lam * c / x) + np.log(special.i1e(z)) + z
+    out = np.where((x > 0) & (lam > 0), out, -np.inf)
+    return out[()] if out.ndim == 0 else out
+
+
+def prg_cdf(x, lam: float, c: float):
+    """``P(X <= x)`` for X ~ PRG(lam, c) (scalar lam and c; x any shape).
+
+    ``exp(-lam) + sum_n Pois(n; lam) P(Gam(n, rate c) <= x)``, the sum taken
+    over the n carrying all but ~1e-20 of the Poisson mass (lam up to ~1e7).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    lam, c = float(lam), float(c)
+    sd = np.sqrt(lam)
+    lo = max(1, int(lam - 12 * sd - 30))
+    hi = int(lam + 12 * sd + 30)
+    n = np.arange(lo, hi + 1, dtype=np.float64)
+    w = np.exp(np.asarray(poisson_logpmf(n, lam)))
+    cx = np.maximum(c * x, 0.0)
+    out = np.exp(-lam) + (special.gammainc(n[None, :], cx.reshape(-1, 1)) @ w)
+    out = np.where(x.reshape(-1) < 0, 0.0, np.minimum(out, 1.0)).reshape(x.shape)
+    return out[()] if out.ndim == 0 else out
+
+
+def prg_mean(lam, c):
+    """Mean ``lam / c``."""
+    return np.asarray(lam, dtype=np.float64) / np.asarray(c, dtype=np.float64)
+
+
+def prg_var(lam, c):
+    """Variance ``2 lam / c^2``."""
+    c = np.asarray(c, dtype=np.float64)
+    return 2 * np.asarray(lam, dtype=np.float64) / (c * c)
+
+
+# ---------------------------------------------------------------------------
+# Negative binomial NB(r, p), paper's parametrisation
+# ---------------------------------------------------------------------------
+
+def negative_binomial_logpmf(k, r, p):
+    """``log P(k) = log Gamma(k + r) - log k! - log Gamma(r) + k log p + r log(1 - p)``."""
+    k, r, p = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (k, r, p)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (special.gammaln(k + r) - special.gammaln(k + 1) - special.gammaln(r)
+               + special.xlogy(k, p) + r * np.log1p(-p))
+    out = np.where((k >= 0) & (k == np.floor(k)), out, -np.inf)
+    out = np.where((r == 0) | (p == 0), np.where(k == 0, 0.0, -np.inf), out)
+    return out[()] if out.ndim == 0 else out
+
+
+def negative_binomial_mean(r, p):
+    """Mean ``r p / (1 - p)``."""
+    p = np.asarray(p, dtype=np.float64)
+    return np.asarray(r, dtype=np.float64) * p / (1 - p)
+
+
+def negative_binomial_var(r, p):
+    """Variance ``r p / (1 - p)^2``."""
+    p = np.asarray(p, dtype=np.float64)
+    return np.asarray(r, dtype=np.float64) * p / (1 - p) ** 2
+
+
+# ---------------------------------------------------------------------------
+# Multinomial split and Dirichlet
+# ---------------------------------------------------------------------------
+
+def multinomial_logpmf(x, weights):
+    """``log P(x)`` for ``x ~ Mult(sum(x), w / sum(w))`` along the last axis."""
+    x = np.asarray(x, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    prob = w / w.sum(axis=-1, keepdims=True)
+    n = x.sum(axis=-1)
+    with np.errstate(divide="ignore"):
+        out = (special.gammaln(n + 1) - special.gammaln(x + 1).sum(axis=-1)
+               + special.xlogy(x, prob).sum(axis=-1))
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def dirichlet_logpdf(x, alpha):
+    """``log f(x) = log Gamma(sum a) - sum log Gamma(a) + sum (a - 1) log x`` (last axis)."""
+    x = np.asarray(x, dtype=np.float64)
+    a = np.asarray(alpha, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        out = (special.gammaln(a.sum(axis=-1)) - special.gammaln(a).sum(axis=-1)
+               + special.xlogy(a - 1, x).sum(axis=-1))
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def dirichlet_mean(alpha):
+    """Mean ``alpha / sum(alpha)``."""
+    a = np.asarray(alpha, dtype=np.float64)
+    return a / a.sum(axis=-1, keepdims=True)
+
+
+def dirichlet_var(alpha):
+    """Marginal variances ``a (a0 - a) / (a0^2 (a0 + 1))``."""
+    a = np.asarray(alpha, dtype=np.float64)
+    a0 = a.sum(axis=-1, keepdims=True)
+    return a * (a0 - a) / (a0 * a0 * (a0 + 1))

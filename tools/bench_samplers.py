@@ -1,0 +1,150 @@
+"""Benchmark pygbn's samplers against numpy's own, in the same run.
+
+Prints nanoseconds per draw for every sampler of :mod:`pygbn.random` at
+small, medium and large parameters, beside numpy's ``poisson``,
+``standard_gamma`` and ``logseries`` (and, where numpy has the same
+distribution, that one), with the ratio ours / reference.  The reference for
+"comparable magnitude" is numpy's Poisson with the mean of our distribution.
+
+Usage::
+
+    python tools/bench_samplers.py            # full table (about a minute)
+    python tools/bench_samplers.py --quick    # fewer draws
+
+Timings are the best of ``--repeat`` runs, single-threaded (``n_jobs=1``),
+through the public Python API (validation and block streams included).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+try:
+    import pygbn  # noqa: F401
+except ImportError:  # run from a source checkout with an in-place build
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import pygbn.random as R
+from pygbn import stats as S
+from pygbn.random._api import _kernel
+
+
+def best_ns(fn, size, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(size)
+        best = min(best, time.perf_counter() - t0)
+    return best / size * 1e9
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="10x fewer draws")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    scale = 10 if args.quick else 1
+    big = 200_000 // scale
+    rng = np.random.default_rng(1)
+    rows = []
+
+    def np_pois(lam):
+        return best_ns(lambda s: rng.poisson(lam, size=s), big, args.repeat)
+
+    def add(name, params, fn, size, mean, extra_ref=None):
+        ours = best_ns(fn, size, args.repeat)
+        lam = float(min(max(mean, 0.0), 1e18))
+        ref = np_pois(lam)
+        line = [name, params, ours, f"poisson({lam:.3g})", ref, ours / ref]
+        if extra_ref is not None:
+            rname, rfn = extra_ref
+            rns = best_ns(rfn, big, args.repeat)
+            line += [rname, rns, ours / rns]
+        rows.append(line)
+
+    # numpy's own kernels, for reference
+    for lam in (0.5, 5.0, 1e3, 1e6, 1e12):
+        rows.append(["numpy poisson", f"lam={lam:g}", np_pois(lam), "", np.nan, np.nan])
+    for a in (1e-4, 0.5, 5.0, 1e3, 1e8):
+        rows.append(["numpy standard_gamma", f"a={a:g}",
+                     best_ns(lambda s: rng.standard_gamma(a, size=s), big, args.repeat), "", np.nan, np.nan])
+    for p in (0.1, 0.9, 0.999999):
+        rows.append(["numpy logseries", f"p={p:g}",
+                     best_ns(lambda s: rng.logseries(p, size=s), big, args.repeat), "", np.nan, np.nan])
+
+    for n, r in ((10, 1.0), (100, 1.0), (1000, 10.0), (10**7, 0.1), (10**7, 1.0),
+                 (10**7, 100.0), (10**7, 1e4), (10**12, 1.0)):
+        size = big if (r <= 10 or n <= 1000) else max(200, big // (100 if r < 1e3 else 1000))
+        add("crt", f"n={n:g}, r={r:g}",
+            lambda s, n=n, r=r: R.crt(n, r, size=s, random_state=2, n_jobs=1), size,
+            float(S.crt_mean(n, r)))
+    for p in (0.1, 0.9, 0.999999):
+        add("logarithmic", f"p={p:g}",
+            lambda s, p=p: R.logarithmic(p, size=s, random_state=2, n_jobs=1), big,
+            float(S.logarithmic_mean(p)),
+            ("numpy logseries", lambda s, p=p: rng.logseries(p, size=s)))
+    for lam in (1e-6, 0.5, 5.0, 1e3, 1e6, 1e12):
+        add("truncated_poisson", f"lam={lam:g}",
+            lambda s, lam=lam: R.truncated_poisson(lam, size=s, random_state=2, n_jobs=1), big,
+            float(S.truncated_poisson_mean(lam)))
+    for a in (1e-3, 1.0, 10.0, 30.0, 1e3, 1e6, 1e12):
+        add("truncated_bessel", f"alpha={a:g}",
+            lambda s, a=a: R.truncated_bessel(a, size=s, random_state=2, n_jobs=1), big,
+            float(S.truncated_bessel_mean(a)))
+    for lam in (0.5, 10.0, 1e4, 1e12):
+        add("poisson_randomized_gamma", f"lam={lam:g}, c=2",
+            lambda s, lam=lam: R.poisson_randomized_gamma(lam, 2.0, size=s, random_state=2, n_jobs=1),
+            big, lam,
+            ("numpy gamma(poisson)", lambda s, lam=lam: rng.standard_gamma(rng.poisson(lam, size=s))))
+    for r, p in ((0.5, 0.5), (10.0, 0.5), (1e3, 0.9), (1.0, 0.9999)):
+        add("negative_binomial", f"r={r:g}, p={p:g}",
+            lambda s, r=r, p=p: R.negative_binomial(r, p, size=s, random_state=2, n_jobs=1), big,
+            r * p / (1 - p),
+            ("numpy negative_binomial", lambda s, r=r, p=p: rng.negative_binomial(r, 1 - p, size=s)))
+    # vector samplers: time per row
+    for n, k in ((5, 100), (1000, 10), (10**6, 100)):
+        w = rng.random(k) + 0.01
+        rows_n = max(100, big // k)
+        add("multinomial_split", f"n={n:g}, k={k} (per row)",
+            lambda s, n=n, w=w: R.multinomial_split(n, w, size=s, random_state=2, n_jobs=1), rows_n,
+            float(n),
+            ("numpy multinomial", lambda s, n=n, w=w: rng.multinomial(n, w / w.sum(), size=max(1, s // k))))
+        # numpy's reference above runs s // k rows: rescale its time per row
+        rows[-1][7] *= k
+        rows[-1][8] = rows[-1][2] / rows[-1][7]
+    for a, k in ((1e-4, 10), (0.1, 100), (5.0, 100)):
+        alpha = np.full(k, a)
+        rows_n = max(100, big // k)
+        add("dirichlet", f"alpha={a:g}, k={k} (per row)",
+            lambda s, alpha=alpha: R.dirichlet(alpha, size=s, random_state=2, n_jobs=1), rows_n, float(k),
+            ("numpy dirichlet", lambda s, alpha=alpha: rng.dirichlet(alpha, size=max(1, s // k))))
+        rows[-1][7] *= k
+        rows[-1][8] = rows[-1][2] / rows[-1][7]
+    # single algorithms behind the switches
+    for lam in (1e10, 1e15):
+        add("poisson (ours, PTRS)", f"lam={lam:g}",
+            lambda s, lam=lam: _kernel("poisson_ptrs", lam, size=s, random_state=2, n_jobs=1), big, lam)
+    for a in (1e10, 1e15):
+        add("gamma (ours, M-T)", f"a={a:g}",
+            lambda s, a=a: _kernel("gamma_mt", a, size=s, random_state=2, n_jobs=1), big, a,
+            ("numpy standard_gamma", lambda s, a=a: rng.standard_gamma(a, size=s)))
+
+    head = f"{'sampler':26s} {'parameters':26s} {'ns/draw':>9s}  {'reference':22s} {'ns':>8s} {'ratio':>6s}"
+    print(head)
+    print("-" * len(head))
+    for line in rows:
+        name, params, ours, rname, ref, ratio = line[:6]
+        if rname == "":
+            print(f"{name:26s} {params:26s} {ours:9.1f}")
+            continue
+        print(f"{name:26s} {params:26s} {ours:9.1f}  {rname:22s} {ref:8.1f} {ratio:6.2f}")
+        if len(line) > 6:
+            print(f"{'':26s} {'':26s} {'':9s}  {line[6]:22s} {line[7]:8.1f} {line[8]:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
