@@ -139,7 +139,6 @@ def effective_n_jobs(n_jobs) -> int:
         return 1
     if not isinstance(n_jobs, (numbers.Integral, np.integer)) or isinstance(n_jobs, bool) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}")
-    n_cpu = os.cpu_count() or 1
     if n_jobs < 0:
-        return max(1, n_cpu + 1 + int(n_jobs))
+        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
     return int(n_jobs)

@@ -18,7 +18,7 @@ from scipy import special
 __all__ = [
     "poisson_logpmf",
     "crt_logpmf", "crt_pmf_table", "crt_mean", "crt_var",
-    "logarithmic_logpmf", "logarithmic_mean", "logarithmic_var",
+    "logarithmic_logpmf", "logarithmic_sf", "logarithmic_mean", "logarithmic_var",
     "truncated_poisson_logpmf", "truncated_poisson_mean", "truncated_poisson_var",
     "truncated_bessel_logpmf", "truncated_bessel_mean", "truncated_bessel_var",
     "prg_logpdf", "prg_log_p0", "prg_cdf", "prg_mean", "prg_var",
@@ -230,11 +230,39 @@ def crt_var(n, r):
 # ---------------------------------------------------------------------------
 
 def logarithmic_logpmf(k, p):
-    """``log P(k) = k log p - log k - log(-log(1 - p))`` for ``k >= 1``, ``0 < p < 1``."""
+    """``log P(k) = k log p - log k - log(-log(1 - p))`` for ``k >= 1``, ``0 < p < 1``.
+
+    Written as ``(k - 1) log p - log k - log1p(-log1pmx(-p) / p)`` so that
+    tiny p keeps its relative accuracy (``P(1) = 1 - p/2 + ...``).
+    """
     k, p = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(p, dtype=np.float64))
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = k * np.log(p) - np.log(k) - np.log(-np.log1p(-p))
+        out = (k - 1) * np.log(p) - np.log(k) - np.log1p(-_log1pmx(-p) / p)
     out = np.where((k >= 1) & (k == np.floor(k)), out, -np.inf)
+    return out[()] if out.ndim == 0 else out
+
+
+def logarithmic_sf(k, p: float):
+    """``P(X > k)`` for X ~ Log(p) (scalar p, k any shape), exact for p near 1.
+
+    ``P(X > k) = (1/L) integral_0^L (1 - exp(-u))^k du`` with ``L = -log(1-p)``
+    (from ``sum_{j>k} p^j / j = integral_0^p t^k / (1 - t) dt``), by quadrature.
+    """
+    from scipy import integrate
+
+    k = np.asarray(k, dtype=np.float64)
+    L = -np.log1p(-float(p))
+    out = np.empty(k.shape)
+    for idx in np.ndindex(k.shape):
+        kk = k[idx]
+        if kk < 1:
+            out[idx] = 1.0
+            continue
+        # the integrand rises from ~0 to ~1 around u = log(k)
+        brk = [b for b in (np.log(kk) - 3, np.log(kk), np.log(kk) + 3) if 0 < b < L]
+        val, _ = integrate.quad(lambda u: np.exp(kk * _log1mexp(-u)) if u > 0 else 0.0, 0, L,
+                                points=brk or None, limit=200, epsabs=0, epsrel=1e-11)
+        out[idx] = val / L
     return out[()] if out.ndim == 0 else out
 
 
@@ -270,12 +298,14 @@ def truncated_poisson_mean(lam):
 
 
 def truncated_poisson_var(lam):
-    """Variance ``mu (1 + lam - mu)`` (series in lam where it would cancel)."""
+    """Variance ``mu (1 + lam - mu) = mu (1 - lam / expm1(lam))`` (series for tiny lam)."""
     lam = np.asarray(lam, dtype=np.float64)
     mu = truncated_poisson_mean(lam)
-    # 1 + lam - mu = lam/2 - lam^2/12 + lam^4/720 - ...  for small lam
+    # 1 - x / (e^x - 1) = x/2 - x^2/12 + x^4/720 - ...
     series = lam / 2 - lam ** 2 / 12 + lam ** 4 / 720
-    return mu * np.where(lam < 1e-3, series, 1 + lam - mu)
+    with np.errstate(over="ignore"):
+        direct = 1 - lam / np.expm1(np.where(lam > 0, lam, 1.0))
+    return mu * np.where(lam < 1e-3, series, direct)
 
 
 # ---------------------------------------------------------------------------

@@ -146,8 +146,10 @@ def gof_discrete(sample, logpmf, *, support=None, min_expected: float = 5.0,
         ``logpmf(k)`` for an int64 array ``k``, returning ``log P(k)``.
     support : (int, int), optional
         Values ``lo..hi`` at which to evaluate the PMF.  Default: the range
-        of the sample.  Mass outside ``lo..hi`` (``1 - sum P``) forms one
-        extra bin holding the draws outside.
+        of the sample.  The law inside ``lo..hi`` is tested by chi-square
+        conditionally on the number of draws there, and that number by an
+        exact binomial test against ``1 - sum P`` (p-values combined by
+        Bonferroni), so a PMF that puts its mass elsewhere is caught too.
     min_expected : float
         Pool adjacent values until each bin expects at least this many draws.
     concentration : float
@@ -182,13 +184,20 @@ def gof_discrete(sample, logpmf, *, support=None, min_expected: float = 5.0,
             pval = float(_st.binomtest(off, n, min(off_p, 1.0)).pvalue)
         return GofResult(pval, float(off), 0, "binomial", 2,
                          f"{off} of {n} draws off the value {values[top]} (expected {n * off_p:.3g})")
-    exp = n * prob
-    obs, e, labels = counts, exp, list(values)
-    if n_out > 0 or n * p_out >= 1e-9:
-        obs = np.append(obs, n_out)
-        e = np.append(e, n * p_out)
-        labels.append("outside")   # last in pooling order: joins the last bin if small
-    return pooled_chisquare(obs, e, min_expected, labels)
+    # (1) the law inside lo..hi, conditionally on the number of draws there;
+    # (2) the number of draws outside lo..hi, exactly; Bonferroni over both
+    n_in = n - n_out
+    p_in = float(prob.sum())
+    if n_in > 0 and p_in > 0:
+        chi = pooled_chisquare(counts, n_in * prob / p_in, min_expected, list(values))
+    else:
+        chi = GofResult(1.0, 0.0, 0, "chi2", 0, "no draws inside the support")
+    if n_out == 0 and p_out == 0.0:
+        return chi
+    p_bin = float(_st.binomtest(int(n_out), n, min(p_out, 1.0)).pvalue) if p_out > 0 else 0.0
+    detail = f"{int(n_out)} draws outside {lo}..{hi} (expected {n * p_out:.3g}); " + chi.detail
+    return GofResult(min(1.0, 2 * min(chi.pvalue, p_bin)), chi.statistic, chi.dof, "chi2+binomial",
+                     chi.n_bins, detail)
 
 
 def gof_binned(sample, edges, cdf, *, min_expected: float = 5.0) -> GofResult:

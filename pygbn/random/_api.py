@@ -12,7 +12,7 @@ import numpy as np
 
 from pygbn.random import _generators as _gen
 from pygbn.random._validate import (
-    as_count, as_real, broadcast, flat, run_blocked, scalar_or_array,
+    as_count, as_real, broadcast, flat, rows, run_blocked, scalar_or_array,
 )
 
 __all__ = [
@@ -333,13 +333,12 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     k = w_a.shape[-1]
     shape = broadcast(["n", "weights[..., 0]"], [n_a, w_a[..., 0]], size)
     nf = flat(n_a, shape, np.int64)
-    wf = np.ascontiguousarray(np.broadcast_to(w_a, shape + (k,))).reshape(-1, k)
-    total = wf.sum(axis=1)
-    if np.isinf(total).any():   # sum overflowed: rescale those rows by their max
-        big = np.isinf(total)
-        wf = wf.copy()
-        wf[big] /= wf[big].max(axis=1, keepdims=True)
-        total = wf.sum(axis=1)
+    sums = w_a.sum(axis=-1)
+    if np.isinf(sums).any():   # a row sum overflowed: rescale those rows by their max
+        w_a = np.where(np.isinf(sums)[..., None], w_a / w_a.max(axis=-1, keepdims=True), w_a)
+        sums = w_a.sum(axis=-1)
+    wf = rows(w_a, shape)
+    total = flat(sums, shape, np.float64)
     bad = (total <= 0) & (nf > 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -388,8 +387,8 @@ def dirichlet(alpha, size=None, random_state=None, n_jobs=None):
         idx = np.unravel_index(int(np.flatnonzero(zero_rows.ravel())[0]), zero_rows.shape)
         raise ValueError(f"alpha must have a positive entry in every row; row {idx} is all zero")
     shape = broadcast(["alpha[..., 0]"], [a[..., 0]], size)
-    af = np.ascontiguousarray(np.broadcast_to(a, shape + (k,))).reshape(-1, k)
-    out = np.empty_like(af)
+    af = rows(a, shape)
+    out = np.empty(af.shape, dtype=np.float64)
     run_blocked(lambda s, b, *x: _gen.fill_dirichlet(s, b, *x), out.shape[0], random_state,
                 n_jobs, (af, out), min_block=max(1, 65536 // k))
     return out.reshape(shape + (k,))
@@ -414,10 +413,11 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
         k = w.shape[-1]
         shape = np.broadcast_shapes(n_a.shape, w.shape[:-1]) if size is None else tuple(np.atleast_1d(size))
         nf = flat(n_a, shape, np.int64)
-        wf = np.ascontiguousarray(np.broadcast_to(w, shape + (k,))).reshape(-1, k)
+        wf = rows(w, shape)
         out = np.empty((nf.shape[0], k), dtype=np.int64)
         run_blocked(lambda s, b, *a: _gen.fill_split(name, s, b, *a), out.shape[0], random_state,
-                    n_jobs, (nf, wf, wf.sum(axis=1), out), min_block=max(1, 65536 // k))
+                    n_jobs, (nf, wf, flat(w.sum(axis=-1), shape, np.float64), out),
+                    min_block=max(1, 65536 // k))
         return out.reshape(shape + (k,))
     arrays = [np.asarray(p) for p in params]
     shape = np.broadcast_shapes(*[a.shape for a in arrays]) if size is None else tuple(np.atleast_1d(size))

@@ -209,9 +209,14 @@ def fill_d_dd(str name, const uintptr_t[::1] streams, Py_ssize_t block,
 
 
 def fill_split(str name, const uintptr_t[::1] streams, Py_ssize_t block,
-               const int64_t[::1] n, const double[:, ::1] w, const double[::1] total,
+               const int64_t[::1] n, const double[:, :] w, const double[::1] total,
                int64_t[:, ::1] out, int n_threads):
-    """Row ``i`` of ``out`` ~ Multinomial(n[i], w[i] / total[i]) (blocks of rows)."""
+    """Row ``i`` of ``out`` ~ Multinomial(n[i], w[i] / total[i]) (blocks of rows).
+
+    ``w`` may repeat rows (stride 0 between rows) but each row must be contiguous.
+    """
+    if w.shape[0] and w.shape[1] > 1 and w.strides[1] != sizeof(double):
+        raise ValueError("rows of w must be contiguous")
     cdef kern_split f = _pick_split(name)
     cdef Py_ssize_t b, i, lo, hi, rows = out.shape[0], k = out.shape[1]
     cdef bitgen_t *rng
@@ -229,8 +234,10 @@ def fill_split(str name, const uintptr_t[::1] streams, Py_ssize_t block,
 
 
 def fill_dirichlet(const uintptr_t[::1] streams, Py_ssize_t block,
-                   const double[:, ::1] alpha, double[:, ::1] out, int n_threads):
-    """Row ``i`` of ``out`` ~ Dirichlet(alpha[i]) (blocks of rows)."""
+                   const double[:, :] alpha, double[:, ::1] out, int n_threads):
+    """Row ``i`` of ``out`` ~ Dirichlet(alpha[i]) (blocks of rows; rows of alpha contiguous)."""
+    if alpha.shape[0] and alpha.shape[1] > 1 and alpha.strides[1] != sizeof(double):
+        raise ValueError("rows of alpha must be contiguous")
     cdef Py_ssize_t b, i, lo, hi, rows = out.shape[0], k = out.shape[1]
     cdef bitgen_t *rng
     if rows == 0 or k == 0:

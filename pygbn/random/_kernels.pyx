@@ -35,11 +35,11 @@ cdef double POISSON_LAM_CAP = 9.0e18
 # thinning and blocks by a cost model (ns per element / candidate / block,
 # measured with tools/bench_samplers.py)
 cdef int64_t CRT_LOOP_N = 16
-cdef double CRT_COST_LOOP = 5.5
-cdef double CRT_COST_THIN = 60.0
-cdef double CRT_COST_BLOCK = 250.0
+cdef double CRT_COST_LOOP = 4.5
+cdef double CRT_COST_THIN = 40.0
+cdef double CRT_COST_BLOCK = 230.0
 # CRT block method: expected number of thinning candidates per block
-cdef double CRT_BLOCK_C = 3.0
+cdef double CRT_BLOCK_C = 4.0
 # truncated Poisson: inversion from k = 1 below this lam, rejection of zeros above
 cdef double TPOIS_INV_LAM = 1.5
 # truncated Bessel: chop-down inversion from the mode below this alpha, rejection above
@@ -308,7 +308,7 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     # ~sqrt(r / C) (2 + log(1 + n/r)) blocks
     lg = log1p(<double> n / r)
     c_loop = CRT_COST_LOOP * <double> n
-    c_thin = CRT_COST_THIN * (1.5 + r * lg)
+    c_thin = CRT_COST_THIN * (2.0 + r * lg)
     c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
     if c_loop <= c_thin and c_loop <= c_block:
         return _crt_loop(bitgen, n, r)
@@ -519,6 +519,8 @@ cdef int64_t _bessel_poisson(bitgen_t *bitgen, double alpha) noexcept nogil:
     """
     cdef double h = 0.5 * alpha
     cdef double nstar = floor(h) + 1.0
+    cdef double inv_8h2 = 1.0 / (8.0 * h * h)
+    cdef double inv_4h = 1.0 / (4.0 * h)
     cdef double phistar = 0.0, lr, fn, j, lb, u
     cdef bint have_phistar = False
     cdef int64_t s, n
@@ -531,10 +533,10 @@ cdef int64_t _bessel_poisson(bitgen_t *bitgen, double alpha) noexcept nogil:
         u = random_standard_uniform(bitgen)
         if fn >= nstar:
             j = fn - nstar
-            lb = -j * (j + 2.0) / (8.0 * h * h)
+            lb = -j * (j + 2.0) * inv_8h2
         else:
             j = nstar - fn
-            lb = -(j * (j + 1.0) / (4.0 * fn * h) + j / (2.0 * h * h))
+            lb = -(j * (j + 1.0) * inv_4h / fn + 4.0 * j * inv_8h2)
         if u <= 1.0 + lb:
             return n
         if not have_phistar:

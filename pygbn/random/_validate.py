@@ -22,12 +22,12 @@ MAX_BLOCKS = 256
 def _fmt_index(arr: np.ndarray, flat: int) -> str:
     if arr.ndim == 0:
         return ""
-    return f" at index {np.unravel_index(flat, arr.shape)}"
+    return f" at index {tuple(int(i) for i in np.unravel_index(flat, arr.shape))}"
 
 
 def _bad(name: str, arr: np.ndarray, mask: np.ndarray, requirement: str):
     flat = int(np.flatnonzero(mask.ravel())[0])
-    value = arr.ravel()[flat]
+    value = arr.ravel()[flat].item()
     raise ValueError(f"{name} must be {requirement}; got {value!r}{_fmt_index(arr, flat)}")
 
 
@@ -114,8 +114,26 @@ def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
 
 
 def flat(arr: np.ndarray, shape: tuple, dtype) -> np.ndarray:
-    """C-contiguous 1-d copy of ``arr`` broadcast to ``shape``."""
+    """C-contiguous 1-d array of ``arr`` broadcast to ``shape`` (a copy unless already so)."""
+    if arr.ndim == 0:
+        return np.full(int(np.prod(shape, dtype=np.int64)), arr, dtype=dtype)
+    if arr.shape == tuple(shape) and arr.dtype == dtype and arr.flags.c_contiguous:
+        return arr.reshape(-1)
     return np.ascontiguousarray(np.broadcast_to(arr, shape), dtype=dtype).reshape(-1)
+
+
+def rows(arr: np.ndarray, batch: tuple) -> np.ndarray:
+    """``arr`` (shape ``(..., k)``) broadcast to ``batch + (k,)`` as a 2-d array of rows.
+
+    Each row is contiguous; rows shared by broadcasting are not copied
+    (stride 0), so one weight vector for many counts costs nothing.
+    """
+    k = arr.shape[-1]
+    base = np.ascontiguousarray(arr, dtype=np.float64)
+    out = np.broadcast_to(base, tuple(batch) + (k,)).reshape(-1, k)
+    if out.shape[0] and k > 1 and out.strides[1] != out.itemsize:
+        out = np.ascontiguousarray(out)
+    return out
 
 
 def block_size(n_items: int, min_block: int = BLOCK_MIN) -> int:

@@ -1,0 +1,206 @@
+"""Goodness of fit of every discrete sampler against its exact PMF.
+
+Each grid runs from tiny to huge parameters and straddles every algorithm
+switch point; single algorithms behind a switch are also tested on their
+own (``pygbn.random._api._kernel``).  Draws: 10^6 per point for cheap
+samplers (enough to catch a 1% error in a probability near the mode), 10^5
+for the expensive ones.  Fixed seeds make the suite deterministic; the level
+``ALPHA = 1e-5`` per check is a Bonferroni split of 1e-3 over the ~100
+statistical checks of the suite.  Where nearly all mass sits on one value,
+:func:`pygbn.testing.gof_discrete` switches to an exact binomial test.
+"""
+import zlib
+
+import numpy as np
+import pytest
+
+import pygbn.random as R
+from pygbn import stats as S
+from pygbn.random._api import _kernel
+from pygbn.testing import assert_gof_discrete, gof_discrete
+
+ALPHA = 1e-5
+N_CHEAP = 10**6
+N_DEAR = 10**5
+
+
+def seed(*key):
+    return zlib.crc32(repr(key).encode())
+
+
+# --- truncated Poisson: inversion below lam = 1.5, rejection of zeros above -----
+
+@pytest.mark.parametrize("lam", [1e-300, 1e-17, 3e-16, 1e-8, 1e-3, 0.1, 0.7, 1.4999, 1.5001,
+                                 3.0, 9.99, 10.01, 47.0, 1e3, 1e5])
+def test_truncated_poisson_gof(lam):
+    x = R.truncated_poisson(lam, size=N_CHEAP, random_state=seed("tpois", lam))
+    assert x.dtype == np.int64 and x.min() >= 1
+    assert_gof_discrete(x, lambda k: S.truncated_poisson_logpmf(k, lam), alpha=ALPHA)
+
+
+# --- logarithmic ---------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [1e-300, 1e-12, 1e-4, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999])
+def test_logarithmic_gof(p):
+    x = R.logarithmic(p, size=N_CHEAP, random_state=seed("log", p))
+    assert x.min() >= 1
+    assert_gof_discrete(x, lambda k: S.logarithmic_logpmf(k, p), alpha=ALPHA)
+
+
+def test_logarithmic_p_zero_is_one():
+    assert np.all(R.logarithmic(0.0, size=1000, random_state=1) == 1)
+
+
+# --- truncated Bessel: chop-down below alpha = 20, halved-Poisson rejection above ---
+
+@pytest.mark.parametrize("alpha", [1e-300, 1e-9, 2.2e-8, 1e-4, 0.01, 0.3, 1.0, 3.0, 8.0,
+                                   19.99, 20.01, 45.0, 300.0, 1e4, 1e6])
+def test_truncated_bessel_gof(alpha):
+    x = R.truncated_bessel(alpha, size=N_CHEAP, random_state=seed("bessel", alpha))
+    assert x.min() >= 1
+    assert_gof_discrete(x, lambda k: S.truncated_bessel_logpmf(k, alpha), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("algorithm,alpha", [
+    ("bessel_chopdown", 0.05), ("bessel_chopdown", 5.0), ("bessel_chopdown", 60.0),
+    ("bessel_chopdown", 2000.0),
+    ("bessel_poisson", 0.8), ("bessel_poisson", 5.0), ("bessel_poisson", 12.0),
+    ("bessel_poisson", 60.0), ("bessel_poisson", 2000.0),
+    ("bessel_logconcave", 5.0), ("bessel_logconcave", 60.0), ("bessel_logconcave", 2000.0),
+])
+def test_truncated_bessel_single_algorithms(algorithm, alpha):
+    x = _kernel(algorithm, alpha, size=N_DEAR * 3, random_state=seed(algorithm, alpha))
+    assert_gof_discrete(x, lambda k: S.truncated_bessel_logpmf(k, alpha), alpha=ALPHA)
+
+
+# --- CRT: loop / thinning / blocks, chosen by a cost model -------------------
+
+CRT_GRID = [(1, 0.5), (2, 1e-300), (2, 0.3), (5, 1e-3), (16, 2.0), (17, 2.0), (17, 1e4),
+            (40, 0.05), (40, 1.0), (40, 30.0), (200, 0.5), (200, 8.0), (200, 200.0),
+            (1000, 1e-2), (1000, 3.0), (1000, 60.0), (1000, 1e5), (2500, 1.0), (2500, 400.0)]
+
+
+@pytest.mark.parametrize("n,r", CRT_GRID)
+def test_crt_gof(n, r):
+    x = R.crt(n, r, size=N_DEAR * 3, random_state=seed("crt", n, r))
+    assert x.min() >= 1 and x.max() <= n
+    table = S.crt_pmf_table(n, r)
+    assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)] + np.where(l > n, -np.inf, 0),
+                        support=(0, n), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("algorithm", ["crt_loop", "crt_thinning", "crt_blocks"])
+@pytest.mark.parametrize("n,r", [(2, 0.7), (9, 1e-3), (30, 1.0), (30, 500.0), (300, 0.2),
+                                 (300, 12.0), (1500, 2.0), (1500, 90.0)])
+def test_crt_single_algorithms(algorithm, n, r):
+    size = N_DEAR if not (algorithm == "crt_loop" and n > 1000) else N_DEAR // 2
+    x = _kernel(algorithm, n, r, size=size, random_state=seed(algorithm, n, r))
+    table = S.crt_pmf_table(n, r)
+    assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+def test_crt_boundary_conventions():
+    assert R.crt(0, 3.0) == 0
+    assert R.crt(0, 0.0) == 0
+    np.testing.assert_array_equal(R.crt(7, 0.0, size=50, random_state=1), 1)
+    np.testing.assert_array_equal(R.crt(7, np.inf, size=50, random_state=1), 7)
+    np.testing.assert_array_equal(R.crt(10**15, np.inf, size=5, random_state=1), 10**15)
+    np.testing.assert_array_equal(R.crt(1, 5.0, size=50, random_state=1), 1)
+    # r -> 0: all but the first customer almost surely join the first table
+    assert np.all(R.crt(10**6, 1e-300, size=1000, random_state=1) == 1)
+
+
+# --- negative binomial (paper's p) --------------------------------------------
+
+@pytest.mark.parametrize("r,p", [(1e-3, 0.5), (0.2, 1e-6), (0.5, 0.3), (1.0, 0.9), (3.7, 0.5),
+                                 (25.0, 0.97), (1e4, 0.2), (1e6, 0.5)])
+def test_negative_binomial_gof(r, p):
+    x = R.negative_binomial(r, p, size=N_CHEAP, random_state=seed("nb", r, p))
+    assert x.min() >= 0
+    assert_gof_discrete(x, lambda k: S.negative_binomial_logpmf(k, r, p), alpha=ALPHA)
+
+
+def test_negative_binomial_matches_numpy_convention():
+    # ours(r, p) has mean r p / (1 - p); numpy's negative_binomial(r, 1 - p) has the same law
+    r, p = 2.5, 0.8
+    x = R.negative_binomial(r, p, size=N_CHEAP, random_state=3)
+    y = np.random.default_rng(4).negative_binomial(r, 1 - p, size=N_CHEAP)
+    assert abs(x.mean() - y.mean()) < 6 * np.sqrt(2 * r * p / (1 - p) ** 2 / N_CHEAP)
+    assert_gof_discrete(y, lambda k: S.negative_binomial_logpmf(k, r, p), alpha=ALPHA)
+
+
+# --- multinomial split: sorted categorical (n <= k) / conditional binomials ---
+
+def _compositions(n, k):
+    if k == 1:
+        yield (n,)
+        return
+    for i in range(n + 1):
+        for rest in _compositions(n - i, k - 1):
+            yield (i,) + rest
+
+
+@pytest.mark.parametrize("name", ["multinomial_split", "split_sorted", "split_binomial"])
+@pytest.mark.parametrize("n,w", [(1, [0.2, 0.5, 0.3]), (3, [1.0, 0.0, 2.0, 1e-3]),
+                                 (4, [5.0, 1.0, 1.0, 3.0]), (12, [0.1, 0.6, 0.3]),
+                                 (40, [1e-9, 2.0, 1.0, 0.0])])
+def test_multinomial_split_gof(name, n, w):
+    w = np.array(w)
+    rows = N_DEAR * 3
+    if name == "multinomial_split":
+        x = R.multinomial_split(n, w, size=rows, random_state=seed(name, n, tuple(w)))
+    else:
+        x = _kernel(name, n, w, size=rows, random_state=seed(name, n, tuple(w)))
+    assert x.shape == (rows, len(w))
+    assert np.all(x.sum(axis=1) == n) and np.all(x[:, w == 0] == 0)
+    comps = np.array(list(_compositions(n, len(w))))
+    logp = S.multinomial_logpmf(comps, w)
+    keep = np.isfinite(logp)
+    comps, logp = comps[keep], logp[keep]
+    # label each row by its composition (mixed-radix code -> index of comps)
+    radix = (n + 1) ** np.arange(len(w))
+    codes = comps @ radix
+    order = np.argsort(codes)
+    labels = order[np.searchsorted(codes[order], x @ radix)]
+    assert np.all(comps[labels] == x)
+    assert_gof_discrete(labels, lambda i: logp[i], support=(0, len(comps) - 1), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("name", ["split_sorted", "split_binomial"])
+def test_multinomial_split_marginals_many_cells(name):
+    rng = np.random.default_rng(11)
+    w = rng.gamma(0.3, size=60)
+    w[[3, 17]] = 0.0
+    n = 45
+    x = _kernel(name, n, w, size=N_DEAR * 2, random_state=seed(name, "marg"))
+    assert np.all(x.sum(axis=1) == n) and np.all(x[:, [3, 17]] == 0)
+    p = w / w.sum()
+    from scipy import stats as st
+    for cell in (int(np.argmax(w)), 0, 59):
+        assert_gof_discrete(x[:, cell], lambda k: st.binom.logpmf(k, n, p[cell]), alpha=ALPHA)
+
+
+# --- heavier sweeps (pytest -m slow) ------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["truncated_poisson", "truncated_bessel", "logarithmic"])
+def test_dense_sweep_ten_million_draws(name):
+    """10^7 draws at 25 parameter values each: power for errors well below 1%."""
+    grid = {"truncated_poisson": np.geomspace(1e-6, 1e4, 25),
+            "truncated_bessel": np.geomspace(1e-6, 1e5, 25),
+            "logarithmic": np.linspace(1e-4, 0.995, 25)}[name]
+    logpmf = {"truncated_poisson": S.truncated_poisson_logpmf,
+              "truncated_bessel": S.truncated_bessel_logpmf,
+              "logarithmic": S.logarithmic_logpmf}[name]
+    f = getattr(R, name)
+    for v in grid:
+        x = f(v, size=10**7, random_state=seed("dense", name, v), n_jobs=-1)
+        assert_gof_discrete(x, lambda k: logpmf(k, v), alpha=ALPHA / 25)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n,r", [(3000, 0.01), (3000, 1.0), (3000, 30.0), (3000, 3000.0)])
+def test_crt_gof_slow(n, r):
+    x = R.crt(n, r, size=2 * 10**6, random_state=seed("crt-slow", n, r), n_jobs=-1)
+    table = S.crt_pmf_table(n, r)
+    assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)

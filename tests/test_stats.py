@@ -1,0 +1,214 @@
+"""The exact reference functions of :mod:`pygbn.stats`.
+
+Checked against independent computations: exact integer Stirling numbers,
+direct sums of the PMFs, scipy's distributions, quadrature, and (where
+installed) mpmath at 50 digits for the huge-parameter forms.
+"""
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import integrate, special
+from scipy import stats as st
+
+from pygbn import stats as S
+
+
+def stirling1_unsigned(n):
+    """Row n of the unsigned Stirling numbers of the first kind (exact ints)."""
+    row = [1]
+    for i in range(n):
+        new = [0] * (len(row) + 1)
+        for l, v in enumerate(row):
+            new[l] += i * v
+            new[l + 1] += v
+        row = new
+    return row
+
+
+@pytest.mark.parametrize("n,r", [(1, 0.3), (6, 0.5), (25, 2.0), (60, 1e-3), (120, 40.0)])
+def test_crt_pmf_matches_stirling_numbers(n, r):
+    s = stirling1_unsigned(n)
+    # P(l) = Gamma(r) / Gamma(n + r) |s(n, l)| r^l
+    ref = np.array([math.log(s[l]) + l * math.log(r) + math.lgamma(r) - math.lgamma(n + r)
+                    if s[l] else -np.inf for l in range(n + 1)])
+    got = S.crt_pmf_table(n, r)
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-11, atol=1e-11)
+    assert np.all(np.isneginf(got[~fin]))
+
+
+@pytest.mark.parametrize("n,r", [(1, 2.0), (40, 0.1), (400, 3.0), (3000, 50.0), (3000, 1e6)])
+def test_crt_moments_match_pmf(n, r):
+    p = np.exp(S.crt_pmf_table(n, r))
+    l = np.arange(n + 1)
+    assert abs(p.sum() - 1) < 1e-12
+    mean = p @ l
+    np.testing.assert_allclose(S.crt_mean(n, r), mean, rtol=1e-11)
+    np.testing.assert_allclose(S.crt_var(n, r), p @ (l - mean) ** 2, rtol=1e-8)
+
+
+@pytest.mark.parametrize("n,r", [(10**6, 0.5), (10**7, 1e3), (10**12, 1e6), (10**9, 1e14)])
+def test_crt_moments_huge_n(n, r):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    e = r * (mp.digamma(n + r) - mp.digamma(r))
+    v = e - r * r * (mp.polygamma(1, r) - mp.polygamma(1, n + r))
+    np.testing.assert_allclose(S.crt_mean(n, r), float(e), rtol=1e-12)
+    np.testing.assert_allclose(S.crt_var(n, r), float(v), rtol=1e-8)
+
+
+def test_crt_conventions():
+    assert S.crt_logpmf(0, 0, 3.0) == 0.0
+    assert S.crt_logpmf(1, 5, 0.0) == 0.0 and S.crt_logpmf(2, 5, 0.0) == -np.inf
+    assert S.crt_logpmf(5, 5, np.inf) == 0.0
+    assert S.crt_mean(5, np.inf) == 5 and S.crt_var(5, np.inf) == 0
+    np.testing.assert_allclose(np.exp(S.crt_logpmf([1, 2], [2, 2], 1.0)), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("lam", [1e-300, 1e-5, 0.4, 3.0, 70.0, 1e5])
+def test_poisson_logpmf_matches_scipy(lam):
+    k = np.arange(0, int(lam + 20 * np.sqrt(lam) + 30))
+    # scipy's direct form has absolute error ~ eps * lam log(lam); ours does not
+    tol = 1e-14 * max(1.0, lam * np.log1p(lam))
+    np.testing.assert_allclose(S.poisson_logpmf(k, lam), st.poisson.logpmf(k, lam), rtol=1e-12, atol=tol)
+
+
+@pytest.mark.parametrize("lam", [1e10, 1e15, 1e18])
+def test_poisson_logpmf_huge_lam(lam):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    for z in (-4.0, -0.3, 0.0, 2.5):
+        k = float(round(lam + z * math.sqrt(lam)))
+        ref = -mp.mpf(lam) + mp.mpf(k) * mp.log(lam) - mp.loggamma(mp.mpf(k) + 1)
+        assert abs(S.poisson_logpmf(k, lam) - float(ref)) < 1e-9
+
+
+@pytest.mark.parametrize("lam", [1e-300, 1e-9, 0.02, 1.0, 7.5, 300.0])
+def test_truncated_poisson(lam):
+    k = np.arange(1, int(lam + 30 * np.sqrt(lam) + 40))
+    p = np.exp(S.truncated_poisson_logpmf(k, lam))
+    assert abs(p.sum() - 1) < 1e-12
+    np.testing.assert_allclose(S.truncated_poisson_mean(lam), p @ k, rtol=1e-12)
+    var = p @ (k - p @ k) ** 2
+    np.testing.assert_allclose(S.truncated_poisson_var(lam), var, rtol=1e-8, atol=1e-300)
+    # the known bug in the wild: lam^k / (k (e^lam - 1)) instead of k!
+    if lam == 1.0:
+        assert abs(np.exp(S.truncated_poisson_logpmf(3, 1.0)) - 1 / (6 * math.expm1(1.0))) < 1e-15
+    assert S.truncated_poisson_logpmf(0, lam) == -np.inf
+
+
+def test_truncated_poisson_huge_lam_variance():
+    np.testing.assert_allclose(S.truncated_poisson_var([1e12, 1e18]), [1e12, 1e18], rtol=1e-12)
+    np.testing.assert_allclose(S.truncated_poisson_var(1e-8), 5e-9, rtol=1e-7)
+
+
+@pytest.mark.parametrize("p", [1e-9, 0.05, 0.5, 0.95])
+def test_logarithmic(p):
+    k = np.arange(1, 3000)
+    pm = np.exp(S.logarithmic_logpmf(k, p))
+    assert abs(pm.sum() - 1) < 1e-10
+    np.testing.assert_allclose(S.logarithmic_mean(p), pm @ k, rtol=1e-9)
+    np.testing.assert_allclose(S.logarithmic_var(p), pm @ (k - pm @ k) ** 2, rtol=1e-7)
+    ref = st.logser.logpmf(k[:50], p)
+    fin = np.isfinite(ref)
+    # scipy's direct form loses relative accuracy for tiny p (ours matches mpmath there)
+    np.testing.assert_allclose(S.logarithmic_logpmf(k[:50], p)[fin], ref[fin], rtol=1e-12 if p > 1e-3 else 1e-6)
+    if p < 1e-6:
+        np.testing.assert_allclose(S.logarithmic_logpmf(1, p), -p / 2 - 5 * p * p / 24, rtol=1e-12)
+    sf = S.logarithmic_sf([1, 3, 10], p)
+    np.testing.assert_allclose(sf, 1 - np.cumsum(pm)[[0, 2, 9]], rtol=1e-8, atol=1e-15)
+
+
+def test_logarithmic_sf_near_one():
+    # P(X > k) for p = 1 - 1e-12 against the series sum_{j>k} p^j / j, via exact Fractions for k = 1
+    p = 1 - 1e-12
+    L = -math.log1p(-p)
+    np.testing.assert_allclose(S.logarithmic_sf(1, p), 1 - p / L, rtol=1e-9)
+    np.testing.assert_allclose(S.logarithmic_mean(p), p / ((1 - p) * L), rtol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [1e-300, 1e-7, 0.2, 1.0, 9.0, 40.0, 800.0])
+def test_truncated_bessel(alpha):
+    n = np.arange(1, int(alpha / 2 + 30 * np.sqrt(alpha + 1) + 30))
+    lp = S.truncated_bessel_logpmf(n, alpha)
+    if alpha > 1e-100:
+        direct = ((2 * n - 1) * np.log(alpha / 2) - special.gammaln(n + 1) - special.gammaln(n)
+                  - np.log(special.iv(1, alpha)))
+        fin = direct > -700
+        np.testing.assert_allclose(lp[fin], direct[fin], rtol=1e-10, atol=1e-10)
+    p = np.exp(lp)
+    assert abs(p.sum() - 1) < 1e-12
+    mean = p @ n
+    np.testing.assert_allclose(S.truncated_bessel_mean(alpha), mean, rtol=1e-12)
+    np.testing.assert_allclose(S.truncated_bessel_var(alpha), p @ (n - mean) ** 2, rtol=1e-7, atol=1e-300)
+    # E[n (n - 1)] = alpha^2 / 4
+    np.testing.assert_allclose(p @ (n * (n - 1)), alpha ** 2 / 4, rtol=1e-9, atol=1e-300)
+
+
+@pytest.mark.parametrize("alpha", [5e3, 1e5, 1e9, 1e15])
+def test_truncated_bessel_huge_alpha(alpha):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    a = mp.mpf(alpha)
+    m = math.floor((1 + math.sqrt(1 + alpha * alpha)) / 2)
+    for k in (m, m + int(3 * math.sqrt(alpha)), max(1, m - int(2 * math.sqrt(alpha)))):
+        ref = (2 * k - 1) * mp.log(a / 2) - mp.loggamma(k + 1) - mp.loggamma(k) - mp.log(mp.besseli(1, a))
+        assert abs(S.truncated_bessel_logpmf(k, alpha) - float(ref)) < 1e-8
+    e = a / 2 * mp.besseli(0, a) / mp.besseli(1, a)
+    np.testing.assert_allclose(S.truncated_bessel_mean(alpha), float(e), rtol=1e-14)
+    np.testing.assert_allclose(S.truncated_bessel_var(alpha), float(a * a / 4 + e - e * e), rtol=1e-9)
+
+
+@pytest.mark.parametrize("lam,c", [(0.3, 1.0), (4.0, 0.5), (60.0, 3.0)])
+def test_prg_density_and_cdf(lam, c):
+    f = lambda x: np.exp(S.prg_logpdf(x, lam, c))  # noqa: E731
+    mass, _ = integrate.quad(f, 0, np.inf, limit=400)
+    np.testing.assert_allclose(mass, -math.expm1(-lam), rtol=1e-8)
+    m1, _ = integrate.quad(lambda x: x * f(x), 0, np.inf, limit=400)
+    m2, _ = integrate.quad(lambda x: x * x * f(x), 0, np.inf, limit=400)
+    np.testing.assert_allclose(m1, S.prg_mean(lam, c), rtol=1e-7)
+    np.testing.assert_allclose(m2 - m1 ** 2, S.prg_var(lam, c), rtol=1e-7)
+    x = S.prg_mean(lam, c) * 0.7
+    part, _ = integrate.quad(f, 0, x, limit=400)
+    np.testing.assert_allclose(S.prg_cdf(x, lam, c), math.exp(-lam) + part, rtol=1e-8)
+    assert S.prg_cdf(0.0, lam, c) == pytest.approx(math.exp(-lam)) and S.prg_cdf(-1.0, lam, c) == 0
+    assert S.prg_log_p0(lam) == -lam
+
+
+@pytest.mark.parametrize("r,p", [(0.01, 0.5), (1.0, 0.3), (7.5, 0.9), (100.0, 0.05)])
+def test_negative_binomial(r, p):
+    k = np.arange(0, 20000)
+    lp = S.negative_binomial_logpmf(k, r, p)
+    # the paper's p is numpy/scipy's 1 - p
+    np.testing.assert_allclose(lp[:200], st.nbinom.logpmf(k[:200], r, 1 - p), rtol=1e-10)
+    pm = np.exp(lp)
+    assert abs(pm.sum() - 1) < 1e-10
+    np.testing.assert_allclose(S.negative_binomial_mean(r, p), pm @ k, rtol=1e-9)
+    np.testing.assert_allclose(S.negative_binomial_var(r, p), pm @ (k - pm @ k) ** 2, rtol=1e-7)
+    assert S.negative_binomial_logpmf(0, 0.0, 0.5) == 0.0 and S.negative_binomial_logpmf(0, 2.0, 0.0) == 0.0
+
+
+def test_multinomial_and_dirichlet():
+    x = np.array([[2, 0, 3], [1, 1, 3]])
+    w = np.array([1.0, 2.0, 7.0])
+    np.testing.assert_allclose(S.multinomial_logpmf(x, w), st.multinomial.logpmf(x, 5, w / w.sum()))
+    a = np.array([0.5, 2.0, 3.0])
+    y = np.array([0.2, 0.3, 0.5])
+    np.testing.assert_allclose(S.dirichlet_logpdf(y, a), st.dirichlet.logpdf(y, a))
+    np.testing.assert_allclose(S.dirichlet_mean(a), st.dirichlet.mean(a))
+    np.testing.assert_allclose(S.dirichlet_var(a), st.dirichlet.var(a))
+
+
+def test_helpers_exact_rationals():
+    # log1pmx and stirlerr against exact/independent values
+    from pygbn.stats import _log1pmx, _stirlerr
+    for x in (1e-8, -0.1, 0.12, 0.5, -0.9):
+        exact = float(sum(Fraction(-1) ** (k + 1) * Fraction(x) ** k / k for k in range(2, 200))) \
+            if abs(x) < 0.6 else math.log1p(x) - x
+        assert abs(_log1pmx(x) - exact) <= 1e-15 * abs(exact)
+    for y in (0.5, 3.0, 15.5, 1e3, 1e12):
+        exact = math.lgamma(y) - (y - 0.5) * math.log(y) + y - 0.5 * math.log(2 * math.pi) \
+            if y < 100 else 1 / (12 * y) - 1 / (360 * y ** 3)
+        assert abs(float(_stirlerr(np.array([y]))[0]) - exact) < 1e-13
