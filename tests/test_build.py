@@ -22,3 +22,10 @@ def test_block_streams_deterministic():
     for g1, g2 in zip(s1.generators, s2.generators):
         assert g1.random() == g2.random()
     assert s1.addresses.dtype == np.uintp and len(s1) == 4
+
+
+def test_bitgen_address_matches_ctypes():
+    from pygbn._utils import bitgen_address
+    g = np.random.default_rng(0)
+    assert bitgen_address(g) == g.bit_generator.ctypes.bit_generator.value
+    assert bitgen_address(g.bit_generator) == g.bit_generator.ctypes.bit_generator.value

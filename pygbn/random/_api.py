@@ -88,6 +88,13 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     probabilities with geometric skips (expected ``O(1 + r log n)``, small
     r); blocks of indices, each one binomial draw plus a thinned correction
     (expected ``O(sqrt(r) log n)``, large r).  See ``docs/samplers.md``.
+
+    References
+    ----------
+    Zhou, M. & Carin, L. (2015). Negative binomial process count and mixture
+    modeling. IEEE TPAMI 37, 307-320 (the CRT distribution).
+    Devroye, L. (1986). Non-Uniform Random Variate Generation, Section VI.3
+    (thinning).
     """
     n_a = as_count("n", n)
     r_a = as_real("r", r, low=0, allow_inf=True)
@@ -153,7 +160,13 @@ def truncated_poisson(lam, size=None, random_state=None, n_jobs=None):
     ``lam < 1.5`` (no underflow for ``lam = 1e-300``); rejection of the zeros
     of an exact Poisson draw above (acceptance ``>= 0.78``).  Poisson draws use
     numpy's PTRS up to ``lam = 1e10`` and our PTRS with a relative-scale
-    log-PMF above (Hörmann 1993; Loader 2000).
+    log-PMF above.
+
+    References
+    ----------
+    Hörmann, W. (1993). The transformed rejection method for generating
+    Poisson random variables. Insurance: Math. Econ. 12, 39-45.
+    Loader, C. (2000). Fast and accurate computation of binomial probabilities.
     """
     lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
     return _int_sampler("i_d", "truncated_poisson", [("lam", lam_a, np.float64)],
@@ -232,8 +245,14 @@ def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
 
     Notes
     -----
-    By its mixture; gamma draws of shape ``>= 1e10`` use Marsaglia & Tsang
+    By its mixture; Poisson draws of mean ``>= 1e10`` use our PTRS with a
+    relative-scale log-PMF, gamma draws of shape ``>= 1e10`` Marsaglia & Tsang
     (2000) with a cancellation-free acceptance test.
+
+    References
+    ----------
+    Zhou, M., Cong, Y. & Chen, B. (2016). Augmentable gamma belief networks.
+    JMLR 17, Appendix A.
     """
     lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
     c_a = as_real("c", c, low=0, low_open=True)
@@ -278,6 +297,11 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
     -----
     As the gamma-Poisson mixture ``Pois(Gam(r, p / (1 - p)))``, with the
     exact Poisson and gamma kernels described in ``docs/samplers.md``.
+
+    References
+    ----------
+    Zhou, M., Cong, Y. & Chen, B. (2016). Augmentable gamma belief networks.
+    JMLR 17, Section 2.1.
     """
     r_a = as_real("r", r, low=0)
     p_a = as_real("p", p, low=0, high=1, high_open=True)
@@ -325,7 +349,15 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     merged against the cumulative weights in one pass (O(n + k)).  ``n > k``:
     conditional binomials ``x_i ~ Bin(n - x_<i, w_i / sum(w_>=i))`` with the
     ratio clipped to [0, 1] (O(k) binomial draws; numpy's BTPE for large
-    means, our ``log1p`` inversion for small ones).
+    means, our ``log1p`` inversion for small ones).  Rows of ``weights``
+    shared by broadcasting are not copied.
+
+    References
+    ----------
+    Bentley, J. L. & Saxe, J. B. (1980). Generating sorted lists of random
+    numbers. ACM TOMS 6, 359-364.
+    Kachitvichyanukul, V. & Schmeiser, B. W. (1988). Binomial random variate
+    generation. CACM 31, 216-222.
     """
     n_a = as_count("n", n)
     w_a = as_real("weights", weights, low=0)
@@ -377,7 +409,16 @@ def dirichlet(alpha, size=None, random_state=None, n_jobs=None):
     gammas can underflow to 0 and ``0/0`` would follow; then the row is
     redrawn in log space, ``log G(a) = log G(a + 1) + log(U) / a``, and
     normalised by log-sum-exp.  The redraw is exact because ``G / sum(G)``
-    is independent of ``sum(G)``.
+    is independent of ``sum(G)``.  If even the logs overflow (concentrations
+    below ~1e-307) the row is the limit law: one vertex, chosen with
+    probability ``alpha_i / sum(alpha)``.
+
+    References
+    ----------
+    Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
+    variables. ACM TOMS 26, 363-372 (Section 6: shapes below 1).
+    Lukacs, E. (1955). A characterization of the gamma distribution. Ann.
+    Math. Statist. 26, 319-324.
     """
     a = as_real("alpha", alpha, low=0)
     _row_batch("alpha", a, "component")

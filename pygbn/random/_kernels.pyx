@@ -7,9 +7,8 @@ algorithms, their sources and the numerics that needed care are described
 in ``docs/samplers.md``; the thresholds below select between exact
 algorithms for speed only (every branch samples the exact distribution).
 """
-from libc.math cimport (log, log1p, exp, expm1, sqrt, floor, ceil, fabs,
-                        INFINITY, isinf, isnan, lgamma)
-from libc.stdint cimport int64_t, INT64_MAX
+from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY, isinf, lgamma
+from libc.stdint cimport int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
     random_standard_uniform, random_standard_normal, random_standard_gamma,
@@ -23,10 +22,10 @@ from pygbn.random._special cimport (
 # ---------------------------------------------------------------------------
 # Switch points (speed only; see tools/bench_samplers.py)
 # ---------------------------------------------------------------------------
-# numpy's Poisson (PTRS with an absolute-scale log-PMF) and gamma
-# (Marsaglia-Tsang with an absolute-scale test) lose accuracy for huge
-# parameters; above these values our own versions with relative-scale
-# acceptance tests take over.
+# numpy's Poisson (PTRS with an absolute-scale log-PMF; measurably wrong from
+# lam ~ 1e14) and gamma (Marsaglia-Tsang with a test that cancels for huge
+# shapes) are used below these values; above, our versions with
+# relative-scale acceptance tests take over.
 cdef double POISSON_OWN_LAM = 1e10
 cdef double GAMMA_OWN_SHAPE = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped

@@ -109,14 +109,3 @@ cdef inline double poisson_logpmf(double k, double lam, double d) noexcept nogil
     if k <= 0.0:
         return -lam
     return -stirlerr(k) - bd0(k, lam, d) - LOG_SQRT_2PI - 0.5 * log(k)
-
-
-cdef inline double lgamma_diff(double x, double j) noexcept nogil:
-    """``lgamma(x + j) - lgamma(x)`` for ``x > 0``, ``x + j > 0``, without cancellation for huge x.
-
-    Uses ``(x - 1/2) log1p(j/x) + j log(x + j) - j + stirlerr(x + j) - stirlerr(x)``.
-    """
-    if x < 64.0 and x + j < 64.0:
-        return lgamma(x + j) - lgamma(x)
-    return ((x - 0.5) * log1p(j / x) + j * log(x + j) - j
-            + stirlerr(x + j) - stirlerr(x))
