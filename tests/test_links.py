@@ -131,16 +131,16 @@ def test_n_jobs_invariance_for_links():
 
 # Binary data keep only presence: the Bernoulli-Poisson fit tends to split a
 # true factor over several learned ones, so its matched cosine is lower
-@pytest.mark.parametrize("link,n_docs,c1,min_cos", [("bernoulli", 3000, 0.5, 0.75),
-                                                    ("prg", 1500, 0.3, 0.9)])
-def test_recovery_per_link(link, n_docs, c1, min_cos):
+@pytest.mark.parametrize("link,n_docs,c1,min_cos,median_cos", [
+    ("bernoulli", 3000, 0.5, 0.75, 0.85), ("prg", 1500, 0.3, 0.9, 0.95)])
+def test_recovery_per_link(link, n_docs, c1, min_cos, median_cos):
     truth = _truth(link, c1=c1)
     X = truth.generate(n_docs, random_state=4)
     m = GBN(link=link, n_components=15, n_layers=2, burn_in=(300, 100), n_collect=50,
             random_state=0).fit(X)
     cos = _matched_cosine(truth.phis[0], m.networks_[-1].phis[0])
     assert cos.min() > min_cos, cos
-    assert np.median(cos) > 0.9, cos
+    assert np.median(cos) > median_cos, cos
 
 
 # ----------------------------------------------------------------- real data
