@@ -130,6 +130,7 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--links", action="store_true", help="also time the Bernoulli-Poisson and PRG links")
+    ap.add_argument("--only-links", action="store_true", help="time only the Bernoulli-Poisson and PRG links")
     ap.add_argument("--no-tomotopy", action="store_true")
     args = ap.parse_args(argv)
 
@@ -141,7 +142,7 @@ def main(argv=None):
         X = load_corpus(args.data, vocab)
         Y = get_link("poisson").check_data(X)
         tomo = {}
-        for K in args.K:
+        for K in ([] if args.only_links else args.K):
             if not args.no_tomotopy:
                 tomo[K] = time_tomotopy(X, K, args.warmup, args.iters)
             for T in args.T:
@@ -157,7 +158,7 @@ def main(argv=None):
                         print(f"| debian-{vocab} | poisson | {K} | {T} | {widths} | {method} | {nj} | "
                               f"{tot:.3f} | {br} | {floor:.3f} | {'' if tt is None else f'{tt:.3f}'} | {ratio} |",
                               flush=True)
-        if args.links:
+        if args.links or args.only_links:
             B = (X > 0).astype(np.float64)
             Yb = get_link("bernoulli").check_data(B)
             Yr = get_link("prg").check_data(X.astype(np.float64) / 4.0)
