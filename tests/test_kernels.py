@@ -66,13 +66,13 @@ def test_collapsed_sweep_draws_one_token_from_eq_z(shared):
     for _ in range(n):
         z = tok_z.copy()
         a_nwk, a_nk, a_njk = nwk.copy(), nk.copy(), njk.copy()
-        wnz = np.zeros((V, K), np.int32)
-        wcnt = np.zeros((V, K), np.int32)
+        wlist = np.zeros((V, 2 * K), np.int32)
         wlen = np.zeros(V, np.int32)
         wpos = np.zeros((V, K), np.int32)
-        _collapsed.build_word_lists(a_nwk, wnz, wcnt, wlen, wpos)
-        _collapsed.collapsed_sweep(tok_w.copy(), z, doc_ptr, order, a_nwk, a_nk, a_njk, wnz, wcnt,
-                                   wlen, wpos, prior, eta, gen.bit_generator)
+        _collapsed.build_word_lists(a_nwk, wlist, wlen, wpos)
+        _collapsed.collapsed_sweep(tok_w.copy(), z, doc_ptr, order, a_nk, a_njk, wlist, wlen, wpos,
+                                   prior, eta, gen.bit_generator)
+        _collapsed.word_counts(wlist, wlen, a_nwk)
         counts[z[0]] += 1
         # counts stay consistent with the new label
         assert a_nwk[2, z[0]] == nwk_m[2, z[0]] + 1 and a_nk.sum() == nk.sum()
@@ -92,16 +92,16 @@ def test_collapsed_sweep_keeps_counts_and_word_lists_consistent():
     np.add.at(nwk, (tok_w, tok_z), 1)
     np.add.at(njk, (doc_of, tok_z), 1)
     nk = nwk.sum(axis=0)
-    wnz = np.zeros((V, K), np.int32)
-    wcnt = np.zeros((V, K), np.int32)
+    wlist = np.zeros((V, 2 * K), np.int32)
     wlen = np.zeros(V, np.int32)
     wpos = np.zeros((V, K), np.int32)
-    _collapsed.build_word_lists(nwk, wnz, wcnt, wlen, wpos)
+    _collapsed.build_word_lists(nwk, wlist, wlen, wpos)
     prior = rng.gamma(0.5, size=(J, K))
     gen = np.random.default_rng(4)
     for _ in range(20):
-        _collapsed.collapsed_sweep(tok_w, tok_z, doc_ptr, gen.permutation(J).astype(np.int64), nwk,
-                                   nk, njk, wnz, wcnt, wlen, wpos, prior, 0.1, gen.bit_generator)
+        _collapsed.collapsed_sweep(tok_w, tok_z, doc_ptr, gen.permutation(J).astype(np.int64),
+                                   nk, njk, wlist, wlen, wpos, prior, 0.1, gen.bit_generator)
+    _collapsed.word_counts(wlist, wlen, nwk)
     nwk2 = np.zeros_like(nwk)
     njk2 = np.zeros_like(njk)
     doc_of = np.repeat(np.arange(J), np.diff(doc_ptr))
@@ -111,10 +111,11 @@ def test_collapsed_sweep_keeps_counts_and_word_lists_consistent():
     np.testing.assert_array_equal(njk, njk2)
     np.testing.assert_array_equal(nk, nwk2.sum(axis=0))
     for v in range(V):
-        lst = wnz[v, : wlen[v]]
+        lst = wlist[v, 0 : 2 * wlen[v] : 2]
+        cnt = wlist[v, 1 : 2 * wlen[v] : 2]
         np.testing.assert_array_equal(np.sort(lst), np.flatnonzero(nwk[v]))
-        np.testing.assert_array_equal(wcnt[v, : wlen[v]], nwk[v, lst])
-        assert np.all(np.diff(wcnt[v, : wlen[v]]) <= 0), "term lists sorted by decreasing count"
+        np.testing.assert_array_equal(cnt, nwk[v, lst])
+        assert np.all(np.diff(cnt) <= 0), "term lists sorted by decreasing count"
         np.testing.assert_array_equal(wpos[v, lst], np.arange(wlen[v]))
 
 

@@ -49,21 +49,21 @@ cdef inline void _list_add(int32_t *lst, int32_t *length, int32_t *pos, int32_t 
     length[0] += 1
 
 
-cdef inline void _swap(int32_t *wz, int32_t *wc, int32_t *wp, int32_t p, int32_t q) noexcept nogil:
-    cdef int32_t tz = wz[p], tc = wc[p]
-    wz[p] = wz[q]
-    wc[p] = wc[q]
-    wz[q] = tz
-    wc[q] = tc
-    wp[wz[p]] = p
-    wp[wz[q]] = q
+cdef inline void _swap(int32_t *wl, int32_t *wp, int32_t p, int32_t q) noexcept nogil:
+    """Swap entries p and q of a term's (topic, count) list and fix the positions."""
+    cdef int32_t tz = wl[2 * p], tc = wl[2 * p + 1]
+    wl[2 * p] = wl[2 * q]
+    wl[2 * p + 1] = wl[2 * q + 1]
+    wl[2 * q] = tz
+    wl[2 * q + 1] = tc
+    wp[wl[2 * p]] = p
+    wp[wl[2 * q]] = q
 
 
 def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] doc_ptr,
-                    const int64_t[::1] doc_order, int64_t[:, ::1] nwk, int64_t[::1] nk,
-                    int64_t[:, ::1] njk, int32_t[:, ::1] wnz, int32_t[:, ::1] wcnt,
-                    int32_t[::1] wnz_len, int32_t[:, ::1] wpos, const double[:, ::1] prior,
-                    double eta, bit_generator):
+                    const int64_t[::1] doc_order, int64_t[::1] nk, int64_t[:, ::1] njk,
+                    int32_t[:, ::1] wlist, int32_t[::1] wlen, int32_t[:, ::1] wpos,
+                    const double[:, ::1] prior, double eta, bit_generator):
     """One collapsed sweep over all tokens (eq:z), updating labels and counts in place.
 
     Parameters
@@ -74,13 +74,16 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
         Tokens of document ``j`` are ``doc_ptr[j]:doc_ptr[j + 1]``.
     doc_order : int64 array
         Documents to visit, in order.
-    nwk, nk, njk : int64 arrays (V, K), (K,), (J, K)
-        Term-topic, topic and document-topic counts, consistent with ``tok_z``.
-    wnz, wcnt, wnz_len, wpos : int32 arrays (V, K), (V, K), (V,), (V, K)
-        For each term ``w`` the compact list of its topics with ``nwk > 0``
-        (``wnz[w, :wnz_len[w]]``), their counts (``wcnt[w, i] ==
-        nwk[w, wnz[w, i]]``) and each topic's position in the list (-1 if
-        absent).  Reading the word bucket is then one sequential pass.
+    nk, njk : int64 arrays (K,), (J, K)
+        Topic and document-topic counts, consistent with ``tok_z``.
+    wlist, wlen, wpos : int32 arrays (V, 2 K), (V,), (V, K)
+        The term-topic counts ``n_wk`` as one compact list per term: entry
+        ``i < wlen[w]`` is the pair ``(wlist[w, 2 i], wlist[w, 2 i + 1])`` =
+        (topic, count), every count positive, sorted by decreasing count;
+        ``wpos[w, k]`` is topic k's entry (-1 if ``n_wk = 0``).  A term's
+        word bucket is then one sequential pass over adjacent memory.  Use
+        :func:`build_word_lists` and :func:`word_counts` to convert from and to
+        the dense (V, K) counts.
     prior : float64 array (J, K) or (1, K)
         The prior shapes ``a_jk`` (one shared row when it has one row); > 0.
     eta : float
@@ -98,7 +101,7 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
     """
     cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
     cdef Py_ssize_t K = nk.shape[0]
-    cdef Py_ssize_t V = nwk.shape[0]
+    cdef Py_ssize_t V = wpos.shape[0]
     cdef bint shared = prior.shape[0] == 1
     cdef double veta = V * eta
     cdef double *inv_d = <double *> malloc(K * sizeof(double))
@@ -112,8 +115,7 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
     cdef const double *a
     cdef int64_t *nj
     cdef int64_t *nk_p = &nk[0]
-    cdef int32_t *wz
-    cdef int32_t *wc
+    cdef int32_t *wl
     cdef int32_t *wp
     cdef double s, rb, q, q1, u, t, tot, v0, v1
     if inv_d == NULL or ck == NULL or qv == NULL or dnz == NULL or dpos == NULL:
@@ -153,14 +155,12 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                 for i in range(start, end):
                     w = tok_w[i]
                     k = tok_z[i]
-                    wz = &wnz[w, 0]
-                    wc = &wcnt[w, 0]
+                    wl = &wlist[w, 0]
                     wp = &wpos[w, 0]
                     # ---- remove the token ----
                     s -= a[k] * inv_d[k]
                     rb -= nj[k] * inv_d[k]
                     nj[k] -= 1
-                    nwk[w, k] -= 1
                     nk_p[k] -= 1
                     inv_d[k] = 1.0 / (veta + nk_p[k])
                     s += a[k] * inv_d[k]
@@ -171,30 +171,30 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                     # the term's topic list is kept sorted by decreasing count
                     # (as in SparseLDA), so the scan below usually stops early
                     p = wp[k]
-                    wc[p] -= 1
-                    nw = wnz_len[w]
-                    while p + 1 < nw and wc[p] < wc[p + 1]:
-                        _swap(wz, wc, wp, p, p + 1)
+                    wl[2 * p + 1] -= 1
+                    nw = wlen[w]
+                    while p + 1 < nw and wl[2 * p + 1] < wl[2 * p + 3]:
+                        _swap(wl, wp, p, p + 1)
                         p += 1
-                    if wc[p] == 0:
+                    if wl[2 * p + 1] == 0:
                         # a zero count sorts last: drop it
                         wp[k] = -1
-                        wnz_len[w] = nw - 1
+                        wlen[w] = nw - 1
                     # ---- word bucket: one sequential pass, two accumulators ----
-                    nw = wnz_len[w]
+                    nw = wlen[w]
                     q = 0.0
                     q1 = 0.0
                     idx = 0
                     while idx + 1 < nw:
-                        v0 = wc[idx] * ck[wz[idx]]
-                        v1 = wc[idx + 1] * ck[wz[idx + 1]]
+                        v0 = wl[2 * idx + 1] * ck[wl[2 * idx]]
+                        v1 = wl[2 * idx + 3] * ck[wl[2 * idx + 2]]
                         qv[idx] = v0
                         qv[idx + 1] = v1
                         q += v0
                         q1 += v1
                         idx += 2
                     if idx < nw:
-                        v0 = wc[idx] * ck[wz[idx]]
+                        v0 = wl[2 * idx + 1] * ck[wl[2 * idx]]
                         qv[idx] = v0
                         q += v0
                     q += q1
@@ -209,7 +209,7 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                         while idx < nw - 1 and u >= qv[idx]:
                             u -= qv[idx]
                             idx += 1
-                        k = wz[idx]
+                        k = wl[2 * idx]
                     else:
                         u = (u - q) / eta
                         if u < rb and dn > 0:
@@ -238,7 +238,6 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                     s -= a[k] * inv_d[k]
                     rb -= nj[k] * inv_d[k]
                     nj[k] += 1
-                    nwk[w, k] += 1
                     nk_p[k] += 1
                     inv_d[k] = 1.0 / (veta + nk_p[k])
                     s += a[k] * inv_d[k]
@@ -248,24 +247,25 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
                         _list_add(dnz, &dn, dpos, k)
                     p = wp[k]
                     if p < 0:
-                        p = wnz_len[w]
-                        wz[p] = k
-                        wc[p] = 1
+                        p = wlen[w]
+                        wl[2 * p] = k
+                        wl[2 * p + 1] = 1
                         wp[k] = p
-                        wnz_len[w] = p + 1
+                        wlen[w] = p + 1
                     else:
-                        wc[p] += 1
-                    while p > 0 and wc[p] > wc[p - 1]:
-                        _swap(wz, wc, wp, p, p - 1)
+                        wl[2 * p + 1] += 1
+                    while p > 0 and wl[2 * p + 1] > wl[2 * p - 1]:
+                        _swap(wl, wp, p, p - 1)
                         p -= 1
                     tok_z[i] = k
     finally:
         free(inv_d); free(ck); free(qv); free(dnz); free(dpos)
 
 
-def build_word_lists(const int64_t[:, ::1] nwk, int32_t[:, ::1] wnz, int32_t[:, ::1] wcnt,
-                     int32_t[::1] wnz_len, int32_t[:, ::1] wpos):
-    """Fill the per-term topic lists used by :func:`collapsed_sweep` (sorted by decreasing count)."""
+def build_word_lists(const int64_t[:, ::1] nwk, int32_t[:, ::1] wlist, int32_t[::1] wlen,
+                     int32_t[:, ::1] wpos):
+    """Fill the per-term (topic, count) lists of :func:`collapsed_sweep` from
+    dense counts ``nwk`` (V, K), sorted by decreasing count."""
     cdef Py_ssize_t V = nwk.shape[0], K = nwk.shape[1], v, k
     cdef int32_t n, p
     with nogil:
@@ -276,11 +276,22 @@ def build_word_lists(const int64_t[:, ::1] nwk, int32_t[:, ::1] wnz, int32_t[:, 
                 if nwk[v, k] > 0:
                     # insertion into the list sorted by decreasing count
                     p = n
-                    wnz[v, p] = <int32_t> k
-                    wcnt[v, p] = <int32_t> nwk[v, k]
+                    wlist[v, 2 * p] = <int32_t> k
+                    wlist[v, 2 * p + 1] = <int32_t> nwk[v, k]
                     wpos[v, k] = p
                     n += 1
-                    while p > 0 and wcnt[v, p] > wcnt[v, p - 1]:
-                        _swap(&wnz[v, 0], &wcnt[v, 0], &wpos[v, 0], p, p - 1)
+                    while p > 0 and wlist[v, 2 * p + 1] > wlist[v, 2 * p - 1]:
+                        _swap(&wlist[v, 0], &wpos[v, 0], p, p - 1)
                         p -= 1
-            wnz_len[v] = n
+            wlen[v] = n
+
+
+def word_counts(const int32_t[:, ::1] wlist, const int32_t[::1] wlen, int64_t[:, ::1] nwk):
+    """Dense term-topic counts ``nwk`` (V, K) from the per-term lists (overwrites ``nwk``)."""
+    cdef Py_ssize_t V = nwk.shape[0], K = nwk.shape[1], v, k, i
+    with nogil:
+        for v in range(V):
+            for k in range(K):
+                nwk[v, k] = 0
+            for i in range(wlen[v]):
+                nwk[v, wlist[v, 2 * i]] = wlist[v, 2 * i + 1]

@@ -268,11 +268,10 @@ class GibbsSampler:
         njk = np.bincount(doc_of * K + z, minlength=J * K).reshape(J, K).astype(np.int64)
         tok["nwk"] = nwk
         tok["nk"] = nwk.sum(axis=0)
-        tok["wnz"] = np.zeros((V, K), dtype=np.int32)
-        tok["wcnt"] = np.zeros((V, K), dtype=np.int32)
-        tok["wnz_len"] = np.zeros(V, dtype=np.int32)
+        tok["wlist"] = np.zeros((V, 2 * K), dtype=np.int32)
+        tok["wlen"] = np.zeros(V, dtype=np.int32)
         tok["wpos"] = np.zeros((V, K), dtype=np.int32)
-        _collapsed.build_word_lists(nwk, tok["wnz"], tok["wcnt"], tok["wnz_len"], tok["wpos"])
+        _collapsed.build_word_lists(nwk, tok["wlist"], tok["wlen"], tok["wpos"])
         self.m[0] = njk
         self.network.layers[0].counts = nwk
 
@@ -313,9 +312,10 @@ class GibbsSampler:
         layer = self.network.layers[0]
         prior = np.ascontiguousarray(self._doc_prior(1))
         order = self.rng.permutation(self.n_docs).astype(np.int64)
-        _collapsed.collapsed_sweep(tok["w"], tok["z"], tok["ptr"], order, tok["nwk"], tok["nk"],
-                                   self.m[0], tok["wnz"], tok["wcnt"], tok["wnz_len"], tok["wpos"], prior,
-                                   float(layer.eta), self.rng.bit_generator)
+        _collapsed.collapsed_sweep(tok["w"], tok["z"], tok["ptr"], order, tok["nk"], self.m[0],
+                                   tok["wlist"], tok["wlen"], tok["wpos"], prior, float(layer.eta),
+                                   self.rng.bit_generator)
+        _collapsed.word_counts(tok["wlist"], tok["wlen"], tok["nwk"])
         layer.counts = tok["nwk"]
 
     def sample_layer_one_blocked(self, blocks=None) -> np.ndarray:
