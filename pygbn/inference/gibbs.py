@@ -122,8 +122,7 @@ class GibbsSampler:
     """
 
     def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
-                 n_jobs: int = 1, random_state=None, update_globals: bool = True,
-                 eta_schedule: Optional[Sequence[float]] = None):
+                 n_jobs: int = 1, random_state=None, update_globals: bool = True):
         from pygbn._utils import check_random_state
 
         rng = check_random_state(random_state)
@@ -139,7 +138,6 @@ class GibbsSampler:
         self.method = method
         self.n_jobs = int(n_jobs)
         self.update_globals = bool(update_globals)
-        self.eta_schedule = list(eta_schedule) if eta_schedule is not None else None
         # random streams: one private serial stream, per-block streams for documents
         # and for Phi columns, and separate streams for evaluation draws (so that
         # measuring held-out perplexity does not change the chain)
@@ -161,8 +159,7 @@ class GibbsSampler:
     @classmethod
     def for_training(cls, Y: sp.csr_matrix, n_components: int, *, link="poisson",
                      eta: float = 0.05, hyper: Optional[Hyperparameters] = None,
-                     method: str = "collapsed", n_jobs: int = 1, random_state=None,
-                     eta_schedule: Optional[Sequence[float]] = None) -> "GibbsSampler":
+                     method: str = "collapsed", n_jobs: int = 1, random_state=None) -> "GibbsSampler":
         """A chain on a one-layer network with ``n_components`` factors.
 
         Initial values follow the authors' code: layer-one labels (collapsed)
@@ -184,8 +181,7 @@ class GibbsSampler:
                       c=np.ones(J), counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
-        s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True,
-                eta_schedule=eta_schedule)
+        s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True)
         s.aux = link.init_aux(Y, s.rng, hyper)
         if method == "collapsed":
             s._init_tokens(labels=None)
