@@ -37,7 +37,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import BlockStreams, block_bounds, spawn_generators
+from pygbn._utils import BlockStreams, block_bounds, check_random_state, spawn_generators
 from pygbn.inference import _blocked, _collapsed
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
@@ -123,8 +123,6 @@ class GibbsSampler:
 
     def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
                  n_jobs: int = 1, random_state=None, update_globals: bool = True):
-        from pygbn._utils import check_random_state
-
         rng = check_random_state(random_state)
         self.network = network
         self.link: Link = network.link
@@ -167,8 +165,6 @@ class GibbsSampler:
         normalised columns and theta^(1) = 1/K (blocked); r_k = 1/K,
         gamma0 = 1, c0 = 1 and all c_j^(2) = 1 (p_j^(2) = 1/2).
         """
-        from pygbn._utils import check_random_state
-
         rng = check_random_state(random_state)
         link = get_link(link)
         hyper = hyper or Hyperparameters()
@@ -177,8 +173,10 @@ class GibbsSampler:
         init_rng = spawn_generators(rng, 1)[0]
         phi = init_rng.random((V, K))
         phi /= phi.sum(axis=0, keepdims=True)
-        layer = Layer(phi=phi, eta=float(eta), theta=np.full((J, K), 1.0 / K),
-                      c=np.ones(J), counts=np.zeros((V, K), dtype=np.int64))
+        # theta^(1) is integrated out by the collapsed sampler
+        theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
+        layer = Layer(phi=phi, eta=float(eta), theta=theta, c=np.ones(J),
+                      counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
         s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True)
@@ -196,8 +194,6 @@ class GibbsSampler:
         c_j^(t+1) at the layer's training median and theta drawn top-down from
         its prior (floored at the smallest normal double).
         """
-        from pygbn._utils import check_random_state
-
         rng = check_random_state(random_state)
         J = Y.shape[0]
         if Y.shape[1] != network.n_features:
