@@ -78,6 +78,8 @@ def parse_args(argv=None):
     p.add_argument("--collect", type=int, help="collection iterations C_t at every depth")
     p.add_argument("--eta", type=float, default=0.05)
     p.add_argument("--train-fraction", type=float, default=0.3)
+    p.add_argument("--method", choices=("collapsed", "blocked"), default="collapsed",
+                   help="layer-one sampler (the paper's: collapsed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the subset, the split and every chain")
     p.add_argument("--no-lda", action="store_true", help="skip the LDA baseline")
     p.add_argument("--lda-alpha", type=float, default=0.1)
@@ -189,7 +191,7 @@ def main(argv=None) -> int:
     for K in a.widths:
         t = rc.Timer()
         model = pygbn.GBN(n_components=K, n_layers=a.layers, eta=a.eta, burn_in=(B1, Bt), n_collect=a.collect,
-                          n_jobs=a.n_jobs, random_state=a.seed, verbose=a.verbose)
+                          method=a.method, n_jobs=a.n_jobs, random_state=a.seed, verbose=a.verbose)
         model.fit(X_obs, heldout=X_held, vocabulary=words)
         run = {"K1max": K, "perplexity": [float(v) for v in model.perplexity_],
                "widths": [list(net.widths) for net in model.networks_],
@@ -205,7 +207,8 @@ def main(argv=None) -> int:
         if a.control and len(model.networks_) > 1:
             t = rc.Timer()
             ctrl = pygbn.GBN(n_components=K, n_layers=1, eta=a.eta, burn_in=total_iters - a.collect,
-                             n_collect=a.collect, n_jobs=a.n_jobs, random_state=a.seed).fit(X_obs, heldout=X_held)
+                             n_collect=a.collect, method=a.method, n_jobs=a.n_jobs,
+                             random_state=a.seed).fit(X_obs, heldout=X_held)
             run["control"] = {"iterations": total_iters, "perplexity": float(ctrl.perplexity_[0]),
                               "width": ctrl.widths_[0], "wall_s": t.wall}
             print(f"[perplexity] K1max={K} control T=1 x {total_iters} iterations: {ctrl.perplexity_[0]:.1f} "
@@ -227,7 +230,7 @@ def main(argv=None) -> int:
     record = {"script": "reproduce_perplexity", "command": rc.command_line(), "mode": a.mode,
               "seed": a.seed, "n_docs": int(X.shape[0]), "n_docs_corpus": n_corpus,
               "train_tokens": n_obs, "heldout_tokens": n_held, "eta": a.eta, "burn_in": list(a.burn_in),
-              "collect": a.collect, "layers": a.layers, "train_fraction": a.train_fraction,
+              "collect": a.collect, "layers": a.layers, "train_fraction": a.train_fraction, "method": a.method,
               "lda": None if a.no_lda else {"alpha": a.lda_alpha, "eta": a.lda_eta},
               "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
     out = a.out_dir
@@ -245,7 +248,8 @@ def write_report(rec, out: Path, name: str, timer) -> None:
              ("data", f"Debian descriptions, top-2000 vocabulary, {subset}"),
              ("tokens", f"{rec['train_tokens']:,} training (30% per document) / {rec['heldout_tokens']:,} held out"),
              ("schedule", f"B_1 = {rec['burn_in'][0]}, B_t = {rec['burn_in'][1]} (t >= 2), C_t = {rec['collect']}; "
-                          f"eta = {rec['eta']}; one perplexity sample per 5 collection iterations"),
+                          f"eta = {rec['eta']}; layer one {rec.get('method', 'collapsed')}; "
+                          "one perplexity sample per 5 collection iterations"),
              ("seed", str(rec["seed"]))]
     if rec["mode"] != "full":
         extra.append(("note", "a reduced run, NOT the paper's protocol (which is `--mode full`)"))
