@@ -1,0 +1,139 @@
+"""Smoke tests of tools/reproduce_*.py: presets, argument errors and a tiny end-to-end run of each.
+
+The end-to-end runs use a synthetic stand-in for the shared data folder (a few dozen
+documents), so they take seconds; the check on the real corpus files skips when
+the shared data are absent. Skipped entirely where tools/ is not beside the tests.
+"""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+REPO = Path(__file__).resolve().parent.parent
+TOOLS = REPO / "tools"
+pytestmark = pytest.mark.skipif(not (TOOLS / "reproduce_perplexity.py").exists(), reason="tools/ not beside the tests")
+if str(TOOLS) not in sys.path:
+    sys.path.insert(0, str(TOOLS))
+
+
+@pytest.fixture(scope="module")
+def fake_data(tmp_path_factory):
+    """A tiny data folder with the layout of shared/data (Debian-like corpus and digits)."""
+    root = tmp_path_factory.mktemp("data")
+    rng = np.random.default_rng(0)
+    J, V = 80, 40
+    topics = rng.dirichlet(np.full(V, 0.1), size=4)
+    lab = np.arange(J) % 4
+    X = np.vstack([rng.multinomial(int(rng.integers(10, 40)), topics[k]) for k in lab])
+    d = root / "debian-descriptions"
+    d.mkdir()
+    sp.save_npz(d / "counts-top2000.npz", sp.csr_matrix(X.astype(np.int32)))
+    (d / "vocab-top2000.txt").write_text("\n".join(f"word{v:02d}" for v in range(V)) + "\n")
+    rows = ["source\tlabel\tsplit"] + [f"pkg{j}\tsec{lab[j]}\t{'test' if j % 3 == 0 else 'train'}" for j in range(J)]
+    (d / "docs.tsv").write_text("\n".join(rows) + "\n")
+    g = root / "digits"
+    g.mkdir()
+    y = np.arange(60) % 3
+    protos = rng.integers(0, 17, size=(3, 64))
+    Xd = np.clip(protos[y] + rng.integers(-2, 3, size=(60, 64)), 0, 16) * (protos[y] > 6)
+    np.savez(g / "digits.npz", X=Xd.astype(np.uint8), y=y.astype(np.uint8))
+    return root
+
+
+TINY = ["--widths", "6", "--layers", "2", "--burn-in", "4", "2", "--collect", "5", "--seed", "1"]
+
+
+def test_presets_and_overrides():
+    import reproduce_classification as rcl
+    import reproduce_perplexity as rp
+    import reproduce_tree as rt
+
+    a = rp.parse_args(["--quick"])
+    assert (a.mode, a.widths, a.layers, a.burn_in, a.collect, a.name) == ("quick", [25, 50], 3, (60, 30), 30,
+                                                                          "perplexity_quick")
+    a = rp.parse_args([])
+    assert (a.mode, a.n_docs, a.widths, a.layers, a.burn_in, a.collect) == ("full", 0, [25, 50, 100, 200], 5,
+                                                                            (1000, 500), 500)
+    a = rp.parse_args(["--mode", "medium", "--widths", "10,20", "--burn-in", "7", "3"])
+    assert (a.n_docs, a.widths, a.burn_in) == (8000, [10, 20], (7, 3))
+    a = rcl.parse_args(["--mode", "full", "--dataset", "digits"])
+    s = rcl.settings(a, "digits")
+    assert (s["burn_in"], s["collect"], s["transform_iter"], s["widths"]) == ((1000, 500), 500, (500, 500),
+                                                                            [50, 100, 200])
+    assert rt.parse_args(["--quick"]).width == 50
+    assert rt.parse_root("5:1") == (5, 0)
+
+
+@pytest.mark.parametrize("argv", [["--widths", "a,b"], ["--widths", "0"], ["--collect", "2"], ["--mode", "huge"]])
+def test_perplexity_bad_arguments(argv):
+    import reproduce_perplexity as rp
+
+    with pytest.raises(SystemExit):
+        rp.parse_args(argv)
+
+
+def test_missing_data_is_a_clear_error(tmp_path, capsys):
+    import reproduce_perplexity as rp
+
+    with pytest.raises(SystemExit) as exc:
+        rp.main(["--quick", "--data-dir", str(tmp_path), "--out-dir", str(tmp_path / "out"), "--no-lda"])
+    assert "not found" in str(exc.value)
+
+
+def test_perplexity_tiny_end_to_end(fake_data, tmp_path):
+    import reproduce_perplexity as rp
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--n-docs", "0", "--control"] + TINY
+    try:
+        import tomotopy  # noqa: F401
+    except ImportError:
+        argv.append("--no-lda")
+    assert rp.main(argv) == 0
+    rec = json.loads((out / "perplexity_quick.json").read_text())
+    run = rec["runs"][0]
+    assert rec["n_docs"] == 80 and len(run["perplexity"]) == len(run["widths"]) >= 1
+    assert all(np.isfinite(run["perplexity"])) and "control" in run
+    md = (out / "perplexity_quick.md").read_text()
+    assert "NOT the paper's protocol" in md and "python tools/reproduce_perplexity.py" in md
+    assert (out / "perplexity_quick.svg").read_text().startswith("<?xml")
+
+
+def test_classification_tiny_end_to_end(fake_data, tmp_path):
+    pytest.importorskip("sklearn")
+    import reproduce_classification as rcl
+
+    out = tmp_path / "out"
+    for ds in ("debian-binary", "digits"):
+        argv = ["--quick", "--dataset", ds, "--no-raw", "--data-dir", str(fake_data), "--out-dir", str(out), "--n-train", "0",
+                "--n-test", "0", "--transform-iter", "3", "3", "--cv", "2", "--c-grid", "-2", "2"] + TINY
+        assert rcl.main(argv) == 0
+        rec = json.loads((out / f"classification_{ds}_quick.json").read_text())
+        assert 0.0 <= min(rec["runs"][0]["accuracy"]) <= max(rec["runs"][0]["accuracy"]) <= 1.0
+        assert (out / f"classification_{ds}_quick.svg").exists()
+
+
+def test_tree_tiny_end_to_end(fake_data, tmp_path):
+    import reproduce_tree as rt
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--n-docs", "0", "--width", "6",
+            "--layers", "2", "--burn-in", "4", "2", "--collect", "2", "--tau", "1"]
+    assert rt.main(argv) == 0
+    assert (out / "tree_debian_quick_tree.svg").read_text().startswith("<?xml")
+    assert "Subnetwork" in (out / "tree_debian_quick.md").read_text()
+
+
+def test_real_corpus_files_load():
+    import _repro_common as rc
+
+    data = rc.default_data_dir()
+    if not (data / "debian-descriptions" / "docs.tsv").exists():
+        pytest.skip("shared data not present")
+    X, words, labels, split = rc.load_debian(data)
+    assert X.shape == (33821, 2000) and len(words) == 2000 and set(split) == {"train", "test"}
+    Xd, y = rc.load_digits(data)
+    assert Xd.shape == (1797, 64) and 0.0 <= Xd.min() and Xd.max() <= 1.0

@@ -1,0 +1,321 @@
+"""Shared helpers of the ``tools/reproduce_*.py`` scripts (not part of the library).
+
+Data loading and subsetting, run metadata (command, seed, versions, wall
+time), markdown tables, JSON records and a small dependency-free SVG line
+plot.  Only numpy and scipy are needed here; pygbn is imported by the
+scripts themselves.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import scipy.sparse as sp
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "docs" / "results"
+
+
+# --------------------------------------------------------------------- data
+def default_data_dir() -> Path:
+    """``$PYGBN_DATA_DIR``, else ``../shared/data`` beside the checkout, else ``/work/shared/data``."""
+    env = os.environ.get("PYGBN_DATA_DIR")
+    if env:
+        return Path(env)
+    for cand in (REPO.parent / "shared" / "data", Path("/work/shared/data")):
+        if cand.is_dir():
+            return cand
+    return Path("/work/shared/data")
+
+
+def need(path: Path, what: str) -> Path:
+    """Exit with a clear message when a data file is missing."""
+    if not path.exists():
+        sys.exit(f"error: {what} not found at {path} (pass --data-dir or set PYGBN_DATA_DIR)")
+    return path
+
+
+def load_debian(data_dir: Path, vocab: str = "top2000"):
+    """The Debian package-description corpus.
+
+    Returns ``X`` (CSR int64 counts, documents x terms), ``words`` (list of
+    str), ``labels`` (ndarray of str, the Debian section) and ``split``
+    (ndarray of str, ``train``/``test``), rows in the same order.
+    """
+    d = Path(data_dir) / "debian-descriptions"
+    suffix = "-top2000" if vocab == "top2000" else ""
+    X = sp.load_npz(need(d / f"counts{suffix}.npz", "Debian counts")).tocsr().astype(np.int64)
+    words = need(d / f"vocab{suffix}.txt", "Debian vocabulary").read_text(encoding="utf-8").split("\n")
+    words = [w for w in words if w]
+    rows = need(d / "docs.tsv", "Debian docs.tsv").read_text(encoding="utf-8").split("\n")[1:]
+    rows = [r.split("\t") for r in rows if r]
+    if len(rows) != X.shape[0] or len(words) != X.shape[1]:
+        sys.exit(f"error: inconsistent Debian files in {d}")
+    labels = np.array([r[1] for r in rows])
+    split = np.array([r[2] for r in rows])
+    return X, words, labels, split
+
+
+def load_digits(data_dir: Path):
+    """The 8x8 digits: ``X`` float64 scaled to [0, 1] (values / 16) and ``y``."""
+    z = np.load(need(Path(data_dir) / "digits" / "digits.npz", "digits.npz"))
+    return z["X"].astype(np.float64) / 16.0, z["y"].astype(np.int64)
+
+
+def subset_rows(n_total: int, n: Optional[int], seed: int, candidates: Optional[np.ndarray] = None) -> np.ndarray:
+    """Sorted indices of ``n`` rows drawn without replacement (all when ``n`` is None or too large)."""
+    idx = np.arange(n_total) if candidates is None else np.asarray(candidates)
+    if n is None or n <= 0 or n >= idx.size:
+        return np.sort(idx)
+    rng = np.random.default_rng([seed, 20160101])
+    return np.sort(rng.choice(idx, size=n, replace=False))
+
+
+# ------------------------------------------------------------- bookkeeping
+class Timer:
+    """Wall-clock and process-CPU stopwatch."""
+
+    def __init__(self):
+        self.wall0 = time.perf_counter()
+        self.cpu0 = time.process_time()
+
+    @property
+    def wall(self) -> float:
+        return time.perf_counter() - self.wall0
+
+    @property
+    def cpu(self) -> float:
+        return time.process_time() - self.cpu0
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "pygbn"],
+                               capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() + ("+dirty(pygbn)" if dirty.stdout.strip() else "")
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+_COMMAND: Optional[str] = None
+
+
+def set_command(script: str, argv: Optional[Sequence[str]]) -> str:
+    """Record the command of this run: the script (relative to the repository) and its arguments."""
+    global _COMMAND
+    args = list(sys.argv[1:] if argv is None else argv)
+    path = Path(script).resolve()
+    try:
+        path = path.relative_to(REPO)
+    except ValueError:
+        pass
+    _COMMAND = "python " + " ".join(shlex.quote(str(a)) for a in [path, *args])
+    return _COMMAND
+
+
+def command_line() -> str:
+    """The command recorded by :func:`set_command` (else ``sys.argv``)."""
+    if _COMMAND is not None:
+        return _COMMAND
+    return set_command(sys.argv[0], sys.argv[1:])
+
+
+def environment() -> Dict[str, str]:
+    import numpy
+    import scipy
+
+    env = {
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "pygbn_commit": git_commit(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+        "machine": f"{platform.machine()}, {os.cpu_count()} logical CPUs",
+    }
+    try:
+        env["load_average_at_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover
+        pass
+    return env
+
+
+def fmt_seconds(s: float) -> str:
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.2f} h"
+
+
+def write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def default(o):
+        if isinstance(o, (np.integer,)):
+            return int(o)
+        if isinstance(o, (np.floating,)):
+            return float(o)
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        raise TypeError(type(o))
+
+    path.write_text(json.dumps(obj, indent=1, default=default) + "\n", encoding="utf-8")
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    def cell(v):
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            if not np.isfinite(v):
+                return "-"
+            return f"{v:.1f}" if abs(v) >= 100 else f"{v:.4g}"
+        return str(v)
+
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    for r in rows:
+        lines.append("| " + " | ".join(cell(v) for v in r) + " |")
+    return "\n".join(lines)
+
+
+def run_header(title: str, env: Dict[str, str], wall: float, cpu: float, extra: Sequence[Tuple[str, str]] = (),
+               command: Optional[str] = None) -> str:
+    lines = [f"# {title}", "", "Command (from the repository root, with the compiled package on `PYTHONPATH`):", "",
+             "```", command or command_line(), "```", ""]
+    lines.append("| | |")
+    lines.append("| --- | --- |")
+    for k, v in list(extra) + [("total wall time", fmt_seconds(wall)), ("process CPU time", fmt_seconds(cpu))] \
+            + list(env.items()):
+        lines.append(f"| {k} | {v} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------- plots
+_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> List[float]:
+    if not np.isfinite(lo) or not np.isfinite(hi):
+        return []
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(n, 1)
+    mag = 10 ** np.floor(np.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
+    start = np.ceil(lo / step) * step
+    ticks = []
+    v = start
+    while v <= hi + 1e-9 * step:
+        ticks.append(float(round(v, 10)))
+        v += step
+    return ticks
+
+
+def _fmt_tick(v: float) -> str:
+    if abs(v - round(v)) < 1e-9:
+        return str(int(round(v)))
+    return f"{v:g}"
+
+
+def svg_line_plot(path: Path, series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
+                  xticks: Optional[Sequence[float]] = None, width: int = 560, height: int = 380,
+                  hlines: Sequence[Dict] = ()) -> str:
+    """Write a standalone SVG line plot.
+
+    ``series``: dicts with ``label``, ``x``, ``y`` (NaN points are skipped),
+    optional ``dash`` (bool).  ``hlines``: dicts with ``label``, ``y``,
+    optional ``colour`` (dashed horizontal reference lines, e.g. baselines).
+    """
+    ml, mr, mt, mb = 70, 170, 40, 55
+    pw, ph = width - ml - mr, height - mt - mb
+    xs = [float(x) for s in series for x, y in zip(s["x"], s["y"]) if np.isfinite(y)]
+    ys = [float(y) for s in series for y in s["y"] if np.isfinite(y)] + [float(h["y"]) for h in hlines]
+    if not xs:
+        xs, ys = [0.0, 1.0], [0.0, 1.0]
+    x0, x1 = min(xs), max(xs)
+    if x1 == x0:
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    y0, y1 = min(ys), max(ys)
+    pad = (y1 - y0) * 0.08 or max(abs(y0) * 0.05, 1e-3)
+    y0, y1 = y0 - pad, y1 + pad
+
+    def X(v):
+        return ml + (v - x0) / (x1 - x0) * pw
+
+    def Y(v):
+        return mt + (1 - (v - y0) / (y1 - y0)) * ph
+
+    esc = lambda s: str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # noqa: E731
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{ml + pw / 2:.1f}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{esc(title)}</text>']
+    # grid and ticks
+    for t in _nice_ticks(y0, y1, 6):
+        y = Y(t)
+        out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
+    xt = list(xticks) if xticks is not None else _nice_ticks(x0, x1, 6)
+    for t in xt:
+        x = X(t)
+        out.append(f'<line x1="{x:.1f}" y1="{mt + ph}" x2="{x:.1f}" y2="{mt + ph + 5}" stroke="black"/>')
+        out.append(f'<text x="{x:.1f}" y="{mt + ph + 18}" text-anchor="middle">{_fmt_tick(t)}</text>')
+    out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
+    out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 12}" text-anchor="middle">{esc(xlabel)}</text>')
+    out.append(f'<text x="16" y="{mt + ph / 2:.1f}" text-anchor="middle" '
+               f'transform="rotate(-90 16 {mt + ph / 2:.1f})">{esc(ylabel)}</text>')
+    legend_y = mt + 6
+    for i, h in enumerate(hlines):
+        col = h.get("colour", _PALETTE[i % len(_PALETTE)])
+        y = Y(float(h["y"]))
+        out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="{col}" '
+                   f'stroke-width="1.2" stroke-dasharray="6 4" opacity="0.8"/>')
+    for i, s in enumerate(series):
+        col = s.get("colour", _PALETTE[i % len(_PALETTE)])
+        pts = [(X(float(x)), Y(float(y))) for x, y in zip(s["x"], s["y"]) if np.isfinite(y)]
+        dash = ' stroke-dasharray="6 4"' if s.get("dash") else ""
+        if len(pts) > 1:
+            d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+            out.append(f'<polyline points="{d}" fill="none" stroke="{col}" stroke-width="2"{dash}/>')
+        for px, py in pts:
+            out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{col}"/>')
+        out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
+                   f'stroke="{col}" stroke-width="2"{dash}/>')
+        out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(s["label"])}</text>')
+        legend_y += 18
+    for i, h in enumerate(hlines):
+        col = h.get("colour", _PALETTE[i % len(_PALETTE)])
+        out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
+                   f'stroke="{col}" stroke-width="1.2" stroke-dasharray="6 4"/>')
+        out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(h["label"])}</text>')
+        legend_y += 18
+    out.append("</svg>")
+    text = "\n".join(out) + "\n"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def parse_ints(text: str, name: str) -> List[int]:
+    """``"25,50,100"`` -> [25, 50, 100] with a clear error."""
+    try:
+        vals = [int(v) for v in str(text).replace(" ", "").split(",") if v]
+    except ValueError:
+        raise SystemExit(f"error: {name} must be comma-separated integers, got {text!r}")
+    if not vals or min(vals) < 1:
+        raise SystemExit(f"error: {name} must be positive integers, got {text!r}")
+    return vals

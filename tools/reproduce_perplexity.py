@@ -1,0 +1,313 @@
+#!/usr/bin/env python
+"""Held-out perplexity versus network depth and first-layer width (paper Figures 12-13).
+
+The paper's protocol (Section 4.1.3) on the Debian package-description
+corpus with its top-2000 vocabulary (``shared/data/debian-descriptions``):
+
+* per document, ``round(0.3 n_j)`` of its tokens (at least one) train the
+  model and the rest are held out (:func:`pygbn.split_tokens`);
+* for each ``K1max`` in ``--widths`` one PGBN is trained layer-wise
+  (Algorithm 1) up to ``--layers`` layers with ``eta = 0.05``, ``B_1``
+  burn-in iterations for layer one and ``B_t`` for the later layers, each
+  followed by ``C_t`` more iterations;
+* at every depth, one sample per five iterations of the ``C_t`` collection
+  iterations draws Phi^(1) and theta^(1); the per-held-out-word perplexity
+  of that depth is ``exp(-sum y ln(sum_s rate_s / sum_s norm_s) / sum y)``
+  (``GBN.fit(..., heldout=...)``, ``perplexity_``).
+
+An LDA baseline at the same K (tomotopy, when installed; ``--no-lda`` to
+skip) is trained on the same 30% tokens with alpha = 0.1, eta = 0.01
+(tomotopy's hyper-parameter optimisation switched off), ``B_1`` burn-in
+iterations and ``C_1`` more, and evaluated the same way: every 5th
+collection iteration, Phi ~ Dirichlet(eta + n_kv) and theta_j ~
+Dirichlet(alpha + n_jk) are drawn from the current topic assignments
+(over the full V = 2000 terms) and their products on the held-out cells
+are averaged before taking logs.
+
+``--control`` adds a single-layer PGBN run for as many iterations as the
+deepest layer-wise run took in total (``B_1 + C_1 + sum_t (B_t + C_t)``):
+layer one of a deep network keeps being sampled while upper layers are
+added, so with short chains part of the gain of depth could just be a
+longer chain; the control separates the two.
+
+Modes (``--mode``, default ``full``; ``--quick`` is ``--mode quick``)::
+
+    full    all 33,821 documents, K1max in {25, 50, 100, 200}, T = 1..5,
+            B = (1000, 500), C = 500 (the paper's schedule; many hours on one core)
+    medium  8,000 random documents, the same widths and depths,
+            B = (400, 150), C = 150 (about an hour on one core)
+    quick   2,000 random documents, K1max in {25, 50}, T = 1..3,
+            B = (60, 30), C = 30 (a few minutes)
+
+Every option below overrides the mode's value.  Results go to
+``docs/results/<name>.{md,json,svg}`` (``--name`` defaults to
+``perplexity_<mode>``).  Run one process at a time (``--n-jobs 1``) when
+timing matters.
+
+Example::
+
+    PYTHONPATH=. python tools/reproduce_perplexity.py --quick
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _repro_common as rc  # noqa: E402
+
+MODES = {
+    "quick": dict(n_docs=2000, widths="25,50", layers=3, burn_in=(60, 30), collect=30),
+    "medium": dict(n_docs=8000, widths="25,50,100,200", layers=5, burn_in=(400, 150), collect=150),
+    "full": dict(n_docs=0, widths="25,50,100,200", layers=5, burn_in=(1000, 500), collect=500),
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=sorted(MODES), default="full", help="preset (default: full)")
+    p.add_argument("--quick", action="store_true", help="same as --mode quick")
+    p.add_argument("--n-docs", type=int, help="random subset of documents (0: all)")
+    p.add_argument("--widths", help="comma-separated K1max values")
+    p.add_argument("--layers", type=int, help="maximum depth T_max")
+    p.add_argument("--burn-in", type=int, nargs=2, metavar=("B1", "BT"), help="burn-in of layer one and of later layers")
+    p.add_argument("--collect", type=int, help="collection iterations C_t at every depth")
+    p.add_argument("--eta", type=float, default=0.05)
+    p.add_argument("--train-fraction", type=float, default=0.3)
+    p.add_argument("--method", choices=("collapsed", "blocked"), default="collapsed",
+                   help="layer-one sampler (the paper's: collapsed)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the subset, the split and every chain")
+    p.add_argument("--no-lda", action="store_true", help="skip the LDA baseline")
+    p.add_argument("--lda-alpha", type=float, default=0.1)
+    p.add_argument("--lda-eta", type=float, default=0.01)
+    p.add_argument("--control", action="store_true",
+                   help="also run T=1 for as many iterations as the deepest layer-wise run")
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--out-dir", type=Path, default=rc.RESULTS)
+    p.add_argument("--name", help="output file stem (default perplexity_<mode>)")
+    p.add_argument("--save-models", type=Path, default=None, help="folder to save each fitted GBN (.npz)")
+    p.add_argument("--verbose", type=int, default=0, help="progress every N iterations (0: off)")
+    p.add_argument("--from-json", type=Path, default=None,
+                   help="only rewrite the markdown and SVG of a finished run from its JSON record")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.mode = "quick"
+    m = MODES[a.mode]
+    a.n_docs = m["n_docs"] if a.n_docs is None else a.n_docs
+    a.widths = rc.parse_ints(a.widths if a.widths is not None else m["widths"], "--widths")
+    a.layers = m["layers"] if a.layers is None else a.layers
+    a.burn_in = tuple(m["burn_in"]) if a.burn_in is None else tuple(a.burn_in)
+    a.collect = m["collect"] if a.collect is None else a.collect
+    a.name = a.name or f"perplexity_{a.mode}"
+    a.data_dir = a.data_dir or rc.default_data_dir()
+    if a.layers < 1 or min(a.burn_in) < 1 or a.collect < 5:
+        p.error("--layers and --burn-in must be >= 1 and --collect >= 5 (one sample per 5 iterations)")
+    return a
+
+
+# ----------------------------------------------------------------- LDA
+def lda_perplexity(X_obs, X_held, K: int, alpha: float, eta: float, burn: int, collect: int,
+                   seed: int, every: int = 5):
+    """Held-out perplexity of tomotopy's collapsed-Gibbs LDA with averaged samples.
+
+    Returns ``(perplexity, n_samples, seconds_per_iteration)``.
+    """
+    import time
+
+    import tomotopy as tp
+
+    J, V = X_obs.shape
+    mdl = tp.LDAModel(k=K, alpha=alpha, eta=eta, seed=int(seed))
+    mdl.optim_interval = 0  # keep alpha fixed, as in the comparison protocol
+    doc_of = []
+    for j in range(J):
+        lo, hi = X_obs.indptr[j], X_obs.indptr[j + 1]
+        toks = np.repeat(X_obs.indices[lo:hi], X_obs.data[lo:hi])
+        if toks.size:
+            mdl.add_doc([f"w{v}" for v in toks])
+            doc_of.append(j)
+    doc_of = np.asarray(doc_of)
+    t0 = time.perf_counter()
+    mdl.train(burn, workers=1)
+    vocab_map = np.array([int(w[1:]) for w in mdl.used_vocabs])  # tomotopy word id -> our column
+    rng = np.random.default_rng([seed, K, 7])
+    rows = np.repeat(np.arange(J), np.diff(X_held.indptr))
+    cols = X_held.indices
+    y = X_held.data.astype(np.float64)
+    rate = np.zeros(y.size)
+    n_s = 0
+    n_iter = burn
+    docs = list(mdl.docs)
+    tok_doc = np.concatenate([np.full(len(d.words), j) for d, j in zip(docs, doc_of)])
+    tok_word = vocab_map[np.concatenate([np.asarray(d.words) for d in docs])]
+    for _ in range(collect // every):
+        mdl.train(every, workers=1)
+        n_iter += every
+        z = np.concatenate([np.asarray(d.topics) for d in docs]).astype(np.int64)
+        n_jk = np.bincount(tok_doc * K + z, minlength=J * K).reshape(J, K).astype(np.float64)
+        n_kv = np.bincount(z * V + tok_word, minlength=K * V).reshape(K, V).astype(np.float64)
+        phi = rng.standard_gamma(eta + n_kv)
+        phi /= phi.sum(axis=1, keepdims=True)
+        theta = rng.standard_gamma(alpha + n_jk)
+        theta /= theta.sum(axis=1, keepdims=True)
+        phiT = np.ascontiguousarray(phi.T)
+        for lo in range(0, y.size, 100_000):
+            sl = slice(lo, lo + 100_000)
+            rate[sl] += np.einsum("nk,nk->n", theta[rows[sl]], phiT[cols[sl]])
+        n_s += 1
+    secs = (time.perf_counter() - t0) / max(n_iter, 1)
+    return float(np.exp(-np.sum(y * np.log(rate / n_s)) / y.sum())), n_s, secs
+
+
+# ----------------------------------------------------------------- main
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    rc.set_command(__file__, argv)
+    if a.from_json is not None:
+        import json
+
+        rec = json.loads(a.from_json.read_text(encoding="utf-8"))
+        write_report(rec, a.from_json.parent, a.from_json.stem, None)
+        return 0
+    import pygbn
+
+    timer = rc.Timer()
+    env = rc.environment()
+    X, words, _, _ = rc.load_debian(a.data_dir)
+    n_corpus = int(X.shape[0])
+    idx = rc.subset_rows(n_corpus, a.n_docs, a.seed)
+    X = X[idx]
+    X_obs, X_held = pygbn.split_tokens(X, train_fraction=a.train_fraction, random_state=a.seed)
+    n_obs, n_held = int(X_obs.sum()), int(X_held.sum())
+    print(f"[perplexity] {X.shape[0]} docs, {n_obs} training / {n_held} held-out tokens; widths {a.widths}, "
+          f"T<={a.layers}, B={a.burn_in}, C={a.collect}", file=sys.stderr, flush=True)
+    B1, Bt = a.burn_in
+    runs = []
+    for K in a.widths:
+        t = rc.Timer()
+        model = pygbn.GBN(n_components=K, n_layers=a.layers, eta=a.eta, burn_in=(B1, Bt), n_collect=a.collect,
+                          method=a.method, n_jobs=a.n_jobs, random_state=a.seed, verbose=a.verbose)
+        model.fit(X_obs, heldout=X_held, vocabulary=words)
+        run = {"K1max": K, "perplexity": [float(v) for v in model.perplexity_],
+               "widths": [list(net.widths) for net in model.networks_],
+               "seconds_per_iteration": [float(v) for v in model.seconds_per_iteration_],
+               "wall_s": t.wall}
+        total_iters = (B1 + a.collect) + (len(model.networks_) - 1) * (Bt + a.collect)
+        run["total_iterations"] = total_iters
+        print(f"[perplexity] K1max={K}: {np.round(run['perplexity'], 1).tolist()} widths {run['widths'][-1]} "
+              f"({rc.fmt_seconds(t.wall)})", file=sys.stderr, flush=True)
+        if a.save_models is not None:
+            a.save_models.mkdir(parents=True, exist_ok=True)
+            model.save(a.save_models / f"{a.name}_K{K}.npz")
+        if a.control and len(model.networks_) > 1:
+            t = rc.Timer()
+            ctrl = pygbn.GBN(n_components=K, n_layers=1, eta=a.eta, burn_in=total_iters - a.collect,
+                             n_collect=a.collect, method=a.method, n_jobs=a.n_jobs,
+                             random_state=a.seed).fit(X_obs, heldout=X_held)
+            run["control"] = {"iterations": total_iters, "perplexity": float(ctrl.perplexity_[0]),
+                              "width": ctrl.widths_[0], "wall_s": t.wall}
+            print(f"[perplexity] K1max={K} control T=1 x {total_iters} iterations: {ctrl.perplexity_[0]:.1f} "
+                  f"({rc.fmt_seconds(t.wall)})", file=sys.stderr, flush=True)
+        if not a.no_lda:
+            try:
+                import tomotopy  # noqa: F401
+            except ImportError:
+                print("[perplexity] tomotopy is not installed: no LDA baseline (pip install tomotopy)",
+                      file=sys.stderr)
+                a.no_lda = True
+            else:
+                t = rc.Timer()
+                ppl, n_s, spi = lda_perplexity(X_obs, X_held, K, a.lda_alpha, a.lda_eta, B1, a.collect, a.seed)
+                run["lda"] = {"perplexity": ppl, "samples": n_s, "seconds_per_iteration": spi, "wall_s": t.wall}
+                print(f"[perplexity] LDA K={K}: {ppl:.1f} ({rc.fmt_seconds(t.wall)})", file=sys.stderr, flush=True)
+        runs.append(run)
+
+    record = {"script": "reproduce_perplexity", "command": rc.command_line(), "mode": a.mode,
+              "seed": a.seed, "n_docs": int(X.shape[0]), "n_docs_corpus": n_corpus,
+              "train_tokens": n_obs, "heldout_tokens": n_held, "eta": a.eta, "burn_in": list(a.burn_in),
+              "collect": a.collect, "layers": a.layers, "train_fraction": a.train_fraction, "method": a.method,
+              "lda": None if a.no_lda else {"alpha": a.lda_alpha, "eta": a.lda_eta},
+              "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
+    out = a.out_dir
+    rc.write_json(out / f"{a.name}.json", record)
+    write_report(record, out, a.name, timer)
+    print(f"[perplexity] wrote {out / (a.name + '.md')} ({rc.fmt_seconds(timer.wall)})", file=sys.stderr)
+    return 0
+
+
+def write_report(rec, out: Path, name: str, timer) -> None:
+    T = max(len(r["perplexity"]) for r in rec["runs"])
+    depths = list(range(1, T + 1))
+    subset = f"all {rec['n_docs']} documents" if rec["n_docs"] == rec["n_docs_corpus"] else f"a random subset of {rec['n_docs']} documents (seed {rec['seed']})"
+    extra = [("mode", rec["mode"]),
+             ("data", f"Debian descriptions, top-2000 vocabulary, {subset}"),
+             ("tokens", f"{rec['train_tokens']:,} training (30% per document) / {rec['heldout_tokens']:,} held out"),
+             ("schedule", f"B_1 = {rec['burn_in'][0]}, B_t = {rec['burn_in'][1]} (t >= 2), C_t = {rec['collect']}; "
+                          f"eta = {rec['eta']}; layer one {rec.get('method', 'collapsed')}; "
+                          "one perplexity sample per 5 collection iterations"),
+             ("seed", str(rec["seed"]))]
+    if rec["mode"] != "full":
+        extra.append(("note", "a reduced run, NOT the paper's protocol (which is `--mode full`)"))
+    text = [rc.run_header(f"Held-out perplexity vs depth and width ({rec['mode']} run)", rec["environment"],
+                          rec["wall_s"], rec["cpu_s"], extra, rec["command"])]
+    header = ["K1max"] + [f"T={t}" for t in depths]
+    has_ctrl = any("control" in r for r in rec["runs"])
+    has_lda = any("lda" in r for r in rec["runs"])
+    if has_ctrl:
+        header.append("control: T=1, same total iterations")
+    if has_lda:
+        header.append("LDA (same K)")
+    rows = []
+    for r in rec["runs"]:
+        row = [r["K1max"]] + [r["perplexity"][t - 1] if t <= len(r["perplexity"]) else None for t in depths]
+        if has_ctrl:
+            c = r.get("control")
+            row.append(f"{c['perplexity']:.1f} ({c['iterations']} it.)" if c else None)
+        if has_lda:
+            row.append(r["lda"]["perplexity"] if "lda" in r else None)
+        rows.append(row)
+    text += ["## Per-held-out-word perplexity (lower is better)", "", rc.md_table(header, rows), "",
+             f"![perplexity vs depth]({name}.svg)", ""]
+    # change relative to T = 1
+    rows = [[r["K1max"]] + [f"{r['perplexity'][t - 1] - r['perplexity'][0]:+.1f}" if t <= len(r["perplexity"])
+                            else None for t in depths] for r in rec["runs"]]
+    if T > 1:
+        text += ["## Change relative to the single-layer network (paper Figures 12b-13b)", "",
+                 rc.md_table(["K1max"] + [f"T={t}" for t in depths], rows), ""]
+    # widths and timings
+    rows = []
+    for r in rec["runs"]:
+        rows.append([r["K1max"], str(r["widths"][-1]), ", ".join(f"{s:.3f}" for s in r["seconds_per_iteration"]),
+                     r["total_iterations"], rc.fmt_seconds(r["wall_s"])])
+    text += ["## Inferred widths and cost", "",
+             "Widths `[K_1, ..., K_T]` of the deepest network (layer-wise training keeps the widths of the "
+             "layers below when a layer is added); seconds per training iteration at each depth "
+             "(single process, n_jobs=1, on a shared 2-core machine); wall time of the layer-wise fit "
+             "including the perplexity samples.", "",
+             rc.md_table(["K1max", "widths", "s/iteration at T=1..", "iterations", "wall"], rows), ""]
+    if has_lda:
+        rows = [[r["K1max"], r["lda"]["samples"], f"{r['lda']['seconds_per_iteration']:.3f}",
+                 rc.fmt_seconds(r["lda"]["wall_s"])] for r in rec["runs"] if "lda" in r]
+        text += ["## LDA baseline", "",
+                 f"tomotopy `LDAModel(k=K, alpha={rec['lda']['alpha']}, eta={rec['lda']['eta']})` with "
+                 "`optim_interval = 0`, one worker, trained on the same 30% tokens for B_1 iterations, then "
+                 "C_1 more; every 5th of those, Phi ~ Dir(eta + n_kv) over all V terms and theta_j ~ "
+                 "Dir(alpha + n_jk) are drawn from the current assignments and the held-out rates "
+                 "sum_k theta_jk phi_kv are averaged over the samples before the log, as for the PGBN.", "",
+                 rc.md_table(["K", "samples", "s/iteration (incl. sampling)", "wall"], rows), ""]
+    (out / f"{name}.md").write_text("\n".join(text), encoding="utf-8")
+    series = [{"label": f"PGBN K1max={r['K1max']}", "x": list(range(1, len(r["perplexity"]) + 1)),
+               "y": r["perplexity"]} for r in rec["runs"]]
+    hl = [{"label": f"LDA K={r['K1max']}", "y": r["lda"]["perplexity"], "colour": rc._PALETTE[i % 8]}
+          for i, r in enumerate(rec["runs"]) if "lda" in r]
+    rc.svg_line_plot(out / f"{name}.svg", series, f"Debian top-2000: held-out perplexity ({rec['mode']})",
+                     "network depth T", "per-held-out-word perplexity", xticks=depths, hlines=hl)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
