@@ -143,6 +143,9 @@ def environment() -> Dict[str, str]:
         "scipy": scipy.__version__,
         "machine": f"{platform.machine()}, {os.cpu_count()} logical CPUs",
     }
+    threads = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+               if k in os.environ]
+    env["BLAS threads"] = " ".join(threads) if threads else "not limited"
     try:
         env["load_average_at_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:  # pragma: no cover

@@ -278,7 +278,11 @@ def write_report(rec, out: Path, name: str, timer) -> None:
                             else None for t in depths] for r in rec["runs"]]
     if T > 1:
         text += ["## Change relative to the single-layer network (paper Figures 12b-13b)", "",
-                 rc.md_table(["K1max"] + [f"T={t}" for t in depths], rows), ""]
+                 rc.md_table(["K1max"] + [f"T={t}" for t in depths], rows), "",
+                 f"![change vs depth]({name}_delta.svg)", ""]
+        if has_ctrl:
+            text += ["Dashed lines in the plot: the single-layer control run for as many iterations as the "
+                     "deepest layer-wise run, relative to the same T=1 value.", ""]
     # widths and timings
     rows = []
     for r in rec["runs"]:
@@ -307,6 +311,13 @@ def write_report(rec, out: Path, name: str, timer) -> None:
           for i, r in enumerate(rec["runs"]) if "lda" in r]
     rc.svg_line_plot(out / f"{name}.svg", series, f"Debian top-2000: held-out perplexity ({rec['mode']})",
                      "network depth T", "per-held-out-word perplexity", xticks=depths, hlines=hl)
+    if T > 1:
+        series = [{"label": f"K1max={r['K1max']}", "x": list(range(1, len(r["perplexity"]) + 1)),
+                   "y": [v - r["perplexity"][0] for v in r["perplexity"]]} for r in rec["runs"]]
+        hl = [{"label": f"control K1max={r['K1max']}", "y": r["control"]["perplexity"] - r["perplexity"][0],
+               "colour": rc._PALETTE[i % 8]} for i, r in enumerate(rec["runs"]) if "control" in r]
+        rc.svg_line_plot(out / f"{name}_delta.svg", series, f"Perplexity minus the T=1 value ({rec['mode']})",
+                         "network depth T", "change in perplexity", xticks=depths, hlines=hl)
 
 
 if __name__ == "__main__":
