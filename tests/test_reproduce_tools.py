@@ -108,7 +108,8 @@ def test_classification_tiny_end_to_end(fake_data, tmp_path):
 
     out = tmp_path / "out"
     for ds in ("debian-binary", "digits"):
-        argv = ["--quick", "--dataset", ds, "--no-raw", "--data-dir", str(fake_data), "--out-dir", str(out), "--n-train", "0",
+        argv = ["--quick", "--dataset", ds, "--no-raw", "--data-dir", str(fake_data), "--out-dir", str(out),
+                "--n-train", "0",
                 "--n-test", "0", "--transform-iter", "3", "3", "--cv", "2", "--c-grid", "-2", "2"] + TINY
         assert rcl.main(argv) == 0
         rec = json.loads((out / f"classification_{ds}_quick.json").read_text())

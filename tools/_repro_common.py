@@ -265,7 +265,8 @@ def svg_line_plot(path: Path, series: Sequence[Dict], title: str, xlabel: str, y
            f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
            f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{ml + pw / 2:.1f}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{esc(title)}</text>']
+           f'<text x="{ml + pw / 2:.1f}" y="22" text-anchor="middle" font-size="14" '
+           f'font-weight="bold">{esc(title)}</text>']
     # grid and ticks
     for t in _nice_ticks(y0, y1, 6):
         y = Y(t)

@@ -77,7 +77,7 @@ MODES = {
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", choices=DATASETS + ("all",), default="all")
     p.add_argument("--mode", choices=sorted(MODES), default="full", help="preset (default: full)")

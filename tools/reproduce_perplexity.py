@@ -39,7 +39,9 @@ Modes (``--mode``, default ``full``; ``--quick`` is ``--mode quick``)::
     quick   2,000 random documents, K1max in {25, 50}, T = 1..3,
             B = (60, 30), C = 30 (a few minutes)
 
-Every option below overrides the mode's value.  Results go to
+Every option below overrides the mode's value (``--method blocked`` samples
+layer one with the blocked sampler instead of the paper's collapsed one;
+``--from-json`` rewrites a finished run's page and plots).  Results go to
 ``docs/results/<name>.{md,json,svg}`` (``--name`` defaults to
 ``perplexity_<mode>``).  Run one process at a time (``--n-jobs 1``) when
 timing matters.
@@ -67,14 +69,15 @@ MODES = {
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=sorted(MODES), default="full", help="preset (default: full)")
     p.add_argument("--quick", action="store_true", help="same as --mode quick")
     p.add_argument("--n-docs", type=int, help="random subset of documents (0: all)")
     p.add_argument("--widths", help="comma-separated K1max values")
     p.add_argument("--layers", type=int, help="maximum depth T_max")
-    p.add_argument("--burn-in", type=int, nargs=2, metavar=("B1", "BT"), help="burn-in of layer one and of later layers")
+    p.add_argument("--burn-in", type=int, nargs=2, metavar=("B1", "BT"),
+                   help="burn-in of layer one and of later layers")
     p.add_argument("--collect", type=int, help="collection iterations C_t at every depth")
     p.add_argument("--eta", type=float, default=0.05)
     p.add_argument("--train-fraction", type=float, default=0.3)
@@ -243,7 +246,8 @@ def main(argv=None) -> int:
 def write_report(rec, out: Path, name: str, timer) -> None:
     T = max(len(r["perplexity"]) for r in rec["runs"])
     depths = list(range(1, T + 1))
-    subset = f"all {rec['n_docs']} documents" if rec["n_docs"] == rec["n_docs_corpus"] else f"a random subset of {rec['n_docs']} documents (seed {rec['seed']})"
+    subset = (f"all {rec['n_docs']} documents" if rec["n_docs"] == rec["n_docs_corpus"]
+              else f"a random subset of {rec['n_docs']} documents (seed {rec['seed']})")
     extra = [("mode", rec["mode"]),
              ("data", f"Debian descriptions, top-2000 vocabulary, {subset}"),
              ("tokens", f"{rec['train_tokens']:,} training (30% per document) / {rec['heldout_tokens']:,} held out"),

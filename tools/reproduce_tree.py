@@ -57,7 +57,7 @@ def parse_root(text: str):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=sorted(MODES), default="medium", help="preset (default: medium)")
     p.add_argument("--quick", action="store_true", help="same as --mode quick")
