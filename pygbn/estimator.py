@@ -269,6 +269,45 @@ class GBN:
         self.method_ = p["method"]
         return self
 
+    @classmethod
+    def from_networks(cls, networks, **params) -> "GBN":
+        """A fitted estimator around given networks (e.g. hand-built or loaded ones).
+
+        Parameters
+        ----------
+        networks : Network or sequence of Network
+            The networks of depth 1, 2, ... (or just one); they must share the
+            data dimension and the link.
+        **params
+            Estimator parameters (``random_state``, ``transform_iter``,
+            ``n_jobs``, ...) for :meth:`transform`, :meth:`perplexity` and
+            :meth:`generate`; ``link`` defaults to the networks' link.
+
+        Returns
+        -------
+        GBN
+            With ``networks_``, ``widths_``, ``n_features_in_`` set, as after ``fit``.
+        """
+        nets = [networks] if isinstance(networks, Network) else list(networks)
+        if not nets or not all(isinstance(n, Network) for n in nets):
+            raise ValueError("networks must be a Network or a non-empty sequence of Networks")
+        V = nets[0].n_features
+        for n in nets:
+            n.check()
+            if n.n_features != V:
+                raise ValueError(f"all networks must have the same n_features, got {n.n_features} and {V}")
+            if n.link != nets[0].link:
+                raise ValueError("all networks must have the same link")
+        params.setdefault("link", nets[0].link.name)
+        model = cls(**params)
+        model._validated()
+        model.networks_ = nets
+        model.widths_ = list(nets[-1].widths)
+        model.n_features_in_ = V
+        model.seconds_per_iteration_ = []
+        model.method_ = "blocked"
+        return model
+
     @property
     def network_(self) -> Network:
         """The deepest fitted network."""

@@ -282,3 +282,23 @@ def test_load_rejects_bad_files(tmp_path):
         pygbn.load(newer)
     with pytest.raises(ValueError, match="fitted"):
         GBN().save(tmp_path / "unfitted.npz")
+
+
+def test_from_networks_scores_a_hand_built_network(tmp_path):
+    rng = np.random.default_rng(3)
+    phi1 = rng.dirichlet(np.full(30, 0.2), size=4).T
+    phi2 = rng.dirichlet(np.ones(4), size=2).T
+    net = Network(layers=[Layer(phi1, c_median=0.2), Layer(phi2)], r=np.full(2, 2.0))
+    X = net.generate(200, random_state=1)
+    m = GBN.from_networks(net, random_state=0, transform_iter=(10, 10))
+    assert m.widths_ == [4, 2] and m.n_features_in_ == 30 and m.network_ is net
+    Xtr, Xho = pygbn.split_tokens(X, 0.5, random_state=0)
+    assert 1.0 < m.perplexity(Xtr, Xho) < 30
+    assert m.transform(X[:5]).shape == (5, 4)
+    m.save(tmp_path / "hand.npz")
+    assert pygbn.load(tmp_path / "hand.npz").widths_ == [4, 2]
+    with pytest.raises(ValueError, match="Network"):
+        GBN.from_networks([])
+    other = Network(layers=[Layer(np.full((5, 2), 0.2))], r=np.ones(2))
+    with pytest.raises(ValueError, match="n_features"):
+        GBN.from_networks([net, other])
