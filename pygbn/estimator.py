@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from pygbn._utils import check_random_state, effective_n_jobs
 from pygbn.inference import _blocked
-from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr, _perplexity, fit_layerwise
+from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr, _perplexity, fit_layerwise, per_layer
 from pygbn.model.links import PoissonLink, get_link
 from pygbn.model.network import Hyperparameters, Network
 
@@ -140,28 +140,9 @@ class GBN:
         K = _check_int(self.n_components, "n_components", 1)
         T = _check_int(self.n_layers, "n_layers", 1)
         etas = _check_positive_seq(self.eta, "eta", T)
-        burn = self.burn_in
-        if np.ndim(burn) == 0:
-            burn_l = [_check_int(burn, "burn_in", 0)] * T
-        else:
-            vals = [_check_int(b, "burn_in", 0) for b in burn]
-            if len(vals) == 0:
-                raise ValueError("burn_in must not be empty")
-            if len(vals) == 2 and T != 2:
-                burn_l = [vals[0]] + [vals[1]] * (T - 1)
-            elif len(vals) >= T:
-                burn_l = vals[:T]
-            else:
-                raise ValueError(
-                    f"burn_in must be an int, (B_1, B_t) or one value per layer ({T}), got {burn!r}")
-        coll = self.n_collect
-        if np.ndim(coll) == 0:
-            coll_l = [_check_int(coll, "n_collect", 0)] * T
-        else:
-            vals = [_check_int(c, "n_collect", 0) for c in coll]
-            if len(vals) < T:
-                raise ValueError(f"n_collect must be an int or one value per layer ({T}), got {coll!r}")
-            coll_l = vals[:T]
+        burn_l = [_check_int(b, "burn_in", 0)
+                  for b in per_layer(self.burn_in, T, "burn_in", first_and_rest=True)]
+        coll_l = [_check_int(c, "n_collect", 0) for c in per_layer(self.n_collect, T, "n_collect")]
         method = self.method
         if method not in ("auto", "collapsed", "blocked"):
             raise ValueError(f"method must be 'auto', 'collapsed' or 'blocked', got {method!r}")
@@ -443,18 +424,13 @@ def _check_int(value, name: str, minimum: int) -> int:
 
 
 def _check_positive_seq(value, name: str, n: int) -> List[float]:
-    vals = [value] * n if np.ndim(value) == 0 else list(value)
-    if len(vals) == 0:
-        raise ValueError(f"{name} must not be empty")
     out = []
-    for v in vals:
+    for v in per_layer(value, n, name):
         if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)) \
                 or not np.isfinite(v) or v <= 0:
             raise ValueError(f"{name} must be positive and finite, got {value!r}")
         out.append(float(v))
-    if len(out) < n:
-        out = out + [out[-1]] * (n - len(out))
-    return out[:n]
+    return out
 
 
 class _Progress:

@@ -8,10 +8,11 @@ errors of a few percent.
 """
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import stats
 
 from pygbn._utils import BlockStreams
 from pygbn.inference import _blocked, _collapsed
+from pygbn.stats import crt_pmf_table
 
 ALPHA = 1e-6
 
@@ -122,21 +123,8 @@ def test_collapsed_sweep_keeps_counts_and_word_lists_consistent():
 # --------------------------------------------------------------------------
 # blocked kernels
 # --------------------------------------------------------------------------
-def _stirling_first_unsigned(n):
-    s = np.zeros((n + 1, n + 1))
-    s[0, 0] = 1
-    for i in range(1, n + 1):
-        for k in range(1, i + 1):
-            s[i, k] = s[i - 1, k - 1] + (i - 1) * s[i - 1, k]
-    return s[n]
-
-
 def _crt_pmf(n, r):
-    s = _stirling_first_unsigned(n)
-    l = np.arange(n + 1)
-    with np.errstate(divide="ignore"):
-        logp = special.gammaln(r) - special.gammaln(n + r) + np.log(s) + l * np.log(r)
-    return np.exp(logp)
+    return np.exp(crt_pmf_table(n, r))
 
 
 def test_split_dense_crt_is_crt_then_multinomial():

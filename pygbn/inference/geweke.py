@@ -17,7 +17,7 @@ standard errors.  This module provides both simulators for tiny networks;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -68,13 +68,8 @@ def sample_prior(rng, n_features: int, n_samples: int, widths: Sequence[int], et
     p2 = rng.beta(h.a0, h.b0, size=J)
     c2 = np.clip((1.0 - p2) / np.maximum(p2, _TINY), 1e-300, 1e300)
     cs = [c2] + [rng.gamma(h.e0, 1.0 / h.f0, size=J) for _ in range(T - 1)]
-    thetas: List[Optional[np.ndarray]] = [None] * T
-    shape = np.broadcast_to(r, (J, widths[-1]))
-    for t in range(T - 1, -1, -1):
-        th = rng.standard_gamma(np.maximum(shape, _TINY)) / cs[t][:, None]
-        thetas[t] = np.maximum(th, _TINY)
-        if t > 0:
-            shape = thetas[t] @ phis[t].T
+    net = Network(layers=[Layer(phi=phi, eta=eta) for phi in phis], r=r, hyper=h, link=link)
+    thetas = net.sample_hidden(J, rng, c=cs)
     aux = (np.maximum(rng.gamma(h.e0, 1.0 / h.f0, size=J), _TINY)
            if link.latent_mode == 3 else np.empty(0))
     x_vjk = rng.poisson(thetas[0][:, None, :] * phis[0][None, :, :])

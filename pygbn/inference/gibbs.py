@@ -642,14 +642,24 @@ class FitResult:
     sampler: Optional[GibbsSampler] = None
 
 
-def _per_layer(value, n_layers: int, name: str) -> List:
+def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
+    """Expand a per-layer setting to a list of ``n_layers`` values.
+
+    A scalar is used for every layer; a sequence gives one value per layer
+    (extra values are ignored).  With ``first_and_rest``, a pair
+    ``(v_1, v_t)`` means ``v_1`` for the first layer and ``v_t`` for every later
+    one (the ``burn_in=(B_1, B_t)`` convention).  Anything shorter raises
+    ValueError naming ``name``.
+    """
     if np.ndim(value) == 0:
         return [value] * n_layers
     vals = list(value)
-    if len(vals) == 2 and n_layers != 2 and name == "burn_in":
+    if first_and_rest and len(vals) == 2:
         return [vals[0]] + [vals[1]] * (n_layers - 1)
     if len(vals) < n_layers:
-        vals = vals + [vals[-1]] * (n_layers - len(vals))
+        extra = ", (first, rest)" if first_and_rest else ""
+        raise ValueError(f"{name} must be one value{extra} or one value per layer "
+                         f"({n_layers}), got {value!r}")
     return vals[:n_layers]
 
 
@@ -677,9 +687,9 @@ def fit_layerwise(Y: sp.csr_matrix, *, link="poisson", n_components: int = 100,
     current iteration (the partial depth is kept).
     """
     T_max = int(n_layers)
-    etas = _per_layer(eta, T_max, "eta")
-    B = [int(b) for b in _per_layer(burn_in, T_max, "burn_in")]
-    C = [int(c) for c in _per_layer(n_collect, T_max, "n_collect")]
+    etas = per_layer(eta, T_max, "eta")
+    B = [int(b) for b in per_layer(burn_in, T_max, "burn_in", first_and_rest=True)]
+    C = [int(c) for c in per_layer(n_collect, T_max, "n_collect")]
     sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
                                         method=method, n_jobs=n_jobs, random_state=random_state)
     result = FitResult(sampler=sampler)
