@@ -229,18 +229,27 @@ def main(argv=None) -> int:
                 run["lda"] = {"perplexity": ppl, "samples": n_s, "seconds_per_iteration": spi, "wall_s": t.wall}
                 print(f"[perplexity] LDA K={K}: {ppl:.1f} ({rc.fmt_seconds(t.wall)})", file=sys.stderr, flush=True)
         runs.append(run)
+        if K != a.widths[-1]:  # a partial record after each width, in case a long run is cut short
+            rc.write_json(a.out_dir / f"{a.name}.partial.json", _record(a, X, n_corpus, n_obs, n_held, runs, timer, env))
 
-    record = {"script": "reproduce_perplexity", "command": rc.command_line(), "mode": a.mode,
-              "seed": a.seed, "n_docs": int(X.shape[0]), "n_docs_corpus": n_corpus,
-              "train_tokens": n_obs, "heldout_tokens": n_held, "eta": a.eta, "burn_in": list(a.burn_in),
-              "collect": a.collect, "layers": a.layers, "train_fraction": a.train_fraction, "method": a.method,
-              "lda": None if a.no_lda else {"alpha": a.lda_alpha, "eta": a.lda_eta},
-              "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
+    record = _record(a, X, n_corpus, n_obs, n_held, runs, timer, env)
     out = a.out_dir
     rc.write_json(out / f"{a.name}.json", record)
+    partial = out / f"{a.name}.partial.json"
+    if partial.exists():
+        partial.unlink()
     write_report(record, out, a.name, timer)
     print(f"[perplexity] wrote {out / (a.name + '.md')} ({rc.fmt_seconds(timer.wall)})", file=sys.stderr)
     return 0
+
+
+def _record(a, X, n_corpus, n_obs, n_held, runs, timer, env) -> dict:
+    return {"script": "reproduce_perplexity", "command": rc.command_line(), "mode": a.mode,
+            "seed": a.seed, "n_docs": int(X.shape[0]), "n_docs_corpus": n_corpus,
+            "train_tokens": n_obs, "heldout_tokens": n_held, "eta": a.eta, "burn_in": list(a.burn_in),
+            "collect": a.collect, "layers": a.layers, "train_fraction": a.train_fraction, "method": a.method,
+            "lda": None if a.no_lda else {"alpha": a.lda_alpha, "eta": a.lda_eta},
+            "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
 
 
 def write_report(rec, out: Path, name: str, timer) -> None:

@@ -736,8 +736,12 @@ def fit_layerwise(Y: sp.csr_matrix, *, link="poisson", n_components: int = 100,
         result.widths.append(sampler.network.widths)
         if heldout is not None:
             result.perplexity.append(_perplexity(h_values, h_indptr, rate_acc, norm_acc, n_eval))
-        logger.info("depth %d done: widths %s, %.4f s/iteration", T, sampler.network.widths,
-                    result.seconds_per_iteration[-1])
+        if heldout is not None:
+            logger.info("depth %d done: widths %s, %.4f s/iteration, held-out perplexity %.2f", T,
+                        sampler.network.widths, result.seconds_per_iteration[-1], result.perplexity[-1])
+        else:
+            logger.info("depth %d done: widths %s, %.4f s/iteration", T, sampler.network.widths,
+                        result.seconds_per_iteration[-1])
         if stop:
             break
     return result
