@@ -138,3 +138,42 @@ def test_real_corpus_files_load():
     assert X.shape == (33821, 2000) and len(words) == 2000 and set(split) == {"train", "test"}
     Xd, y = rc.load_digits(data)
     assert Xd.shape == (1797, 64) and 0.0 <= Xd.min() and Xd.max() <= 1.0
+
+
+def test_perplexity_spread_from_records_and_logs(fake_data, tmp_path, caplog):
+    """Two seeds from JSON records, a third from the --verbose log of a run; paired changes are per seed."""
+    import logging
+
+    import perplexity_spread as ps
+    import reproduce_perplexity as rp
+
+    out = tmp_path / "out"
+    base = ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--n-docs", "0", "--no-lda",
+            "--widths", "6", "--layers", "2", "--burn-in", "4", "2", "--collect", "5"]
+    for s in (1, 2):
+        assert rp.main(base + ["--seed", str(s), "--name", f"run_seed{s}", "--control"]) == 0
+    with caplog.at_level(logging.INFO, logger="pygbn"):
+        assert rp.main(base + ["--seed", "3", "--name", "run_seed3", "--verbose", "100"]) == 0
+    log = tmp_path / "run_seed3.log"
+    # the log as the script writes it to stderr: its header line, then pygbn's per-depth lines
+    rec3 = json.loads((out / "run_seed3.json").read_text())
+    header = (f"[perplexity] {rec3['n_docs']} docs, {rec3['train_tokens']} training / "
+              f"{rec3['heldout_tokens']} held-out tokens; widths [6], T<=2, B=(4, 2), C=5")
+    depth_lines = [r.getMessage() for r in caplog.records if "held-out perplexity" in r.getMessage()]
+    assert len(depth_lines) == len(rec3["runs"][0]["perplexity"])
+    log.write_text("\n".join([header] + [f"pygbn: {m}" for m in depth_lines]) + "\n")
+    (out / "run_seed3.json").unlink()
+
+    table = ps.collect([out / "run_seed1.json", out / "run_seed2.json", log])
+    assert sorted(table[6]) == [1, 2, 3]
+    np.testing.assert_allclose(table[6][3]["perplexity"], rec3["runs"][0]["perplexity"], atol=0.0051)  # logged to 2 decimals
+    assert table[6][3]["source"].endswith("(log)") and table[6][1]["control"] is not None
+
+    assert ps.main([str(out / "run_seed1.json"), str(out / "run_seed2.json"), str(log),
+                    "--out-dir", str(tmp_path / "pages"), "--name", "spread"]) == 0
+    md = (tmp_path / "pages" / "spread.md").read_text()
+    d = [table[6][s]["perplexity"][1] - table[6][s]["perplexity"][0] for s in (1, 2, 3)]
+    assert f"{np.mean(d):+.2f} ± {np.std(d, ddof=1) / np.sqrt(3):.2f}" in md
+    assert (tmp_path / "pages" / "spread.svg").read_text().startswith("<?xml")
+    with pytest.raises(SystemExit, match="no seed"):
+        ps.runs_from_log(tmp_path / "pages" / "spread.md")

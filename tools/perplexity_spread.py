@@ -1,0 +1,227 @@
+"""Seed-to-seed spread of the held-out perplexity runs of ``reproduce_perplexity.py``.
+
+Reads several runs of ``tools/reproduce_perplexity.py`` that differ in
+``--seed`` (the seed picks the document subset, the 30/70 token split and
+every chain, as the paper's "random trials" do) and writes one page:
+
+* per K1max and depth T, the perplexity of every seed, their mean and
+  standard deviation;
+* the **paired** change relative to T = 1 within each seed (mean and
+  standard error over seeds): the subsets differ in difficulty, so the
+  between-seed spread of the perplexity itself is much larger than the
+  spread of a within-seed difference, and only the latter says whether
+  depth helps;
+* the same for the single-layer control run (``--control``) and LDA, where
+  present.
+
+Inputs are the JSON records the script writes, and, for runs whose record
+is missing (a run stopped early, or lost), their ``--verbose`` logs: every
+finished depth logs ``depth T done: widths [...], ... held-out perplexity P``
+and the script logs its control and LDA results.  The seed of a log is read
+from ``seed<N>`` in its file name.  Records and logs of the same seed and
+K1max are merged (a record wins).
+
+Example::
+
+    python tools/perplexity_spread.py docs/results/perplexity_medium.json \\
+        docs/results/seeds/*.json docs/results/seeds/logs/*_run1.log \\
+        --name perplexity_medium_seeds
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _repro_common as rc  # noqa: E402
+
+_DEPTH = re.compile(r"depth (\d+) done: widths \[([\d, ]*)\].*held-out perplexity ([\d.]+)")
+_HEAD = re.compile(r"\[perplexity\] (\d+) docs, (\d+) training / (\d+) held-out tokens; widths \[(\d+)\]")
+_CTRL = re.compile(r"control T=1 x (\d+) iterations: ([\d.]+)")
+_LDA = re.compile(r"LDA K=(\d+): ([\d.]+)")
+_SEED = re.compile(r"seed(\d+)")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("inputs", nargs="+", type=Path, help="JSON records and/or --verbose logs")
+    p.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "results")
+    p.add_argument("--name", default="perplexity_seeds", help="output name (<name>.md, <name>.svg)")
+    p.add_argument("--title", default="Seed-to-seed spread of the held-out perplexity")
+    return p.parse_args(argv)
+
+
+def runs_from_record(path: Path) -> List[Dict]:
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    if rec.get("script") != "reproduce_perplexity":
+        raise SystemExit(f"error: {path} is not a reproduce_perplexity record")
+    out = []
+    for run in rec["runs"]:
+        out.append({"seed": int(rec["seed"]), "K1max": int(run["K1max"]),
+                    "perplexity": [float(v) for v in run["perplexity"]],
+                    "widths": run["widths"][-1] if run["widths"] else [],
+                    "control": (run.get("control") or {}).get("perplexity"),
+                    "control_iterations": (run.get("control") or {}).get("iterations"),
+                    "lda": (run.get("lda") or {}).get("perplexity"),
+                    "n_docs": rec["n_docs"], "mode": rec["mode"], "source": path.name})
+    return out
+
+
+def runs_from_log(path: Path) -> List[Dict]:
+    """One run per ``[perplexity] ... widths [K]`` header of a single-width log."""
+    m = _SEED.search(path.name)
+    if m is None:
+        raise SystemExit(f"error: no seed<N> in the log's file name {path.name}")
+    seed = int(m.group(1))
+    runs: List[Dict] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        h = _HEAD.search(line)
+        if h:
+            runs.append({"seed": seed, "K1max": int(h.group(4)), "perplexity": [], "widths": [],
+                         "control": None, "control_iterations": None, "lda": None,
+                         "n_docs": int(h.group(1)), "mode": "", "source": path.name + " (log)"})
+            continue
+        if not runs:
+            continue
+        d = _DEPTH.search(line)
+        if d:
+            depth = int(d.group(1))
+            if depth != len(runs[-1]["perplexity"]) + 1:
+                raise SystemExit(f"error: {path}: depth {depth} out of order")
+            runs[-1]["perplexity"].append(float(d.group(3)))
+            runs[-1]["widths"] = [int(w) for w in d.group(2).split(",") if w.strip()]
+            continue
+        c = _CTRL.search(line)
+        if c:
+            runs[-1]["control_iterations"], runs[-1]["control"] = int(c.group(1)), float(c.group(2))
+            continue
+        lda = _LDA.search(line)
+        if lda:
+            runs[-1]["lda"] = float(lda.group(2))
+    return [r for r in runs if r["perplexity"]]
+
+
+def collect(paths: List[Path]) -> Dict[int, Dict[int, Dict]]:
+    """``{K1max: {seed: run}}``; records take precedence over logs."""
+    table: Dict[int, Dict[int, Dict]] = {}
+    for path in sorted(paths, key=lambda p: p.suffix != ".log"):  # logs first, records overwrite
+        if not path.exists():
+            raise SystemExit(f"error: {path} not found")
+        runs = runs_from_log(path) if path.suffix == ".log" else runs_from_record(path)
+        for run in runs:
+            slot = table.setdefault(run["K1max"], {})
+            old = slot.get(run["seed"])
+            if old is not None and path.suffix == ".log":
+                continue
+            if old is not None and len(old["perplexity"]) > len(run["perplexity"]):
+                continue  # keep the deeper of two records
+            slot[run["seed"]] = run
+    return table
+
+
+def _fmt(v: Optional[float], nd: int = 1) -> str:
+    return "" if v is None or not np.isfinite(v) else f"{v:.{nd}f}"
+
+
+def _mean_se(values: List[float]):
+    a = np.asarray(values, dtype=float)
+    if a.size == 0:
+        return np.nan, np.nan, 0
+    se = a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else np.nan
+    return float(a.mean()), float(se), int(a.size)
+
+
+def summarise(table: Dict[int, Dict[int, Dict]]):
+    """Rows of the three tables and the plot series."""
+    T = max(len(r["perplexity"]) for runs in table.values() for r in runs.values())
+    per_seed, spread, paired, series = [], [], [], []
+    for K in sorted(table):
+        runs = table[K]
+        seeds = sorted(runs)
+        for s in seeds:
+            r = runs[s]
+            per_seed.append([K, s] + [_fmt(r["perplexity"][t]) if t < len(r["perplexity"]) else ""
+                                      for t in range(T)]
+                            + [_fmt(r["control"]), _fmt(r["lda"]), str(r["widths"]), r["source"]])
+        row = [K]
+        for t in range(T):
+            vals = [runs[s]["perplexity"][t] for s in seeds if t < len(runs[s]["perplexity"])]
+            a = np.asarray(vals)
+            row.append(f"{a.mean():.1f} ± {a.std(ddof=1):.1f} ({a.size})" if a.size > 1
+                       else (f"{a[0]:.1f} (1)" if a.size else ""))
+        spread.append(row)
+        prow, ys, es = [K], [], []
+        for t in range(T):
+            d = [runs[s]["perplexity"][t] - runs[s]["perplexity"][0] for s in seeds
+                 if t < len(runs[s]["perplexity"])]
+            m, se, n = _mean_se(d)
+            ys.append(m if n else np.nan)
+            es.append(se)
+            if t == 0:
+                prow.append("0")
+            elif n == 0:
+                prow.append("")
+            else:
+                better = sum(1 for v in d if v < 0)
+                prow.append(f"{m:+.2f} ± {se:.2f} ({better}/{n} lower)" if n > 1 else f"{m:+.2f} (1)")
+        ctrl = [runs[s]["control"] - runs[s]["perplexity"][0] for s in seeds if runs[s]["control"] is not None]
+        deep = [min(runs[s]["perplexity"][1:]) - runs[s]["control"] for s in seeds
+                if runs[s]["control"] is not None and len(runs[s]["perplexity"]) > 1]
+        lda = [runs[s]["perplexity"][0] - runs[s]["lda"] for s in seeds if runs[s]["lda"] is not None]
+        for vals in (ctrl, deep, lda):
+            m, se, n = _mean_se(vals)
+            prow.append("" if n == 0 else (f"{m:+.2f} ± {se:.2f} ({n})" if n > 1 else f"{m:+.2f} (1)"))
+        paired.append(prow)
+        series.append({"label": f"K1max = {K}", "x": list(range(1, T + 1)), "y": ys})
+    return T, per_seed, spread, paired, series
+
+
+def write_page(table, out: Path, name: str, title: str, inputs: List[Path]) -> Path:
+    T, per_seed, spread, paired, series = summarise(table)
+    depths = [f"T={t}" for t in range(1, T + 1)]
+    md = [f"# {title}", "",
+          "Written by `python tools/perplexity_spread.py " + " ".join(str(p) for p in inputs)
+          + f" --name {name}` from the runs listed in the last table.", "",
+          "Each seed of `tools/reproduce_perplexity.py` draws its own document subset, 30/70 token "
+          "split and chains (the paper's \"random trials\"). Differences are paired: each seed's "
+          "deeper networks are compared with its own T = 1 network, so the subset's difficulty "
+          "cancels.", "",
+          "## Change relative to T = 1, paired within each seed (mean ± standard error over seeds)", "",
+          "Negative is better. *control - T=1*: the single-layer run for as many iterations as the "
+          "whole layer-wise run, against T = 1 (the gain of a longer chain alone). *best deep - "
+          "control*: the best depth T >= 2 against that control (negative: depth beats the longer "
+          "single-layer chain). *T=1 - LDA*: the single-layer PGBN against LDA at the same K.", "",
+          rc.md_table(["K1max"] + depths + ["control - T=1", "best deep - control", "T=1 - LDA"], paired), "",
+          f"![paired change vs depth]({name}.svg)", "",
+          "## Perplexity per depth (mean ± standard deviation over seeds, number of seeds)", "",
+          rc.md_table(["K1max"] + depths, spread), "",
+          "## Every run", "",
+          rc.md_table(["K1max", "seed"] + depths + ["control", "LDA", "widths", "source"], per_seed), ""]
+    out.mkdir(parents=True, exist_ok=True)
+    page = out / f"{name}.md"
+    page.write_text("\n".join(md), encoding="utf-8")
+    rc.svg_line_plot(out / f"{name}.svg", series, "Paired change in perplexity vs depth (mean over seeds)",
+                     "layers T", "perplexity(T) - perplexity(1)", xticks=list(range(1, T + 1)),
+                     hlines=[{"label": "T = 1", "y": 0.0, "colour": "#888"}])
+    return page
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    table = collect(a.inputs)
+    if not table:
+        raise SystemExit("error: no runs found in the inputs")
+    page = write_page(table, a.out_dir, a.name, a.title, a.inputs)
+    print(f"[spread] wrote {page}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
