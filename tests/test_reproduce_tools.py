@@ -177,3 +177,33 @@ def test_perplexity_spread_from_records_and_logs(fake_data, tmp_path, caplog):
     assert (tmp_path / "pages" / "spread.svg").read_text().startswith("<?xml")
     with pytest.raises(SystemExit, match="no seed"):
         ps.runs_from_log(tmp_path / "pages" / "spread.md")
+
+
+def test_perplexity_merge_and_control_from(fake_data, tmp_path):
+    """Separate runs (one width each, and a long single-layer control) merge into one page."""
+    import reproduce_perplexity as rp
+
+    out = tmp_path / "out"
+    base = ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--n-docs", "0", "--no-lda",
+            "--layers", "2", "--collect", "5", "--seed", "1"]
+    assert rp.main(base + ["--widths", "6", "--burn-in", "4", "2", "--name", "a"]) == 0
+    assert rp.main(base + ["--widths", "4", "--burn-in", "4", "2", "--name", "b"]) == 0
+    assert rp.main(base + ["--widths", "6", "--layers", "1", "--burn-in", "11", "2", "--name", "c"]) == 0
+    assert rp.main(["--merge", str(out / "a.json"), str(out / "b.json"), "--control-from", str(out / "c.json"),
+                    "--out-dir", str(out), "--name", "m"]) == 0
+    rec = json.loads((out / "m.json").read_text())
+    c = json.loads((out / "c.json").read_text())
+    assert [r["K1max"] for r in rec["runs"]] == [4, 6]
+    assert rec["runs"][1]["control"]["perplexity"] == c["runs"][0]["perplexity"][0]
+    assert rec["runs"][1]["control"]["iterations"] == 16 and "control" not in rec["runs"][0]
+    assert len(rec["merged_commands"]) == 3
+    md = (out / "m.md").read_text()
+    assert "merged from" in md and "(16 it.)" in md
+    # a record with another seed or schedule is refused, naming the key
+    assert rp.main(base + ["--widths", "5", "--burn-in", "4", "3", "--name", "d"]) == 0
+    with pytest.raises(SystemExit, match="burn_in"):
+        rp.main(["--merge", str(out / "a.json"), str(out / "d.json"), "--out-dir", str(out), "--name", "x"])
+    with pytest.raises(SystemExit, match="twice"):
+        rp.main(["--merge", str(out / "a.json"), str(out / "a.json"), "--out-dir", str(out), "--name", "x"])
+    with pytest.raises(SystemExit, match="needs --merge"):
+        rp.main(["--control-from", str(out / "c.json"), "--data-dir", str(fake_data)])

@@ -97,6 +97,12 @@ def parse_args(argv=None):
     p.add_argument("--verbose", type=int, default=0, help="progress every N iterations (0: off)")
     p.add_argument("--from-json", type=Path, default=None,
                    help="only rewrite the markdown and SVG of a finished run from its JSON record")
+    p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RECORD",
+                   help="combine the records of runs made separately (same data, seed and schedule; "
+                        "e.g. one width per process) into one page named --name; no fitting")
+    p.add_argument("--control-from", type=Path, default=None, metavar="RECORD",
+                   help="with --merge: a record of single-layer runs (--layers 1 with a longer burn-in) "
+                        "to show as the control of the run with the same K1max")
     a = p.parse_args(argv)
     if a.quick:
         a.mode = "quick"
@@ -177,6 +183,14 @@ def main(argv=None) -> int:
         rec = json.loads(a.from_json.read_text(encoding="utf-8"))
         write_report(rec, a.from_json.parent, a.from_json.stem, None)
         return 0
+    if a.merge is not None:
+        rec = merge_records(a.merge, a.control_from)
+        rc.write_json(a.out_dir / f"{a.name}.json", rec)
+        write_report(rec, a.out_dir, a.name, None)
+        print(f"[perplexity] wrote {a.out_dir / (a.name + '.md')}", file=sys.stderr)
+        return 0
+    if a.control_from is not None:
+        raise SystemExit("error: --control-from needs --merge")
     import pygbn
 
     timer = rc.Timer()
@@ -252,6 +266,65 @@ def _record(a, X, n_corpus, n_obs, n_held, runs, timer, env) -> dict:
             "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
 
 
+_SAME_DATA = ("n_docs", "n_docs_corpus", "seed", "train_tokens", "heldout_tokens", "eta", "train_fraction", "method")
+
+
+def merge_records(paths, control_path=None) -> dict:
+    """One record from the records of separate runs of this script.
+
+    The runs must share the data, split, seed and hyper-parameters
+    (``_SAME_DATA``) and the schedule (``burn_in``, ``collect``); their
+    width runs are concatenated in K1max order (a K1max may appear once).
+    With ``control_path``, each single-layer run of that record (same data;
+    its longer schedule is the point) becomes the ``control`` of the merged
+    run with the same K1max, and its LDA result, if the merged run has
+    none, that run's LDA baseline (with its iteration count noted).
+    """
+    import json
+
+    recs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    for p, r in zip(paths, recs):
+        if r.get("script") != "reproduce_perplexity":
+            raise SystemExit(f"error: {p} is not a reproduce_perplexity record")
+    base = recs[0]
+    for p, r in zip(paths[1:], recs[1:]):
+        for key in _SAME_DATA + ("burn_in", "collect"):
+            if r[key] != base[key]:
+                raise SystemExit(f"error: {p} differs from {paths[0]} in {key}: {r[key]!r} vs {base[key]!r}")
+    runs, seen = [], set()
+    for p, r in zip(paths, recs):
+        for run in r["runs"]:
+            if run["K1max"] in seen:
+                raise SystemExit(f"error: K1max={run['K1max']} appears twice (again in {p})")
+            seen.add(run["K1max"])
+            runs.append(dict(run, source=Path(p).name))
+    runs.sort(key=lambda run: run["K1max"])
+    commands = [r["command"] for r in recs]
+    if control_path is not None:
+        ctrl = json.loads(Path(control_path).read_text(encoding="utf-8"))
+        for key in _SAME_DATA:
+            if ctrl[key] != base[key]:
+                raise SystemExit(f"error: {control_path} differs from {paths[0]} in {key}")
+        by_k = {run["K1max"]: run for run in runs}
+        for c in ctrl["runs"]:
+            if len(c["perplexity"]) != 1 or c["K1max"] not in by_k:
+                raise SystemExit(f"error: {control_path}: K1max={c['K1max']} is not a single-layer run "
+                                 "of a merged width")
+            target = by_k[c["K1max"]]
+            target["control"] = {"iterations": int(c["total_iterations"]), "perplexity": float(c["perplexity"][0]),
+                                 "width": c["widths"][0][0], "wall_s": c["wall_s"], "source": Path(control_path).name}
+            if "lda" not in target and "lda" in c:
+                target["lda"] = dict(c["lda"], iterations=int(c["total_iterations"]),
+                                     source=Path(control_path).name)
+        commands.append(ctrl["command"])
+    merged = dict(base, runs=runs, layers=max(r["layers"] for r in recs),
+                  wall_s=sum(r["wall_s"] for r in recs) + (ctrl["wall_s"] if control_path is not None else 0.0),
+                  cpu_s=sum(r["cpu_s"] for r in recs) + (ctrl["cpu_s"] if control_path is not None else 0.0),
+                  lda=next((r["lda"] for r in recs if r.get("lda")), base.get("lda")),
+                  command=rc.command_line(), merged_commands=commands)
+    return merged
+
+
 def write_report(rec, out: Path, name: str, timer) -> None:
     T = max(len(r["perplexity"]) for r in rec["runs"])
     depths = list(range(1, T + 1))
@@ -266,6 +339,10 @@ def write_report(rec, out: Path, name: str, timer) -> None:
              ("seed", str(rec["seed"]))]
     if rec["mode"] != "full":
         extra.append(("note", "a reduced run, NOT the paper's protocol (which is `--mode full`)"))
+    if rec.get("merged_commands"):
+        extra.append(("merged from", "<br>".join(f"`{c}`" for c in rec["merged_commands"])))
+        extra.append(("note on times", "total wall and CPU times are sums over the merged runs, "
+                                       "which ran side by side"))
     text = [rc.run_header(f"Held-out perplexity vs depth and width ({rec['mode']} run)", rec["environment"],
                           rec["wall_s"], rec["cpu_s"], extra, rec["command"])]
     header = ["K1max"] + [f"T={t}" for t in depths]
@@ -282,7 +359,9 @@ def write_report(rec, out: Path, name: str, timer) -> None:
             c = r.get("control")
             row.append(f"{c['perplexity']:.1f} ({c['iterations']} it.)" if c else None)
         if has_lda:
-            row.append(r["lda"]["perplexity"] if "lda" in r else None)
+            lda = r.get("lda")
+            row.append(None if lda is None else (f"{lda['perplexity']:.1f} ({lda['iterations']} it.)"
+                                                 if "iterations" in lda else lda["perplexity"]))
         rows.append(row)
     text += ["## Per-held-out-word perplexity (lower is better)", "", rc.md_table(header, rows), "",
              f"![perplexity vs depth]({name}.svg)", ""]
@@ -315,7 +394,9 @@ def write_report(rec, out: Path, name: str, timer) -> None:
                  "`optim_interval = 0`, one worker, trained on the same 30% tokens for B_1 iterations, then "
                  "C_1 more; every 5th of those, Phi ~ Dir(eta + n_kv) over all V terms and theta_j ~ "
                  "Dir(alpha + n_jk) are drawn from the current assignments and the held-out rates "
-                 "sum_k theta_jk phi_kv are averaged over the samples before the log, as for the PGBN.", "",
+                 "sum_k theta_jk phi_kv are averaged over the samples before the log, as for the PGBN. "
+                 "A value marked \"(N it.)\" comes from a merged control run and was trained for N "
+                 "iterations in all (B_1 of that run plus C_1).", "",
                  rc.md_table(["K", "samples", "s/iteration (incl. sampling)", "wall"], rows), ""]
     (out / f"{name}.md").write_text("\n".join(text), encoding="utf-8")
     series = [{"label": f"PGBN K1max={r['K1max']}", "x": list(range(1, len(r["perplexity"]) + 1)),
