@@ -31,6 +31,9 @@ CONFIGS = [
     ("blocked", [3], "poisson"),
     ("collapsed", [3, 2], "poisson"),
     ("blocked", [3, 2], "poisson"),
+    # T = 3: the only depth with a c_j^(t), t >= 3, below the top and a Phi^(t) between two hidden layers
+    ("collapsed", [3, 2, 2], "poisson"),
+    ("blocked", [3, 2, 2], "poisson"),
 ]
 LINK_CONFIGS = [
     ("blocked", [3], "bernoulli"),

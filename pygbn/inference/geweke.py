@@ -104,10 +104,10 @@ def statistics(draw: PriorDraw) -> Dict[str, float]:
         "log_c2": float(np.log(draw.cs[0]).mean()),
         "log1p_y_sum": float(np.log1p(draw.Y.sum())),
     }
-    if len(draw.phis) > 1:
-        out["log_theta2_sum"] = float(np.log(draw.thetas[1].sum()))
-        out["phi2_sq"] = float((draw.phis[1] ** 2).sum() / draw.phis[1].shape[1])
-        out["c3"] = float(draw.cs[1].mean())
+    for t in range(2, len(draw.phis) + 1):  # every upper layer: theta^(t), Phi^(t), c^(t+1)
+        out[f"log_theta{t}_sum"] = float(np.log(draw.thetas[t - 1].sum()))
+        out[f"phi{t}_sq"] = float((draw.phis[t - 1] ** 2).sum() / draw.phis[t - 1].shape[1])
+        out[f"c{t + 1}"] = float(draw.cs[t - 1].mean())
     if draw.aux.size:
         out["log_a"] = float(np.log(draw.aux).mean())
     return out
