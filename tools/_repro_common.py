@@ -314,6 +314,21 @@ def svg_line_plot(path: Path, series: Sequence[Dict], title: str, xlabel: str, y
     return text
 
 
+def add_mode_args(p, modes, default: str) -> None:
+    """``--mode`` (one of ``modes``, default ``default``) and ``--quick`` (same as ``--mode quick``)."""
+    p.add_argument("--mode", choices=sorted(modes), default=default, help=f"preset (default: {default})")
+    p.add_argument("--quick", action="store_true", help="same as --mode quick")
+
+
+def add_run_args(p, name_default: str) -> None:
+    """Options every reproduce script shares: threads, data and output folders, output name, progress."""
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--out-dir", type=Path, default=RESULTS)
+    p.add_argument("--name", help=f"output file stem (default {name_default})")
+    p.add_argument("--verbose", type=int, default=0, help="progress every N iterations (0: off)")
+
+
 def parse_ints(text: str, name: str) -> List[int]:
     """``"25,50,100"`` -> [25, 50, 100] with a clear error."""
     try:

@@ -109,20 +109,17 @@ def runs_from_log(path: Path) -> List[Dict]:
 
 
 def collect(paths: List[Path]) -> Dict[int, Dict[int, Dict]]:
-    """``{K1max: {seed: run}}``; records take precedence over logs."""
+    """``{K1max: {seed: run}}``; for the same K1max and seed a record beats a log, then the deeper run wins."""
     table: Dict[int, Dict[int, Dict]] = {}
-    for path in sorted(paths, key=lambda p: p.suffix != ".log"):  # logs first, records overwrite
+    for path in paths:
         if not path.exists():
             raise SystemExit(f"error: {path} not found")
-        runs = runs_from_log(path) if path.suffix == ".log" else runs_from_record(path)
-        for run in runs:
+        from_log = path.suffix == ".log"
+        for run in runs_from_log(path) if from_log else runs_from_record(path):
+            run["_rank"] = (not from_log, len(run["perplexity"]))
             slot = table.setdefault(run["K1max"], {})
-            old = slot.get(run["seed"])
-            if old is not None and path.suffix == ".log":
-                continue
-            if old is not None and len(old["perplexity"]) > len(run["perplexity"]):
-                continue  # keep the deeper of two records
-            slot[run["seed"]] = run
+            if run["seed"] not in slot or run["_rank"] > slot[run["seed"]]["_rank"]:
+                slot[run["seed"]] = run
     return table
 
 

@@ -80,8 +80,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", choices=DATASETS + ("all",), default="all")
-    p.add_argument("--mode", choices=sorted(MODES), default="full", help="preset (default: full)")
-    p.add_argument("--quick", action="store_true", help="same as --mode quick")
+    rc.add_mode_args(p, MODES, "full")
     p.add_argument("--n-train", type=int, help="random subset of training documents (0: all; not for digits)")
     p.add_argument("--n-test", type=int, help="random subset of test documents (0: all; not for digits)")
     p.add_argument("--top-labels", type=int, default=20, help="keep the N most frequent Debian sections (0: all)")
@@ -96,12 +95,8 @@ def parse_args(argv=None):
     p.add_argument("--c-grid", type=int, nargs=2, metavar=("LO", "HI"),
                    help="C is searched over 2^LO, 2^(LO+1), ..., 2^HI (full mode: the paper's -10 15)")
     p.add_argument("--seed", type=int, default=0, help="seed of the subsets, the chains and the CV folds")
-    p.add_argument("--n-jobs", type=int, default=1)
-    p.add_argument("--data-dir", type=Path, default=None)
-    p.add_argument("--out-dir", type=Path, default=rc.RESULTS)
-    p.add_argument("--name", help="output file stem (default classification_<dataset>_<mode>)")
+    rc.add_run_args(p, "classification_<dataset>_<mode>")
     p.add_argument("--save-models", type=Path, default=None, help="folder to save each fitted GBN (.npz)")
-    p.add_argument("--verbose", type=int, default=0, help="progress every N iterations (0: off)")
     p.add_argument("--from-json", type=Path, default=None,
                    help="only rewrite the markdown and SVG of a finished run from its JSON record")
     a = p.parse_args(argv)

@@ -71,8 +71,7 @@ MODES = {
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=sorted(MODES), default="full", help="preset (default: full)")
-    p.add_argument("--quick", action="store_true", help="same as --mode quick")
+    rc.add_mode_args(p, MODES, "full")
     p.add_argument("--n-docs", type=int, help="random subset of documents (0: all)")
     p.add_argument("--widths", help="comma-separated K1max values")
     p.add_argument("--layers", type=int, help="maximum depth T_max")
@@ -89,12 +88,8 @@ def parse_args(argv=None):
     p.add_argument("--lda-eta", type=float, default=0.01)
     p.add_argument("--control", action="store_true",
                    help="also run T=1 for as many iterations as the deepest layer-wise run")
-    p.add_argument("--n-jobs", type=int, default=1)
-    p.add_argument("--data-dir", type=Path, default=None)
-    p.add_argument("--out-dir", type=Path, default=rc.RESULTS)
-    p.add_argument("--name", help="output file stem (default perplexity_<mode>)")
+    rc.add_run_args(p, "perplexity_<mode>")
     p.add_argument("--save-models", type=Path, default=None, help="folder to save each fitted GBN (.npz)")
-    p.add_argument("--verbose", type=int, default=0, help="progress every N iterations (0: off)")
     p.add_argument("--from-json", type=Path, default=None,
                    help="only rewrite the markdown and SVG of a finished run from its JSON record")
     p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RECORD",

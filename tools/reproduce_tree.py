@@ -59,8 +59,7 @@ def parse_root(text: str):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=sorted(MODES), default="medium", help="preset (default: medium)")
-    p.add_argument("--quick", action="store_true", help="same as --mode quick")
+    rc.add_mode_args(p, MODES, "medium")
     p.add_argument("--model", type=Path, help="render this saved GBN instead of fitting one")
     p.add_argument("--n-docs", type=int, help="random subset of documents (0: all)")
     p.add_argument("--width", type=int, help="K1max")
@@ -73,12 +72,8 @@ def parse_args(argv=None):
     p.add_argument("--subnetwork", default=None,
                    help="comma-separated LAYER:RANK roots of the subnetwork (default: automatic, see above)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-jobs", type=int, default=1)
-    p.add_argument("--data-dir", type=Path, default=None)
-    p.add_argument("--out-dir", type=Path, default=rc.RESULTS)
-    p.add_argument("--name", help="output file stem (default tree_debian_<mode>)")
+    rc.add_run_args(p, "tree_debian_<mode>")
     p.add_argument("--save-model", type=Path, default=None, help="save the fitted GBN here (.npz)")
-    p.add_argument("--verbose", type=int, default=0)
     a = p.parse_args(argv)
     if a.quick:
         a.mode = "quick"

@@ -736,12 +736,11 @@ def fit_layerwise(Y: sp.csr_matrix, *, link="poisson", n_components: int = 100,
         result.widths.append(sampler.network.widths)
         if heldout is not None:
             result.perplexity.append(_perplexity(h_values, h_indptr, rate_acc, norm_acc, n_eval))
+        msg, args = "depth %d done: widths %s, %.4f s/iteration", [T, sampler.network.widths,
+                                                                    result.seconds_per_iteration[-1]]
         if heldout is not None:
-            logger.info("depth %d done: widths %s, %.4f s/iteration, held-out perplexity %.2f", T,
-                        sampler.network.widths, result.seconds_per_iteration[-1], result.perplexity[-1])
-        else:
-            logger.info("depth %d done: widths %s, %.4f s/iteration", T, sampler.network.widths,
-                        result.seconds_per_iteration[-1])
+            msg, args = msg + ", held-out perplexity %.2f", args + [result.perplexity[-1]]
+        logger.info(msg, *args)
         if stop:
             break
     return result
