@@ -207,3 +207,42 @@ def test_perplexity_merge_and_control_from(fake_data, tmp_path):
         rp.main(["--merge", str(out / "a.json"), str(out / "a.json"), "--out-dir", str(out), "--name", "x"])
     with pytest.raises(SystemExit, match="needs --merge"):
         rp.main(["--control-from", str(out / "c.json"), "--data-dir", str(fake_data)])
+
+
+def test_classification_spread_from_records_and_logs(fake_data, tmp_path, capsys):
+    """Two seeds from JSON records, a third from the script's stderr log; paired changes are per seed."""
+    pytest.importorskip("sklearn")
+    import classification_spread as cs
+    import reproduce_classification as rcl
+
+    out = tmp_path / "out"
+    base = ["--quick", "--dataset", "debian", "--data-dir", str(fake_data), "--out-dir", str(out),
+            "--n-train", "0", "--n-test", "0", "--transform-iter", "3", "3", "--cv", "2", "--c-grid", "-2", "2",
+            "--widths", "6", "--layers", "2", "--burn-in", "4", "2", "--collect", "3"]
+    for s in (1, 2, 3):
+        capsys.readouterr()
+        assert rcl.main(base + ["--seed", str(s), "--name", f"cls_seed{s}"]) == 0
+    log = tmp_path / "cls_seed3.log"
+    log.write_text(capsys.readouterr().err)
+    rec3 = json.loads((out / "cls_seed3.json").read_text())
+    (out / "cls_seed3.json").unlink()
+
+    table = cs.collect([out / "cls_seed1.json", out / "cls_seed2.json", log])
+    runs = table[("debian", 6)]
+    assert sorted(runs) == [1, 2, 3] and runs[3]["source"].endswith("(log)")
+    np.testing.assert_allclose(runs[3]["accuracy"], rec3["runs"][0]["accuracy"], atol=5.1e-5)  # logged to 4 decimals
+    assert runs[3]["raw"] == pytest.approx(rec3["raw"]["accuracy"], abs=5.1e-5)
+    assert runs[3]["widths"] == rec3["runs"][0]["widths"][-1]
+
+    assert cs.main([str(out / "cls_seed1.json"), str(out / "cls_seed2.json"), str(log),
+                    "--out-dir", str(tmp_path / "pages"), "--name", "spread"]) == 0
+    md = (tmp_path / "pages" / "spread.md").read_text()
+    d = [100 * (runs[s]["accuracy"][1] - runs[s]["accuracy"][0]) for s in (1, 2, 3)]
+    assert f"{np.mean(d):+.2f} ± {np.std(d, ddof=1) / np.sqrt(3):.2f}" in md
+    assert (tmp_path / "pages" / "spread.svg").read_text().startswith("<?xml")
+    with pytest.raises(SystemExit, match="no seed"):
+        cs.runs_from_log(tmp_path / "pages" / "spread.md")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"script": "reproduce_perplexity"}))
+    with pytest.raises(SystemExit, match="not a reproduce_classification record"):
+        cs.collect([other])

@@ -176,6 +176,15 @@ def write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=1, default=default) + "\n", encoding="utf-8")
 
 
+def mean_se(values: Sequence[float]) -> Tuple[float, float, int]:
+    """Mean, standard error of the mean (NaN for fewer than two values) and count; NaNs for no values."""
+    a = np.asarray(values, dtype=float)
+    if a.size == 0:
+        return np.nan, np.nan, 0
+    se = a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else np.nan
+    return float(a.mean()), float(se), int(a.size)
+
+
 def md_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
     def cell(v):
         if v is None:
@@ -338,3 +347,77 @@ def parse_ints(text: str, name: str) -> List[int]:
     if not vals or min(vals) < 1:
         raise SystemExit(f"error: {name} must be positive integers, got {text!r}")
     return vals
+
+
+# ------------------------------------------------------ seed-spread pages
+def collect_by_seed(paths: Sequence[Path], runs_from_record, runs_from_log, key, depths: str) -> Dict:
+    """``{key(run): {seed: run}}`` from JSON records and ``--verbose`` logs (a ``.log`` suffix).
+
+    ``runs_from_record(path)`` / ``runs_from_log(path)`` return run dicts with a ``seed`` and a
+    per-depth list ``run[depths]``.  For the same key and seed a record beats a log, then the
+    deeper run wins.
+    """
+    table: Dict = {}
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise SystemExit(f"error: {path} not found")
+        from_log = path.suffix == ".log"
+        for run in runs_from_log(path) if from_log else runs_from_record(path):
+            run["_rank"] = (not from_log, len(run[depths]))
+            slot = table.setdefault(key(run), {})
+            if run["seed"] not in slot or run["_rank"] > slot[run["seed"]]["_rank"]:
+                slot[run["seed"]] = run
+    return table
+
+
+def depth_columns(curves: Sequence[Sequence[float]], T: int, nd: int, better: str):
+    """Per depth over seeds: ``mean ± sd (n)`` cells, and paired-change-vs-T=1 cells and means.
+
+    ``curves`` holds one per-depth list per seed (possibly shorter than ``T``); a paired cell is
+    ``mean ± standard error (k/n better)`` with ``better`` ``"lower"`` or ``"higher"``.
+    """
+    spread, paired, means = [], [], []
+    for t in range(T):
+        a = np.asarray([c[t] for c in curves if t < len(c)], dtype=float)
+        spread.append(f"{a.mean():.{nd}f} ± {a.std(ddof=1):.{nd}f} ({a.size})" if a.size > 1
+                      else (f"{a[0]:.{nd}f} (1)" if a.size else ""))
+        d = [c[t] - c[0] for c in curves if t < len(c)]
+        m, se, n = mean_se(d)
+        means.append(m if n else np.nan)
+        if t == 0 or n == 0:
+            paired.append("0" if t == 0 else "")
+            continue
+        k = sum(1 for v in d if (v < 0 if better == "lower" else v > 0))
+        paired.append(f"{m:+.2f} ± {se:.2f} ({k}/{n} {better})" if n > 1 else f"{m:+.2f} (1)")
+    return spread, paired, means
+
+
+def spread_main(argv, doc: str, name: str, title: str, collect, write_page) -> int:
+    """Command line of the ``*_spread.py`` tools: inputs -> ``collect`` -> ``write_page``."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=doc)
+    p.add_argument("inputs", nargs="+", type=Path, help="JSON records and/or --verbose logs")
+    p.add_argument("--out-dir", type=Path, default=RESULTS)
+    p.add_argument("--name", default=name, help="output name (<name>.md, <name>.svg)")
+    p.add_argument("--title", default=title)
+    a = p.parse_args(argv)
+    table = collect(a.inputs)
+    if not table:
+        raise SystemExit("error: no runs found in the inputs")
+    page = write_page(table, a.out_dir, a.name, a.title, a.inputs)
+    print(f"[spread] wrote {page}", file=sys.stderr)
+    return 0
+
+
+def write_spread_page(out: Path, name: str, md: Sequence[str], series, n_depths: int, what: str) -> Path:
+    """``<name>.md`` from the lines ``md`` and ``<name>.svg``: the paired change of ``what`` vs depth."""
+    out.mkdir(parents=True, exist_ok=True)
+    page = out / f"{name}.md"
+    page.write_text("\n".join(md), encoding="utf-8")
+    svg_line_plot(out / f"{name}.svg", series, f"Paired change in {what} vs depth (mean over seeds)",
+                  "layers T", f"{what}(T) - {what}(1)", xticks=list(range(1, n_depths + 1)),
+                  hlines=[{"label": "T = 1", "y": 0.0, "colour": "#888"}])
+    return page

@@ -29,7 +29,6 @@ Example::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -46,16 +45,6 @@ _HEAD = re.compile(r"\[perplexity\] (\d+) docs, (\d+) training / (\d+) held-out 
 _CTRL = re.compile(r"control T=1 x (\d+) iterations: ([\d.]+)")
 _LDA = re.compile(r"LDA K=(\d+): ([\d.]+)")
 _SEED = re.compile(r"seed(\d+)")
-
-
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("inputs", nargs="+", type=Path, help="JSON records and/or --verbose logs")
-    p.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "results")
-    p.add_argument("--name", default="perplexity_seeds", help="output name (<name>.md, <name>.svg)")
-    p.add_argument("--title", default="Seed-to-seed spread of the held-out perplexity")
-    return p.parse_args(argv)
 
 
 def runs_from_record(path: Path) -> List[Dict]:
@@ -110,29 +99,11 @@ def runs_from_log(path: Path) -> List[Dict]:
 
 def collect(paths: List[Path]) -> Dict[int, Dict[int, Dict]]:
     """``{K1max: {seed: run}}``; for the same K1max and seed a record beats a log, then the deeper run wins."""
-    table: Dict[int, Dict[int, Dict]] = {}
-    for path in paths:
-        if not path.exists():
-            raise SystemExit(f"error: {path} not found")
-        from_log = path.suffix == ".log"
-        for run in runs_from_log(path) if from_log else runs_from_record(path):
-            run["_rank"] = (not from_log, len(run["perplexity"]))
-            slot = table.setdefault(run["K1max"], {})
-            if run["seed"] not in slot or run["_rank"] > slot[run["seed"]]["_rank"]:
-                slot[run["seed"]] = run
-    return table
+    return rc.collect_by_seed(paths, runs_from_record, runs_from_log, lambda r: r["K1max"], "perplexity")
 
 
 def _fmt(v: Optional[float], nd: int = 1) -> str:
     return "" if v is None or not np.isfinite(v) else f"{v:.{nd}f}"
-
-
-def _mean_se(values: List[float]):
-    a = np.asarray(values, dtype=float)
-    if a.size == 0:
-        return np.nan, np.nan, 0
-    se = a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else np.nan
-    return float(a.mean()), float(se), int(a.size)
 
 
 def summarise(table: Dict[int, Dict[int, Dict]]):
@@ -147,33 +118,15 @@ def summarise(table: Dict[int, Dict[int, Dict]]):
             per_seed.append([K, s] + [_fmt(r["perplexity"][t]) if t < len(r["perplexity"]) else ""
                                       for t in range(T)]
                             + [_fmt(r["control"]), _fmt(r["lda"]), str(r["widths"]), r["source"]])
-        row = [K]
-        for t in range(T):
-            vals = [runs[s]["perplexity"][t] for s in seeds if t < len(runs[s]["perplexity"])]
-            a = np.asarray(vals)
-            row.append(f"{a.mean():.1f} ± {a.std(ddof=1):.1f} ({a.size})" if a.size > 1
-                       else (f"{a[0]:.1f} (1)" if a.size else ""))
-        spread.append(row)
-        prow, ys, es = [K], [], []
-        for t in range(T):
-            d = [runs[s]["perplexity"][t] - runs[s]["perplexity"][0] for s in seeds
-                 if t < len(runs[s]["perplexity"])]
-            m, se, n = _mean_se(d)
-            ys.append(m if n else np.nan)
-            es.append(se)
-            if t == 0:
-                prow.append("0")
-            elif n == 0:
-                prow.append("")
-            else:
-                better = sum(1 for v in d if v < 0)
-                prow.append(f"{m:+.2f} ± {se:.2f} ({better}/{n} lower)" if n > 1 else f"{m:+.2f} (1)")
+        cells, pcells, ys = rc.depth_columns([runs[s]["perplexity"] for s in seeds], T, 1, "lower")
+        spread.append([K] + cells)
+        prow = [K] + pcells
         ctrl = [runs[s]["control"] - runs[s]["perplexity"][0] for s in seeds if runs[s]["control"] is not None]
         deep = [min(runs[s]["perplexity"][1:]) - runs[s]["control"] for s in seeds
                 if runs[s]["control"] is not None and len(runs[s]["perplexity"]) > 1]
         lda = [runs[s]["perplexity"][0] - runs[s]["lda"] for s in seeds if runs[s]["lda"] is not None]
         for vals in (ctrl, deep, lda):
-            m, se, n = _mean_se(vals)
+            m, se, n = rc.mean_se(vals)
             prow.append("" if n == 0 else (f"{m:+.2f} ± {se:.2f} ({n})" if n > 1 else f"{m:+.2f} (1)"))
         paired.append(prow)
         series.append({"label": f"K1max = {K}", "x": list(range(1, T + 1)), "y": ys})
@@ -201,23 +154,12 @@ def write_page(table, out: Path, name: str, title: str, inputs: List[Path]) -> P
           rc.md_table(["K1max"] + depths, spread), "",
           "## Every run", "",
           rc.md_table(["K1max", "seed"] + depths + ["control", "LDA", "widths", "source"], per_seed), ""]
-    out.mkdir(parents=True, exist_ok=True)
-    page = out / f"{name}.md"
-    page.write_text("\n".join(md), encoding="utf-8")
-    rc.svg_line_plot(out / f"{name}.svg", series, "Paired change in perplexity vs depth (mean over seeds)",
-                     "layers T", "perplexity(T) - perplexity(1)", xticks=list(range(1, T + 1)),
-                     hlines=[{"label": "T = 1", "y": 0.0, "colour": "#888"}])
-    return page
+    return rc.write_spread_page(out, name, md, series, T, "perplexity")
 
 
 def main(argv=None) -> int:
-    a = parse_args(argv)
-    table = collect(a.inputs)
-    if not table:
-        raise SystemExit("error: no runs found in the inputs")
-    page = write_page(table, a.out_dir, a.name, a.title, a.inputs)
-    print(f"[spread] wrote {page}", file=sys.stderr)
-    return 0
+    return rc.spread_main(argv, __doc__, "perplexity_seeds", "Seed-to-seed spread of the held-out perplexity",
+                          collect, write_page)
 
 
 if __name__ == "__main__":
