@@ -117,6 +117,29 @@ def test_classification_tiny_end_to_end(fake_data, tmp_path):
         assert (out / f"classification_{ds}_quick.svg").exists()
 
 
+def test_classification_partial_record_after_each_width(fake_data, tmp_path, monkeypatch):
+    """A run over two widths leaves a partial record of the first while the second runs, then removes it."""
+    pytest.importorskip("sklearn")
+    import _repro_common as rc
+    import reproduce_classification as rcl
+
+    written = []
+    real = rc.write_json
+
+    def spy(path, obj):
+        written.append((Path(path).name, [r["K1max"] for r in obj["runs"]]))
+        real(path, obj)
+
+    monkeypatch.setattr(rc, "write_json", spy)
+    out = tmp_path / "out"
+    argv = ["--quick", "--dataset", "debian", "--no-raw", "--data-dir", str(fake_data), "--out-dir", str(out),
+            "--n-train", "0", "--n-test", "0", "--transform-iter", "3", "3", "--cv", "2", "--c-grid", "-2", "2",
+            "--widths", "4,6", "--layers", "1", "--burn-in", "4", "2", "--collect", "3", "--name", "two"]
+    assert rcl.main(argv) == 0
+    assert written == [("two.partial.json", [4]), ("two.json", [4, 6])]
+    assert not (out / "two.partial.json").exists() and (out / "two.json").exists()
+
+
 def test_tree_tiny_end_to_end(fake_data, tmp_path):
     import reproduce_tree as rt
 

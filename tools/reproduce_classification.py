@@ -43,6 +43,8 @@ Modes (``--mode``, default ``full``; ``--quick`` is ``--mode quick``)::
 Options override the mode's values.  scikit-learn is needed for the
 classifier (an optional tool dependency: ``pip install scikit-learn``).
 Results: ``docs/results/classification_<dataset>_<mode>.{md,json,svg}``.
+While a run over several widths is going, ``<name>.partial.json`` holds the
+record of the widths finished so far (removed when the run ends).
 
 Example::
 
@@ -198,7 +200,12 @@ def classify(F_train, y_train, F_test, y_test, cv: int, seed: int, c_grid=(-10, 
 
 
 # --------------------------------------------------------------------- main
-def run_dataset(dataset: str, a) -> dict:
+def run_dataset(dataset: str, a, checkpoint=None) -> dict:
+    """Train, extract features and classify for every width; the run's record.
+
+    ``checkpoint(record)``, when given, receives the record of the widths finished so far
+    after every width but the last (so a long run that is cut short keeps them).
+    """
     import pygbn
 
     s = settings(a, dataset)
@@ -217,6 +224,16 @@ def run_dataset(dataset: str, a) -> dict:
     Xall = sp.vstack([Xtr, Xte]).tocsr() if sp.issparse(Xtr) else np.vstack([Xtr, Xte])
     n_tr = Xtr.shape[0]
     runs = []
+
+    head = {"script": "reproduce_classification", "dataset": dataset, "link": LINKS[dataset],
+            "command": rc.command_line(), "mode": a.mode, "seed": a.seed, "data": desc,
+            "n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]), "n_classes": int(np.unique(ytr).size),
+            "eta": a.eta, "c_grid": list(a.c_grid),
+            **{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()}, "raw": raw}
+
+    def record():
+        return {**head, "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
+
     for K in s["widths"]:
         t = rc.Timer()
         model = pygbn.GBN(link=LINKS[dataset], n_components=K, n_layers=s["layers"], eta=a.eta,
@@ -242,12 +259,9 @@ def run_dataset(dataset: str, a) -> dict:
             print(f"{tag} K1max={K} T={d}: accuracy {acc:.4f} (C={C:g}); widths {run['widths'][d - 1]}",
                   file=sys.stderr, flush=True)
         runs.append(run)
-    return {"script": "reproduce_classification", "dataset": dataset, "link": LINKS[dataset],
-            "command": rc.command_line(), "mode": a.mode, "seed": a.seed, "data": desc,
-            "n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]), "n_classes": int(np.unique(ytr).size),
-            "eta": a.eta, "c_grid": list(a.c_grid),
-            **{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()},
-            "raw": raw, "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
+        if checkpoint is not None and K != s["widths"][-1]:
+            checkpoint(record())
+    return record()
 
 
 def write_report(rec, out: Path, name: str) -> None:
@@ -308,9 +322,12 @@ def main(argv=None) -> int:
         return 0
     need_sklearn()
     for dataset in (DATASETS if a.dataset == "all" else (a.dataset,)):
-        rec = run_dataset(dataset, a)
         name = a.name or f"classification_{dataset}_{a.mode}"
+        partial = a.out_dir / f"{name}.partial.json"
+        rec = run_dataset(dataset, a, checkpoint=lambda r: rc.write_json(partial, r))
         rc.write_json(a.out_dir / f"{name}.json", rec)
+        if partial.exists():
+            partial.unlink()
         write_report(rec, a.out_dir, name)
         print(f"[classification {dataset}] wrote {a.out_dir / (name + '.md')} ({rc.fmt_seconds(rec['wall_s'])})",
               file=sys.stderr, flush=True)
