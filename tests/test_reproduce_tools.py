@@ -117,11 +117,32 @@ def test_classification_tiny_end_to_end(fake_data, tmp_path):
         assert (out / f"classification_{ds}_quick.svg").exists()
 
 
-def test_classification_partial_record_after_each_width(fake_data, tmp_path, monkeypatch):
-    """A run over two widths leaves a partial record of the first while the second runs, then removes it."""
-    pytest.importorskip("sklearn")
-    import _repro_common as rc
+@pytest.fixture
+def centroid_classifier(monkeypatch):
+    """reproduce_classification with a numpy nearest-centroid classifier instead of scikit-learn's.
+
+    For tests of the script's bookkeeping (records, logs, partial records) where scikit-learn,
+    an optional tool dependency, is not installed.
+    """
     import reproduce_classification as rcl
+
+    def classify(F_train, y_train, F_test, y_test, cv, seed, c_grid=(-10, 15)):
+        F_train, F_test = (F.toarray() if sp.issparse(F) else F for F in (F_train, F_test))
+        labels = np.unique(y_train)
+        centres = np.stack([F_train[y_train == c].mean(axis=0) for c in labels])
+        pred = labels[np.argmin(((F_test[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)]
+        return float(np.mean(pred == y_test)), 1.0
+
+    monkeypatch.setattr(rcl, "classify", classify)
+    monkeypatch.setattr(rcl, "need_sklearn", lambda: None)
+    return rcl
+
+
+def test_classification_partial_record_after_each_width(fake_data, tmp_path, monkeypatch, centroid_classifier):
+    """A run over two widths leaves a partial record of the first while the second runs, then removes it."""
+    import _repro_common as rc
+
+    rcl = centroid_classifier
 
     written = []
     real = rc.write_json
@@ -232,11 +253,11 @@ def test_perplexity_merge_and_control_from(fake_data, tmp_path):
         rp.main(["--control-from", str(out / "c.json"), "--data-dir", str(fake_data)])
 
 
-def test_classification_spread_from_records_and_logs(fake_data, tmp_path, capsys):
+def test_classification_spread_from_records_and_logs(fake_data, tmp_path, capsys, centroid_classifier):
     """Two seeds from JSON records, a third from the script's stderr log; paired changes are per seed."""
-    pytest.importorskip("sklearn")
     import classification_spread as cs
-    import reproduce_classification as rcl
+
+    rcl = centroid_classifier
 
     out = tmp_path / "out"
     base = ["--quick", "--dataset", "debian", "--data-dir", str(fake_data), "--out-dir", str(out),
