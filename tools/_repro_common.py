@@ -176,6 +176,12 @@ def write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=1, default=default) + "\n", encoding="utf-8")
 
 
+def timing_context(rec: Dict) -> str:
+    """Where a record's timings come from: ``n_jobs=N, on <machine>`` (records without ``n_jobs`` ran with 1)."""
+    machine = (rec.get("environment") or {}).get("machine", "an unrecorded machine")
+    return f"n_jobs={rec.get('n_jobs', 1)}, on {machine}"
+
+
 def mean_se(values: Sequence[float]) -> Tuple[float, float, int]:
     """Mean, standard error of the mean (NaN for fewer than two values) and count; NaNs for no values."""
     a = np.asarray(values, dtype=float)

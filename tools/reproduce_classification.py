@@ -228,7 +228,7 @@ def run_dataset(dataset: str, a, checkpoint=None) -> dict:
     head = {"script": "reproduce_classification", "dataset": dataset, "link": LINKS[dataset],
             "command": rc.command_line(), "mode": a.mode, "seed": a.seed, "data": desc,
             "n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]), "n_classes": int(np.unique(ytr).size),
-            "eta": a.eta, "c_grid": list(a.c_grid),
+            "eta": a.eta, "c_grid": list(a.c_grid), "n_jobs": a.n_jobs,
             **{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()}, "raw": raw}
 
     def record():
@@ -298,7 +298,7 @@ def write_report(rec, out: Path, name: str) -> None:
                      ", ".join(f"{c:g}" for c in r["C"])])
     text += ["## Inferred widths, cost and chosen C", "",
              "Widths `[K_1, ..., K_T]` of the deepest network; seconds per training iteration at each depth "
-             "(n_jobs=1 on a shared 2-core machine); wall time of the fit and of each depth's transform "
+             f"({rc.timing_context(rec)}); wall time of the fit and of each depth's transform "
              "(training + test samples); the C picked by cross-validation at each depth.", "",
              rc.md_table(["K1max", "widths", "s/iteration at T=1..", "fit", "transform at T=1..", "C at T=1.."],
                          rows), ""]

@@ -257,7 +257,7 @@ def _record(a, X, n_corpus, n_obs, n_held, runs, timer, env) -> dict:
             "seed": a.seed, "n_docs": int(X.shape[0]), "n_docs_corpus": n_corpus,
             "train_tokens": n_obs, "heldout_tokens": n_held, "eta": a.eta, "burn_in": list(a.burn_in),
             "collect": a.collect, "layers": a.layers, "train_fraction": a.train_fraction, "method": a.method,
-            "lda": None if a.no_lda else {"alpha": a.lda_alpha, "eta": a.lda_eta},
+            "n_jobs": a.n_jobs, "lda": None if a.no_lda else {"alpha": a.lda_alpha, "eta": a.lda_eta},
             "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
 
 
@@ -378,7 +378,7 @@ def write_report(rec, out: Path, name: str, timer) -> None:
     text += ["## Inferred widths and cost", "",
              "Widths `[K_1, ..., K_T]` of the deepest network (layer-wise training keeps the widths of the "
              "layers below when a layer is added); seconds per training iteration at each depth "
-             "(single process, n_jobs=1, on a shared 2-core machine); wall time of the layer-wise fit "
+             f"({rc.timing_context(rec)}); wall time of the layer-wise fit "
              "including the perplexity samples.", "",
              rc.md_table(["K1max", "widths", "s/iteration at T=1..", "iterations", "wall"], rows), ""]
     if has_lda:
