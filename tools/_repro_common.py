@@ -377,6 +377,17 @@ def collect_by_seed(paths: Sequence[Path], runs_from_record, runs_from_log, key,
     return table
 
 
+def fmt_mean_se(values: Sequence[float]) -> str:
+    """``+m ± se (n)`` of ``values`` (``+m (1)`` for one value, empty for none)."""
+    m, se, n = mean_se(values)
+    return "" if n == 0 else (f"{m:+.2f} ± {se:.2f} ({n})" if n > 1 else f"{m:+.2f} (1)")
+
+
+def depth_cells(values: Sequence[float], T: int, fmt) -> List[str]:
+    """``fmt(values[t])`` for t < T, empty cells past the end of a run that stopped early."""
+    return [fmt(values[t]) if t < len(values) else "" for t in range(T)]
+
+
 def depth_columns(curves: Sequence[Sequence[float]], T: int, nd: int, better: str):
     """Per depth over seeds: ``mean ± sd (n)`` cells, and paired-change-vs-T=1 cells and means.
 

@@ -105,8 +105,8 @@ def summarise(table: Dict[Key, Dict[int, Dict]]):
         seeds = sorted(runs)
         for s in seeds:
             r = runs[s]
-            per_seed.append([dataset, K, s] + [_pct(r["accuracy"][t]) if t < len(r["accuracy"]) else ""
-                                               for t in range(T)] + [_pct(r["raw"]), str(r["widths"]), r["source"]])
+            per_seed.append([dataset, K, s] + rc.depth_cells(r["accuracy"], T, _pct)
+                            + [_pct(r["raw"]), str(r["widths"]), r["source"]])
         cells, pcells, ys = rc.depth_columns([[100 * v for v in runs[s]["accuracy"]] for s in seeds], T, 2,
                                              "higher")
         m, _, n = rc.mean_se([100 * runs[s]["raw"] for s in seeds if runs[s]["raw"] is not None])

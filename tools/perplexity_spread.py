@@ -115,20 +115,15 @@ def summarise(table: Dict[int, Dict[int, Dict]]):
         seeds = sorted(runs)
         for s in seeds:
             r = runs[s]
-            per_seed.append([K, s] + [_fmt(r["perplexity"][t]) if t < len(r["perplexity"]) else ""
-                                      for t in range(T)]
+            per_seed.append([K, s] + rc.depth_cells(r["perplexity"], T, _fmt)
                             + [_fmt(r["control"]), _fmt(r["lda"]), str(r["widths"]), r["source"]])
         cells, pcells, ys = rc.depth_columns([runs[s]["perplexity"] for s in seeds], T, 1, "lower")
         spread.append([K] + cells)
-        prow = [K] + pcells
         ctrl = [runs[s]["control"] - runs[s]["perplexity"][0] for s in seeds if runs[s]["control"] is not None]
         deep = [min(runs[s]["perplexity"][1:]) - runs[s]["control"] for s in seeds
                 if runs[s]["control"] is not None and len(runs[s]["perplexity"]) > 1]
         lda = [runs[s]["perplexity"][0] - runs[s]["lda"] for s in seeds if runs[s]["lda"] is not None]
-        for vals in (ctrl, deep, lda):
-            m, se, n = rc.mean_se(vals)
-            prow.append("" if n == 0 else (f"{m:+.2f} ± {se:.2f} ({n})" if n > 1 else f"{m:+.2f} (1)"))
-        paired.append(prow)
+        paired.append([K] + pcells + [rc.fmt_mean_se(vals) for vals in (ctrl, deep, lda)])
         series.append({"label": f"K1max = {K}", "x": list(range(1, T + 1)), "y": ys})
     return T, per_seed, spread, paired, series
 

@@ -736,11 +736,9 @@ def fit_layerwise(Y: sp.csr_matrix, *, link="poisson", n_components: int = 100,
         result.widths.append(sampler.network.widths)
         if heldout is not None:
             result.perplexity.append(_perplexity(h_values, h_indptr, rate_acc, norm_acc, n_eval))
-        msg, args = "depth %d done: widths %s, %.4f s/iteration", [T, sampler.network.widths,
-                                                                    result.seconds_per_iteration[-1]]
-        if heldout is not None:
-            msg, args = msg + ", held-out perplexity %.2f", args + [result.perplexity[-1]]
-        logger.info(msg, *args)
+        ppl = "" if heldout is None else ", held-out perplexity %.2f" % result.perplexity[-1]
+        logger.info("depth %d done: widths %s, %.4f s/iteration%s", T, sampler.network.widths,
+                    result.seconds_per_iteration[-1], ppl)
         if stop:
             break
     return result
