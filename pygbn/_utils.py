@@ -17,6 +17,7 @@ __all__ = [
     "spawn_generators",
     "BlockStreams",
     "bitgen_address",
+    "check_int",
 ]
 
 
@@ -129,6 +130,21 @@ def block_bounds(n_items: int, block_size: int) -> np.ndarray:
         return np.zeros(1, dtype=np.int64)
     b = np.arange(0, n_items, block_size, dtype=np.int64)
     return np.append(b, np.int64(n_items))
+
+
+def check_int(value, name: str, minimum: int = 0) -> int:
+    """Return ``value`` as an ``int`` after checking it is an integer ``>= minimum``.
+
+    Python and numpy integers are accepted; ``bool``, floats (even integral
+    ones) and strings are not.  The error names the argument and the bad value:
+    ``"n must be a positive int, got 0"`` (minimum 1), ``"... a nonnegative
+    int ..."`` (minimum 0) or ``"... an int >= 5 ..."``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) \
+            or value < minimum:
+        what = {0: "a nonnegative int", 1: "a positive int"}.get(minimum, f"an int >= {minimum}")
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return int(value)
 
 
 def effective_n_jobs(n_jobs) -> int:
