@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pygbn import explore as ex
+from pygbn.explore._terms import top_indices_of_columns
 
 SETTINGS = settings(derandomize=True, max_examples=40, deadline=None)
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -753,5 +754,5 @@ def test_digits_shaped_grid():
 def test_top_indices_equal_stable_argsort(n_rows, n_cols, n, levels, seed):
     # few distinct values -> many ties, including at the n-th place
     mat = np.random.default_rng(seed).integers(0, levels, size=(n_rows, n_cols)).astype(float)
-    got = ex._top_indices_of_columns(mat, n)
+    got = top_indices_of_columns(mat, n)
     np.testing.assert_array_equal(got, np.argsort(-mat, axis=0, kind="stable")[: min(n, n_rows)].T)

@@ -6,6 +6,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from pygbn import explore
 from pygbn._utils import check_random_state
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link, PoissonLink, get_link
@@ -194,8 +195,6 @@ class Network:
         --------
         pygbn.explore.project
         """
-        from pygbn import explore
-
         return explore.project(self.phis, t)
 
     def projections(self) -> List[np.ndarray]:
@@ -205,8 +204,6 @@ class Network:
         --------
         pygbn.explore.projections
         """
-        from pygbn import explore
-
         return explore.projections(self.phis)
 
     def node_weights(self, t: int) -> np.ndarray:
@@ -226,8 +223,6 @@ class Network:
         --------
         pygbn.explore.node_weights
         """
-        from pygbn import explore
-
         return explore.node_weights(self.phis, self.r, t)
 
     def layer_weights(self) -> List[np.ndarray]:
@@ -237,8 +232,6 @@ class Network:
         --------
         pygbn.explore.layer_weights
         """
-        from pygbn import explore
-
         return explore.layer_weights(self.phis, self.r)
 
     def relabel_by_popularity(self, return_perms: bool = False):
@@ -267,8 +260,6 @@ class Network:
         --------
         pygbn.explore.relabel_by_popularity
         """
-        from pygbn import explore
-
         phis, r, perms = explore.relabel_by_popularity(self.phis, self.r)
         layers = [Layer(phi=np.ascontiguousarray(phi), eta=float(layer.eta),
                         c_median=float(layer.c_median))
@@ -289,8 +280,6 @@ class Network:
         --------
         pygbn.explore.top_term_indices
         """
-        from pygbn import explore
-
         return explore.top_term_indices(self.phis, t, n)
 
     def top_terms(self, t: int, n: int = 10, vocab: Optional[Sequence[str]] = None) -> List[List[str]]:
@@ -320,8 +309,6 @@ class Network:
         --------
         pygbn.explore.top_terms
         """
-        from pygbn import explore
-
         return explore.top_terms(self.phis, t, self._vocab_or(vocab, True), n=n)
 
     def subnetwork(self, roots, tau=3.0, n_terms: int = 12, vocab: Optional[Sequence[str]] = None):
@@ -348,8 +335,6 @@ class Network:
         --------
         pygbn.explore.subnetwork
         """
-        from pygbn import explore
-
         return explore.subnetwork(self.phis, self.r, roots, tau=tau,
                                   vocab=self._vocab_or(vocab, False), n_terms=n_terms)
 
@@ -375,8 +360,6 @@ class Network:
         --------
         pygbn.explore.tree
         """
-        from pygbn import explore
-
         return explore.tree(self.phis, self.r, layer, node, tau=tau,
                             vocab=self._vocab_or(vocab, False), n_terms=n_terms)
 
@@ -403,8 +386,6 @@ class Network:
         list of list of str
             Each document's terms, largest count first.
         """
-        from pygbn import explore
-
         words = self._vocab_or(vocab, True)
         X = self.generate(n_samples, random_state=random_state)
         return explore.generated_top_terms(X, words, n=n)
@@ -420,8 +401,6 @@ class Network:
         str
             The path written.
         """
-        from pygbn import explore
-
         return explore.save_factor_grid(self.phis, t, shape, path, **kwargs)
 
     def __repr__(self) -> str:

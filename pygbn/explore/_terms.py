@@ -1,0 +1,124 @@
+"""The most probable data dimensions of each node or generated document (paper Section 2.3.1)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn._utils import check_int
+from pygbn.explore._validate import check_phis, check_vocab
+from pygbn.explore._weights import project
+
+
+def top_indices_of_columns(mat: np.ndarray, n: int) -> np.ndarray:
+    """Row indices of the n largest entries of each column, largest first, ties by lower index.
+
+    Equivalent to ``np.argsort(-mat, axis=0, kind="stable")[:n].T``, but only
+    the candidates at or above each column's n-th largest value are sorted.
+    """
+    n_rows, n_cols = mat.shape
+    n = min(n, n_rows)
+    if 4 * n >= n_rows:
+        return np.argsort(-mat, axis=0, kind="stable")[:n].T.copy()
+    neg = -np.ascontiguousarray(mat.T)  # one row per column of mat
+    thresh = np.partition(neg, n - 1, axis=1)[:, n - 1]
+    out = np.empty((n_cols, n), dtype=np.intp)
+    for k in range(n_cols):
+        row = neg[k]
+        idx = np.flatnonzero(row <= thresh[k])
+        out[k] = idx[np.argsort(row[idx], kind="stable")[:n]]
+    return out
+
+
+def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
+    """Indices of the n most probable data dimensions of each node of layer t.
+
+    Nodes are ranked by their column of the projection
+    :math:`\\prod_{\\ell=1}^{t}\\Phi^{(\\ell)}` (eq:projection); ties go to
+    the lower index.
+
+    Returns
+    -------
+    ndarray of int, shape (K_t, min(n, V))
+        Row k lists node k's top dimensions, most probable first.
+    """
+    n = check_int(n, "n", 1)
+    return top_indices_of_columns(project(phis, t), n)
+
+
+def top_terms(phis, t: int, vocab: Sequence[str], n: int = 10) -> list[list[str]]:
+    """The top-n terms of every node of layer t (Section 2.3.1).
+
+    Parameters
+    ----------
+    phis : list of 2-D arrays
+        ``[Phi^(1), ..., Phi^(T)]``.
+    t : int
+        Layer number, ``1 <= t <= T``.
+    vocab : sequence of str, length V
+        The name of each data dimension.
+    n : int, default 10
+        How many terms per node (the paper's figures show 12).
+
+    Returns
+    -------
+    list of list of str
+        Element k: node k's terms sorted by probability under column k of
+        :math:`\\prod_{\\ell=1}^{t}\\Phi^{(\\ell)}` (eq:projection).
+    """
+    ph = check_phis(phis)
+    words = check_vocab(vocab, ph[0].shape[0])
+    idx = top_term_indices(ph, t, n)
+    return [[words[i] for i in row] for row in idx]
+
+
+def generated_top_terms(counts, vocab: Sequence[str], n: int = 10) -> list[list[str]]:
+    """The top-n terms of each generated (or observed) document.
+
+    Parameters
+    ----------
+    counts : array_like or sparse matrix, shape (n_documents, V)
+        One document per row, e.g. the synthetic documents drawn top-down
+        through the network (eq:PGBN).
+    vocab : sequence of str, length V
+    n : int, default 10
+
+    Returns
+    -------
+    list of list of str
+        For each document, its terms with a positive count, largest count
+        first (ties by lower column index), at most n of them.
+    """
+    n = check_int(n, "n", 1)
+    if sp.issparse(counts):
+        mat = sp.csr_matrix(counts, copy=True)
+        if mat.ndim != 2:
+            raise ValueError(f"counts must be 2-D (documents x terms), got shape {mat.shape}")
+    else:
+        mat = np.asarray(counts)
+        if mat.ndim != 2:
+            raise ValueError(f"counts must be 2-D (documents x terms), got shape {mat.shape}")
+        if mat.dtype.kind not in "biuf":
+            raise ValueError(f"counts must be numeric, got dtype {mat.dtype}")
+    words = check_vocab(vocab, mat.shape[1])
+    out = []
+    if sp.issparse(mat):
+        mat.sum_duplicates()
+        for j in range(mat.shape[0]):
+            lo, hi = mat.indptr[j], mat.indptr[j + 1]
+            cols, vals = mat.indices[lo:hi], mat.data[lo:hi]
+            if np.any(vals < 0) or not np.all(np.isfinite(vals)):
+                raise ValueError("counts must be finite and non-negative")
+            keep = vals > 0
+            cols, vals = cols[keep], vals[keep].astype(np.float64)
+            order = np.lexsort((cols, -vals))[:n]
+            out.append([words[c] for c in cols[order]])
+    else:
+        if (mat < 0).any() or not np.isfinite(mat).all():
+            raise ValueError("counts must be finite and non-negative")
+        for row in mat:
+            cols = np.flatnonzero(row > 0)
+            order = np.argsort(-row[cols].astype(np.float64), kind="stable")[:n]
+            out.append([words[c] for c in cols[order]])
+    return out
