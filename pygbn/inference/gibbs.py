@@ -121,6 +121,9 @@ class GibbsSampler:
         ``m[t-1]`` is m^(t)(t+1), shape (J, K_t): how often factor k of
         layer t is used by sample j.
     method : {"collapsed", "blocked"}
+    tokens : CollapsedState or None
+        The token labels of the collapsed layer one (method "collapsed");
+        ``m[0]`` and ``layers[0].counts`` are its counts.
     """
 
     def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
@@ -153,7 +156,6 @@ class GibbsSampler:
         self.aux = np.empty(0, dtype=np.float64)
         self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
         self.iteration = 0
-        #: the collapsed layer-one state (method "collapsed"), see :meth:`set_tokens`
         self.tokens: Optional[CollapsedState] = None
 
     # ------------------------------------------------------------ construction
