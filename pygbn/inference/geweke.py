@@ -185,7 +185,6 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
     hyper = kw["hyper"]
     link = get_link(kw.get("link", "poisson"))
     first = sample_prior(rng, **kw)
-    V, J = kw["n_features"], kw["n_samples"]
     widths = list(kw["widths"])
     eta = kw["eta"]
     layers = [Layer(phi=first.phis[t].copy(), eta=eta) for t in range(len(widths))]
@@ -193,7 +192,6 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
                   hyper=hyper, link=link)
     sampler = GibbsSampler(net, sp.csr_matrix(first.Y), method=method, n_jobs=1,
                            random_state=rng, update_globals=True)
-    sampler.m = [np.zeros((J, k), dtype=np.int64) for k in widths]
     _load(sampler, first)
     if sampler_hook is not None:
         sampler_hook(sampler)

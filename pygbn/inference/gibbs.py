@@ -55,7 +55,6 @@ BLOCK_SIZE = 128
 #: Phi columns per block of the parallel Dirichlet draws
 COLUMN_BLOCK = 8
 _TINY = np.finfo(np.float64).tiny
-_HUGE = 1e300
 
 
 def _as_kernel_csr(Y: sp.csr_matrix):
