@@ -327,7 +327,7 @@ def test_manpages_presets():
     assert (s["widths"], s["burn_in"], s["collect"], s["transform_iter"], s["n_train"], a.c_grid, a.sections) == (
         [25, 100], (1000, 500), 500, (500, 500), 0, (-10, 15), ["2", "3", "7"])
     s = rcl.settings(rcl.parse_args(MAN + ["--mode", "medium"]), "linux-manpages")
-    assert (s["burn_in"], s["collect"], s["transform_iter"], s["n_test"]) == ((400, 200), 200, (200, 200), 0)
+    assert (s["burn_in"], s["collect"], s["transform_iter"], s["n_test"]) == ((400, 200), 200, (100, 100), 0)
     assert rcl.settings(rcl.parse_args(["--mode", "medium"]), "debian")["burn_in"] == (200, 100)
     a = rt.parse_args(MAN + ["--quick"])
     assert (a.n_docs, a.width, a.name) == (0, 50, "tree_manpages_quick")

@@ -3,7 +3,8 @@
 # linux-manpages --mode full: B = (1000, 500), C = 500, T = 1..5, the 30% protocol) as independent
 # single-threaded processes on a many-core machine, all stopped by one wall-clock deadline.
 #
-# Each cell KIND:K1MAX:SEED is one process:
+# Each cell KIND:K1MAX:SEED[:THREADS] is one process (THREADS: its --n-jobs, default 1; the
+# results do not depend on it; the threads of all cells together may not exceed JOBS):
 #   lw   the layer-wise fit to T = 5 (no LDA):
 #        reproduce_perplexity.py --dataset linux-manpages --mode full --widths K --seed S --no-lda
 #   ctl  the single-layer control for the same 5,500 iterations, and LDA (tomotopy) at the same K:
@@ -19,8 +20,9 @@
 #   OUT      output folder (default ./device_out)
 #   BUDGET   seconds of wall time for the whole script, build included (default 540)
 #   CELLS    the cells to run (default: the plan below; at most JOBS of them)
-#   JOBS     the most processes at once (default 16)
+#   JOBS     the most threads at once, over all processes (default 16)
 #   PYTHON   the interpreter (default python3)
+#   EXTRA    more options for every process (e.g. "--burn-in 20 10 --collect 10" for a smoke run)
 #   PYGBN_DATA_DIR  the folder holding linux-manpages/ (default: .devdata, ../shared/data,
 #            /work/shared/data, the first that has it)
 #   DRY_RUN=1  print the commands and exit
@@ -50,18 +52,17 @@ OUT=${OUT:-$ROOT/device_out}
 BUDGET=${BUDGET:-540}
 JOBS=${JOBS:-16}
 PY=${PYTHON:-python3}
-# The default plan (see the report of the man-pages branch): the cells whose full schedule fits
-# in a 9-minute single-threaded process with margin (K1max = 25 and 50: layer-wise and control;
-# K1max = 100: control), five seeds at K1max = 25, three at 50; then the K1max = 100 layer-wise
-# fit of seed 0, which does not fit and is stopped at the deadline (its partial record keeps the
-# depths it finished).
+# The default plan (costs measured on a 2-core box: docs/results/README.md, "Cost of the man-page grid", and the
+# report of the man-pages branch): the cells whose full schedule is expected to end within a
+# 9-minute single-threaded process: K1max = 25 and 50, layer-wise and control + LDA, five seeds at
+# 25 and three at 50 (the layer-wise K1max = 50 fit is the tightest, about 8 min of CPU; if it is
+# stopped, its partial record keeps T = 1..4).  Wider cells do not fit in 9 minutes on one thread.
 CELLS=${CELLS:-"lw:25:0 ctl:25:0 lw:25:1 ctl:25:1 lw:25:2 ctl:25:2 lw:25:3 ctl:25:3 lw:25:4 ctl:25:4 \
-lw:50:0 ctl:50:0 lw:50:1 ctl:50:1 ctl:100:0 lw:100:0"}
+lw:50:0 ctl:50:0 lw:50:1 ctl:50:1 lw:50:2 ctl:50:2"}
 
 start=$(date +%s)
 deadline=$((start + BUDGET))
 work=$OUT/manpages
-mkdir -p "$work"
 
 data=${PYGBN_DATA_DIR:-}
 if [ -z "$data" ]; then
@@ -74,23 +75,25 @@ lda_flag=""
 commands=()
 n=0
 for cell in $CELLS; do
-    IFS=: read -r kind K seed <<<"$cell"
+    IFS=: read -r kind K seed threads <<<"$cell"
+    threads=${threads:-1}
     name="ppl_manpages_full_seed${seed}_K${K}"
     case $kind in
         lw) extra="--no-lda" ;;
         ctl) extra="--control-only"; name="${name}_control" ;;
         *) echo "error: unknown cell kind in $cell (lw or ctl)" >&2; exit 2 ;;
     esac
-    n=$((n + 1))
-    if [ "$n" -gt "$JOBS" ]; then echo "error: more cells than JOBS=$JOBS" >&2; exit 2; fi
+    n=$((n + threads))
+    if [ "$n" -gt "$JOBS" ]; then echo "error: the cells need more than JOBS=$JOBS threads" >&2; exit 2; fi
     commands+=("tools/reproduce_perplexity.py --dataset linux-manpages --mode full --widths $K --seed $seed \
-$extra --n-jobs 1 --verbose 100 --data-dir ${data:-MISSING} --out-dir $work --name $name|$name")
+$extra --n-jobs $threads --verbose 100 --data-dir ${data:-MISSING} --out-dir $work --name $name ${EXTRA:-}|$name")
 done
 
 if [ "${DRY_RUN:-0}" = "1" ]; then
     for c in "${commands[@]}"; do echo "$PY ${c%|*} > $work/${c#*|}.log 2>&1"; done
     exit 0
 fi
+mkdir -p "$work"
 if [ -z "$data" ]; then
     echo "error: no linux-manpages data folder (set PYGBN_DATA_DIR or copy it to .devdata/)" >&2; exit 1
 fi
@@ -119,8 +122,8 @@ echo "[device] build and setup took $(( $(date +%s) - start )) s; $($PY -c 'impo
 # one single-threaded process per cell; all stop at the deadline less a margin for packing
 left=$((deadline - $(date +%s) - 25))
 if [ "$left" -lt 60 ]; then echo "error: only $left s left after the build" >&2; exit 1; fi
-echo "[device] ${#commands[@]} processes, $left s each at most, $(nproc) cores"
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONUNBUFFERED=1
+echo "[device] ${#commands[@]} processes ($n threads), $left s each at most, $(nproc) cores"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONUNBUFFERED=1  # BLAS: one thread
 pids=()
 for c in "${commands[@]}"; do
     cmd=${c%|*}

@@ -49,8 +49,8 @@ K1max in {25, 100} (quick: 25) and::
 
     full    T = 1..5, B = (1000, 500), C = 500, transform (500, 500), 5-fold
             CV over 2^-10..2^15
-    medium  T = 1..5, B = (400, 200), C = 200, transform (200, 200), 5-fold
-            CV over 2^-6..2^12
+    medium  T = 1..5, B = (400, 200), C = 200, transform (100, 100), 5-fold
+            CV over 2^-6..2^12 (about 35 min on one core)
     quick   T = 1..3, B = (60, 30), C = 30, transform (20, 20), 3-fold CV
             over 2^-4..2^10
 
@@ -97,7 +97,7 @@ MODES = {
 #: chains than the Debian medium run: the corpus is small).
 MANPAGES_MODES = {
     "quick": dict(n_train=0, n_test=0, widths="25", burn_in=(60, 30), collect=30),
-    "medium": dict(n_train=0, n_test=0, widths="25,100", burn_in=(400, 200), collect=200, transform_iter=(200, 200)),
+    "medium": dict(n_train=0, n_test=0, widths="25,100", burn_in=(400, 200), collect=200),
     "full": dict(n_train=0, n_test=0, widths="25,100"),
 }
 

@@ -48,7 +48,7 @@ Linux man pages (all 2,533 documents in every mode)::
             C = 500 (the paper's schedule; one process per width and seed,
             see tools/device_manpages.sh)
     medium  K1max in {25, 100}, T = 1..5, B = (400, 200), C = 200
-            (about 45 min on one core with --control)
+            (about 25 min on one core with --control and LDA)
     quick   K1max in {25, 50}, T = 1..3, B = (60, 30), C = 30 (a few minutes)
 
 ``--control-only`` fits only the single-layer control (for the total
