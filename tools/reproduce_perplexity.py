@@ -66,8 +66,8 @@ Every option below overrides the mode's value (``--method blocked`` samples
 layer one with the blocked sampler instead of the paper's collapsed one;
 ``--from-json`` rewrites a finished run's page and plots).  Results go to
 ``docs/results/<name>.{md,json,svg}`` (``--name`` defaults to
-``perplexity_<mode>``, ``perplexity_manpages_<mode>`` for the man pages).  Run one process at a time (``--n-jobs 1``) when
-timing matters.
+``perplexity_<mode>``, ``perplexity_manpages_<mode>`` for the man pages).
+Run one process at a time (``--n-jobs 1``) when timing matters.
 
 Example::
 
