@@ -34,7 +34,7 @@
 #   # LDA baselines need tomotopy there, carried as a wheel (see /work/.library/device/README.md):
 #   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#       --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .whl tomotopy==0.14.0
+#       --platform manylinux_2_28_x86_64 -d .whl tomotopy==0.14.0   # 14.7 MB, abi3; needs only numpy
 # and run it with carry [".devdata", ".whl"] and timeout_s 600:
 #   bash tools/device_manpages.sh
 # Without tomotopy the ctl processes run with --no-lda (the log says so).
