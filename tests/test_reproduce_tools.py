@@ -40,6 +40,15 @@ def fake_data(tmp_path_factory):
     protos = rng.integers(0, 17, size=(3, 64))
     Xd = np.clip(protos[y] + rng.integers(-2, 3, size=(60, 64)), 0, 16) * (protos[y] > 6)
     np.savez(g / "digits.npz", X=Xd.astype(np.uint8), y=y.astype(np.uint8))
+    m = root / "linux-manpages"  # longer documents, man sections 2, 3, 7 and a small section 5
+    m.mkdir()
+    sec = np.array(["2", "3", "7", "3", "5"])[np.arange(60) % 5]
+    Xm = np.vstack([rng.multinomial(int(rng.integers(40, 120)), topics[j % 4]) for j in range(60)])
+    sp.save_npz(m / "counts.npz", sp.csr_matrix(Xm.astype(np.int32)))
+    (m / "vocab.txt").write_text("\n".join(f"term{v:02d}" for v in range(V)) + "\n")
+    rows = ["page\tsection\tsplit"] + [f"man{sec[j]}/p{j}.{sec[j]}\t{sec[j]}\t{'test' if j % 3 == 0 else 'train'}"
+                                       for j in range(60)]
+    (m / "docs.tsv").write_text("\n".join(rows) + "\n")
     return root
 
 
@@ -290,3 +299,190 @@ def test_classification_spread_from_records_and_logs(fake_data, tmp_path, capsys
     other.write_text(json.dumps({"script": "reproduce_perplexity"}))
     with pytest.raises(SystemExit, match="not a reproduce_classification record"):
         cs.collect([other])
+
+
+# ------------------------------------------------------------ the Linux man pages (--dataset linux-manpages)
+MAN = ["--dataset", "linux-manpages"]
+
+
+def test_manpages_presets():
+    import reproduce_classification as rcl
+    import reproduce_perplexity as rp
+    import reproduce_tree as rt
+
+    a = rp.parse_args(MAN)
+    assert (a.mode, a.n_docs, a.widths, a.layers, a.burn_in, a.collect, a.name) == (
+        "full", 0, [25, 50, 100, 200, 400], 5, (1000, 500), 500, "perplexity_manpages_full")
+    a = rp.parse_args(MAN + ["--mode", "medium"])
+    assert (a.n_docs, a.widths, a.burn_in, a.collect, a.name) == (0, [25, 100], (400, 200), 200,
+                                                                  "perplexity_manpages_medium")
+    a = rp.parse_args(MAN + ["--quick", "--widths", "7"])
+    assert (a.n_docs, a.widths, a.layers, a.name) == (0, [7], 3, "perplexity_manpages_quick")
+    assert rp.parse_args(["--quick"]).name == "perplexity_quick"  # the Debian corpus stays the default
+    assert rp.schedule_iterations(5, (1000, 500), 500) == 5500
+    with pytest.raises(SystemExit):
+        rp.parse_args(MAN + ["--control", "--control-only"])
+    a = rcl.parse_args(MAN + ["--mode", "full"])
+    s = rcl.settings(a, "linux-manpages")
+    assert (s["widths"], s["burn_in"], s["collect"], s["transform_iter"], s["n_train"], a.c_grid, a.sections) == (
+        [25, 100], (1000, 500), 500, (500, 500), 0, (-10, 15), ["2", "3", "7"])
+    s = rcl.settings(rcl.parse_args(MAN + ["--mode", "medium"]), "linux-manpages")
+    assert (s["burn_in"], s["collect"], s["transform_iter"], s["n_test"]) == ((400, 200), 200, (100, 100), 0)
+    assert rcl.settings(rcl.parse_args(["--mode", "medium"]), "debian")["burn_in"] == (200, 100)
+    a = rt.parse_args(MAN + ["--quick"])
+    assert (a.n_docs, a.width, a.name) == (0, 50, "tree_manpages_quick")
+
+
+def _manpages_perplexity(fake_data, out, *extra):
+    import reproduce_perplexity as rp
+
+    argv = MAN + ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--no-lda", "--widths", "6",
+                  "--layers", "3", "--burn-in", "4", "2", "--collect", "5"] + list(extra)
+    assert rp.main(argv) == 0
+
+
+def test_manpages_perplexity_control_only_merges(fake_data, tmp_path):
+    """A --control-only run repeats the --control chain exactly; --merge and the spread attach it."""
+    import perplexity_spread as ps
+    import reproduce_perplexity as rp
+
+    out = tmp_path / "out"
+    _manpages_perplexity(fake_data, out, "--seed", "1", "--name", "both_seed1", "--control")
+    _manpages_perplexity(fake_data, out, "--seed", "1", "--name", "lw_seed1")
+    _manpages_perplexity(fake_data, out, "--seed", "1", "--name", "ctl_seed1", "--control-only")
+    both, lw, ctl = (json.loads((out / f"{n}_seed1.json").read_text()) for n in ("both", "lw", "ctl"))
+    assert both["dataset"] == "linux-manpages" and both["n_docs"] == 60
+    assert lw["runs"][0]["perplexity"] == both["runs"][0]["perplexity"]
+    assert len(both["runs"][0]["perplexity"]) == 3
+    assert ctl["control_of"] == {"layers": 3, "burn_in": [4, 2], "collect": 5, "iterations": 23}
+    assert ctl["runs"][0]["perplexity"][0] == both["runs"][0]["control"]["perplexity"]
+    assert ctl["runs"][0]["total_iterations"] == both["runs"][0]["control"]["iterations"] == 23
+    assert "control run" in (out / "ctl_seed1.md").read_text()
+    assert "Linux man pages" in (out / "lw_seed1.md").read_text()
+
+    assert rp.main(["--merge", str(out / "lw_seed1.json"), str(out / "ctl_seed1.json"), "--out-dir", str(out),
+                    "--name", "merged"]) == 0
+    merged = json.loads((out / "merged.json").read_text())
+    assert merged["runs"][0]["control"]["perplexity"] == both["runs"][0]["control"]["perplexity"]
+    assert merged["dataset"] == "linux-manpages" and "(23 it.)" in (out / "merged.md").read_text()
+    table = ps.collect([out / "lw_seed1.json", out / "ctl_seed1.json"])
+    assert table[6][1]["control"] == both["runs"][0]["control"]["perplexity"]
+    assert table[6][1]["control_iterations"] == 23
+
+    # a control of another schedule, or a record of the other corpus, is refused
+    _manpages_perplexity(fake_data, out, "--seed", "1", "--name", "ctl2_seed1", "--control-only", "--layers", "2")
+    with pytest.raises(SystemExit, match="another schedule"):
+        rp.merge_records([out / "lw_seed1.json", out / "ctl2_seed1.json"])
+    deb = json.loads((out / "lw_seed1.json").read_text())
+    del deb["dataset"]
+    (out / "deb_seed1.json").write_text(json.dumps(deb))
+    with pytest.raises(SystemExit, match="another corpus"):
+        rp.merge_records([out / "lw_seed1.json", out / "deb_seed1.json"])
+    with pytest.raises(SystemExit, match="mix corpora"):
+        ps.collect([out / "deb_seed1.json", out / "ctl_seed1.json"])
+
+
+def test_manpages_perplexity_partial_record_survives_a_kill(fake_data, tmp_path, monkeypatch):
+    """The partial record holds every finished depth; killed during T=3 it keeps T=1, 2 for merge and spread."""
+    import _repro_common as rc
+    import perplexity_spread as ps
+    import reproduce_perplexity as rp
+
+    out = tmp_path / "out"
+    _manpages_perplexity(fake_data, out, "--seed", "2", "--name", "full_seed2")
+    full = json.loads((out / "full_seed2.json").read_text())
+    real = rc.write_json
+    seen = []
+
+    def killed_at_depth_3(path, obj):
+        real(path, obj)
+        runs = obj["runs"]
+        seen.append((Path(path).name, [len(r["perplexity"]) for r in runs]))
+        if runs and len(runs[-1]["perplexity"]) == 2:
+            raise KeyboardInterrupt  # the process is killed while depth 3 runs
+
+    monkeypatch.setattr(rc, "write_json", killed_at_depth_3)
+    with pytest.raises(KeyboardInterrupt):
+        _manpages_perplexity(fake_data, out, "--seed", "2", "--name", "cut_seed2")
+    monkeypatch.setattr(rc, "write_json", real)
+    assert seen == [("cut_seed2.partial.json", [1]), ("cut_seed2.partial.json", [2])]
+    assert not (out / "cut_seed2.json").exists()
+    part = json.loads((out / "cut_seed2.partial.json").read_text())
+    run = part["runs"][0]
+    assert part["partial"] and run["partial"] and run["total_iterations"] == 9 + 7
+    np.testing.assert_allclose(run["perplexity"], full["runs"][0]["perplexity"][:2], atol=0.0051)  # logged, 2 dp
+    assert run["widths"] == full["runs"][0]["widths"][:2]
+
+    _manpages_perplexity(fake_data, out, "--seed", "2", "--name", "ctl_seed2", "--control-only")
+    assert rp.main(["--merge", str(out / "cut_seed2.partial.json"), str(out / "ctl_seed2.json"),
+                    "--out-dir", str(out), "--name", "m"]) == 0
+    md = (out / "m.md").read_text()
+    assert "PARTIAL" in md and "stopped after T = 2" in md
+    assert ps.main([str(out / "cut_seed2.partial.json"), str(out / "ctl_seed2.json"), str(out / "full_seed2.json"),
+                    "--out-dir", str(out), "--name", "spread"]) == 0
+    table = ps.collect([out / "cut_seed2.partial.json", out / "ctl_seed2.json"])
+    assert len(table[6][2]["perplexity"]) == 2 and table[6][2]["control"] is not None
+
+
+def test_manpages_classification_and_tree(fake_data, tmp_path, centroid_classifier):
+    import reproduce_tree as rt
+
+    rcl = centroid_classifier
+    out = tmp_path / "out"
+    argv = MAN + ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--transform-iter", "3", "3",
+                  "--cv", "2", "--c-grid", "-2", "2"] + TINY
+    assert rcl.main(argv) == 0
+    rec = json.loads((out / "classification_linux-manpages_quick.json").read_text())
+    assert rec["dataset"] == "linux-manpages" and rec["link"] == "poisson" and rec["n_classes"] == 3
+    assert "32 training / 16 test pages" in rec["data"]  # sections 2, 3, 7 only (not 5), the docs.tsv split
+    assert rec["majority"]["label"] == "3" and rec["majority"]["accuracy"] == pytest.approx(0.5)
+    assert rec["raw"] is not None and 0.0 <= min(rec["runs"][0]["accuracy"]) <= 1.0
+    md = (out / "classification_linux-manpages_quick.md").read_text()
+    assert "Man-page sections" in md and "most frequent training label (3): 50.00%" in md
+    argv = MAN + ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--width", "6",
+                  "--layers", "2", "--burn-in", "4", "2", "--collect", "2", "--tau", "1"]
+    assert rt.main(argv) == 0
+    assert (out / "tree_manpages_quick_subnetwork.svg").read_text().startswith("<?xml")
+    md = (out / "tree_manpages_quick.md").read_text()
+    assert "on the Linux man pages" in md and "all 60 documents" in md
+
+
+def test_device_script_commands_parse(tmp_path):
+    """tools/device_manpages.sh DRY_RUN=1: every command it would launch is a valid reproduce_perplexity call."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+
+    import reproduce_perplexity as rp
+
+    script = TOOLS / "device_manpages.sh"
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    env = dict(os.environ, DRY_RUN="1", OUT=str(tmp_path / "out"))
+    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    cmds = [line.split("reproduce_perplexity.py", 1)[1] for line in res.stdout.splitlines()
+            if "reproduce_perplexity.py" in line]
+    assert 1 <= len(cmds) <= 16
+    names = set()
+    for c in cmds:
+        args = shlex.split(c)
+        args = args[:args.index(">")] if ">" in args else args
+        a = rp.parse_args(args)
+        assert a.dataset == "linux-manpages" and a.mode == "full" and len(a.widths) == 1 and a.n_jobs == 1
+        assert a.name not in names and f"seed{a.seed}" in a.name and a.verbose > 0
+        names.add(a.name)
+
+
+def test_real_manpages_files_load():
+    import _repro_common as rc
+
+    data = rc.default_data_dir()
+    if not (data / "linux-manpages" / "docs.tsv").exists():
+        pytest.skip("shared data (linux-manpages) not present")
+    X, words, labels, split = rc.load_manpages(data)
+    assert X.shape == (2533, 7735) and len(words) == 7735 and int(X.sum()) == 1192044
+    keep = np.isin(labels, ["2", "3", "7"])
+    assert (int(np.sum(keep & (split == "train"))), int(np.sum(keep & (split == "test")))) == (1632, 804)
+    assert rc.load_corpus("linux-manpages", data)[0].shape == X.shape

@@ -7,10 +7,13 @@ scripts themselves.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
+import logging
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -44,6 +47,25 @@ def need(path: Path, what: str) -> Path:
     return path
 
 
+def _load_count_corpus(d: Path, counts: str, vocab: str, what: str):
+    """``X`` (CSR int64), ``words``, ``labels`` and ``split`` of a counts corpus folder.
+
+    ``d/counts`` is a scipy.sparse documents x terms matrix, ``d/vocab`` one term per
+    line (the column order) and ``d/docs.tsv`` a header line, then one row per document
+    whose second column is the label and third the ``train``/``test`` split.
+    """
+    X = sp.load_npz(need(d / counts, f"{what} counts")).tocsr().astype(np.int64)
+    words = need(d / vocab, f"{what} vocabulary").read_text(encoding="utf-8").split("\n")
+    words = [w for w in words if w]
+    rows = need(d / "docs.tsv", f"{what} docs.tsv").read_text(encoding="utf-8").split("\n")[1:]
+    rows = [r.split("\t") for r in rows if r]
+    if len(rows) != X.shape[0] or len(words) != X.shape[1]:
+        sys.exit(f"error: inconsistent {what} files in {d}")
+    labels = np.array([r[1] for r in rows])
+    split = np.array([r[2] for r in rows])
+    return X, words, labels, split
+
+
 def load_debian(data_dir: Path, vocab: str = "top2000"):
     """The Debian package-description corpus.
 
@@ -51,18 +73,36 @@ def load_debian(data_dir: Path, vocab: str = "top2000"):
     str), ``labels`` (ndarray of str, the Debian section) and ``split``
     (ndarray of str, ``train``/``test``), rows in the same order.
     """
-    d = Path(data_dir) / "debian-descriptions"
     suffix = "-top2000" if vocab == "top2000" else ""
-    X = sp.load_npz(need(d / f"counts{suffix}.npz", "Debian counts")).tocsr().astype(np.int64)
-    words = need(d / f"vocab{suffix}.txt", "Debian vocabulary").read_text(encoding="utf-8").split("\n")
-    words = [w for w in words if w]
-    rows = need(d / "docs.tsv", "Debian docs.tsv").read_text(encoding="utf-8").split("\n")[1:]
-    rows = [r.split("\t") for r in rows if r]
-    if len(rows) != X.shape[0] or len(words) != X.shape[1]:
-        sys.exit(f"error: inconsistent Debian files in {d}")
-    labels = np.array([r[1] for r in rows])
-    split = np.array([r[2] for r in rows])
-    return X, words, labels, split
+    return _load_count_corpus(Path(data_dir) / "debian-descriptions", f"counts{suffix}.npz", f"vocab{suffix}.txt",
+                              "Debian")
+
+
+def load_manpages(data_dir: Path):
+    """The Linux man-pages corpus (``linux-manpages``: 2,533 pages, 7,735 terms).
+
+    Returns ``X`` (CSR int64 counts), ``words``, ``labels`` (ndarray of str,
+    the man section: ``"2"``, ``"3"``, ``"7"``, ...) and ``split`` (ndarray
+    of str, ``train``/``test``, from ``docs.tsv``), rows in the same order.
+    """
+    return _load_count_corpus(Path(data_dir) / "linux-manpages", "counts.npz", "vocab.txt", "man-pages")
+
+
+#: The text corpora the reproduce scripts take by name (``--dataset``): loader, the
+#: words of the pages' "data" line, the short name in output names and plot titles.
+CORPORA = {
+    "debian": dict(load=load_debian, describe="Debian descriptions, top-2000 vocabulary", stem="debian",
+                   short="Debian top-2000"),
+    "linux-manpages": dict(load=load_manpages, describe="Linux man pages (7,735-term vocabulary)",
+                           stem="manpages", short="Linux man pages"),
+}
+
+
+def load_corpus(name: str, data_dir: Path):
+    """``(X, words, labels, split)`` of the text corpus ``name`` (a key of :data:`CORPORA`)."""
+    if name not in CORPORA:
+        raise SystemExit(f"error: unknown corpus {name!r} (one of {', '.join(CORPORA)})")
+    return CORPORA[name]["load"](data_dir)
 
 
 def load_digits(data_dir: Path):
@@ -162,6 +202,7 @@ def fmt_seconds(s: float) -> str:
 
 
 def write_json(path: Path, obj) -> None:
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def default(o):
@@ -173,7 +214,70 @@ def write_json(path: Path, obj) -> None:
             return o.tolist()
         raise TypeError(type(o))
 
-    path.write_text(json.dumps(obj, indent=1, default=default) + "\n", encoding="utf-8")
+    text = json.dumps(obj, indent=1, default=default) + "\n"
+    tmp = path.with_name(path.name + ".tmp")  # then renamed: a process killed mid-write leaves the old file
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+#: pygbn's line at the end of every depth of a layer-wise fit (``fit_layerwise``), as logged
+#: through the ``"pygbn"`` logger: ``depth T done: widths [...], S s/iteration[, held-out perplexity P]``.
+DEPTH_DONE = re.compile(r"depth (\d+) done: widths \[([\d, ]*)\], ([\d.]+) s/iteration"
+                        r"(?:, held-out perplexity ([\d.]+|nan))?")
+
+
+def parse_depth_done(message: str):
+    """``(depth, widths, seconds_per_iteration, perplexity or None)`` of a :data:`DEPTH_DONE` line, else None."""
+    m = DEPTH_DONE.search(message)
+    if m is None:
+        return None
+    ppl = m.group(4)
+    return (int(m.group(1)), [int(w) for w in m.group(2).split(",") if w.strip()], float(m.group(3)),
+            None if ppl is None else float(ppl))
+
+
+class _DepthDoneHandler(logging.Handler):
+    def __init__(self, fn, forward_from=None):
+        super().__init__(logging.NOTSET)
+        self.fn = fn
+        self.forward_from = forward_from  # pass on records of at least this level (see on_depth_done)
+
+    def emit(self, record):
+        try:
+            done = parse_depth_done(record.getMessage())
+            if done is not None:
+                self.fn(*done)
+        except Exception:  # a failed checkpoint is reported, and the fit goes on
+            self.handleError(record)
+        if self.forward_from is not None and record.levelno >= self.forward_from:
+            logging.getLogger().handle(record)
+
+
+@contextlib.contextmanager
+def on_depth_done(fn):
+    """Call ``fn(depth, widths, seconds_per_iteration, perplexity)`` at the end of every depth of a fit.
+
+    Listens to pygbn's per-depth log line (:data:`DEPTH_DONE`; values as logged, the
+    perplexity to two decimals) for the duration of the ``with`` block, so a script can
+    checkpoint a long layer-wise fit depth by depth through the public API.  If the
+    ``"pygbn"`` logger was not enabled for INFO, it is for the block, but its records stop
+    at this handler unless they are of a level that would have passed before (warnings).
+    """
+    lg = logging.getLogger("pygbn")
+    old_level, old_propagate = lg.level, lg.propagate
+    forward = None
+    if not lg.isEnabledFor(logging.INFO):
+        forward = lg.getEffectiveLevel() if old_propagate else None
+        lg.setLevel(logging.INFO)
+        lg.propagate = False
+    handler = _DepthDoneHandler(fn, forward)
+    lg.addHandler(handler)
+    try:
+        yield
+    finally:
+        lg.removeHandler(handler)
+        lg.setLevel(old_level)
+        lg.propagate = old_propagate
 
 
 def timing_context(rec: Dict) -> str:

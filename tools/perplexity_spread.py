@@ -19,7 +19,11 @@ is missing (a run stopped early, or lost), their ``--verbose`` logs: every
 finished depth logs ``depth T done: widths [...], ... held-out perplexity P``
 and the script logs its control and LDA results.  The seed of a log is read
 from ``seed<N>`` in its file name.  Records and logs of the same seed and
-K1max are merged (a record wins).
+K1max are merged (a record wins).  Partial records (``<name>.partial.json``
+of a run that was stopped) count as records.  A ``--control-only`` record
+(``control_of``) gives the control, and LDA where the run has none, of the
+run with the same seed and K1max; the log of a control-only run holds no
+layer-wise run and is skipped.  All inputs must be of one corpus.
 
 Example::
 
@@ -40,7 +44,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 
-_DEPTH = re.compile(r"depth (\d+) done: widths \[([\d, ]*)\].*held-out perplexity ([\d.]+)")
 _HEAD = re.compile(r"\[perplexity\] (\d+) docs, (\d+) training / (\d+) held-out tokens; widths \[(\d+)\]")
 _CTRL = re.compile(r"control T=1 x (\d+) iterations: ([\d.]+)")
 _LDA = re.compile(r"LDA K=(\d+): ([\d.]+)")
@@ -53,7 +56,10 @@ def runs_from_record(path: Path) -> List[Dict]:
         raise SystemExit(f"error: {path} is not a reproduce_perplexity record")
     out = []
     for run in rec["runs"]:
-        out.append({"seed": int(rec["seed"]), "K1max": int(run["K1max"]),
+        if not run["perplexity"]:
+            continue
+        out.append({"seed": int(rec["seed"]), "K1max": int(run["K1max"]), "dataset": rec.get("dataset", "debian"),
+                    "control_only": "control_of" in rec, "total_iterations": run.get("total_iterations"),
                     "perplexity": [float(v) for v in run["perplexity"]],
                     "widths": run["widths"][-1] if run["widths"] else [],
                     "control": (run.get("control") or {}).get("perplexity"),
@@ -73,19 +79,19 @@ def runs_from_log(path: Path) -> List[Dict]:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         h = _HEAD.search(line)
         if h:
-            runs.append({"seed": seed, "K1max": int(h.group(4)), "perplexity": [], "widths": [],
+            runs.append({"seed": seed, "K1max": int(h.group(4)), "dataset": None, "perplexity": [], "widths": [],
                          "control": None, "control_iterations": None, "lda": None,
                          "n_docs": int(h.group(1)), "mode": "", "source": path.name + " (log)"})
             continue
         if not runs:
             continue
-        d = _DEPTH.search(line)
-        if d:
-            depth = int(d.group(1))
+        d = rc.parse_depth_done(line)
+        if d and d[3] is not None:
+            depth = d[0]
             if depth != len(runs[-1]["perplexity"]) + 1:
                 raise SystemExit(f"error: {path}: depth {depth} out of order")
-            runs[-1]["perplexity"].append(float(d.group(3)))
-            runs[-1]["widths"] = [int(w) for w in d.group(2).split(",") if w.strip()]
+            runs[-1]["perplexity"].append(d[3])
+            runs[-1]["widths"] = d[1]
             continue
         c = _CTRL.search(line)
         if c:
@@ -98,8 +104,36 @@ def runs_from_log(path: Path) -> List[Dict]:
 
 
 def collect(paths: List[Path]) -> Dict[int, Dict[int, Dict]]:
-    """``{K1max: {seed: run}}``; for the same K1max and seed a record beats a log, then the deeper run wins."""
-    return rc.collect_by_seed(paths, runs_from_record, runs_from_log, lambda r: r["K1max"], "perplexity")
+    """``{K1max: {seed: run}}``; for the same K1max and seed a record beats a log, then the deeper run wins.
+
+    The runs of ``--control-only`` records become the ``control`` (and, where the run has
+    none, the LDA result) of the run with the same K1max and seed.
+    """
+    controls: List[Dict] = []
+
+    def from_record(path):
+        runs = runs_from_record(path)
+        controls.extend(r for r in runs if r["control_only"])
+        return [r for r in runs if not r["control_only"]]
+
+    table = rc.collect_by_seed(paths, from_record, runs_from_log, lambda r: r["K1max"], "perplexity")
+    corpora = {r["dataset"] for slot in table.values() for r in slot.values() if r["dataset"]}
+    corpora |= {c["dataset"] for c in controls}
+    if len(corpora) > 1:
+        raise SystemExit(f"error: the inputs mix corpora: {', '.join(sorted(corpora))}")
+    for c in controls:
+        run = table.get(c["K1max"], {}).get(c["seed"])
+        if run is None:
+            print(f"[spread] warning: {c['source']}: no layer-wise run with K1max={c['K1max']} and seed "
+                  f"{c['seed']} among the inputs; its control is left out", file=sys.stderr)
+            continue
+        if run["control"] is not None:
+            raise SystemExit(f"error: K1max={c['K1max']}, seed {c['seed']} has a control already "
+                             f"(again in {c['source']})")
+        run["control"], run["control_iterations"] = c["perplexity"][0], c["total_iterations"]
+        run["lda"] = c["lda"] if run["lda"] is None else run["lda"]
+        run["source"] += f" + {c['source']}"
+    return table
 
 
 def _fmt(v: Optional[float], nd: int = 1) -> str:

@@ -25,7 +25,11 @@ Data sets (``--dataset``)::
     digits         the 1,797 8x8 digits scaled to [0, 1], Poisson randomized
                    gamma link; a fixed stratified split (every third image of
                    each class, after a seeded shuffle, is a test image)
-    all            the three in turn
+    linux-manpages the Linux man pages (7,735 terms, long documents), counts,
+                   Poisson link (PGBN); label = man section, only sections
+                   --sections (default 2, 3, 7: the others have 1-39 pages);
+                   the train/test split of docs.tsv (1,632 / 804 pages)
+    all            debian, debian-binary and digits in turn (not the man pages)
 
 Modes (``--mode``, default ``full``; ``--quick`` is ``--mode quick``)::
 
@@ -39,6 +43,16 @@ Modes (``--mode``, default ``full``; ``--quick`` is ``--mode quick``)::
     quick   1,500 / 750 documents (digits: all images), K1max = 25,
             T = 1..3, B = (40, 20), C = 20 (digits (100, 50), 50),
             transform (20, 20), 3-fold CV (a few minutes)
+
+The man pages keep every page of the three sections in every mode, with
+K1max in {25, 100} (quick: 25) and::
+
+    full    T = 1..5, B = (1000, 500), C = 500, transform (500, 500), 5-fold
+            CV over 2^-10..2^15
+    medium  T = 1..5, B = (400, 200), C = 200, transform (100, 100), 5-fold
+            CV over 2^-6..2^12 (about 35 min on one core)
+    quick   T = 1..3, B = (60, 30), C = 30, transform (20, 20), 3-fold CV
+            over 2^-4..2^10
 
 Options override the mode's values.  scikit-learn is needed for the
 classifier (an optional tool dependency: ``pip install scikit-learn``).
@@ -63,8 +77,9 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 
-DATASETS = ("debian", "debian-binary", "digits")
-LINKS = {"debian": "poisson", "debian-binary": "bernoulli", "digits": "prg"}
+DATASETS = ("debian", "debian-binary", "digits", "linux-manpages")
+ALL = ("debian", "debian-binary", "digits")  # --dataset all
+LINKS = {"debian": "poisson", "debian-binary": "bernoulli", "digits": "prg", "linux-manpages": "poisson"}
 
 MODES = {
     "quick": dict(n_train=1500, n_test=750, widths="25", layers=3, burn_in=(40, 20), collect=20,
@@ -78,6 +93,15 @@ MODES = {
 }
 
 
+#: The man pages' values where they differ from MODES (every page of the kept sections, longer
+#: chains than the Debian medium run: the corpus is small).
+MANPAGES_MODES = {
+    "quick": dict(n_train=0, n_test=0, widths="25", burn_in=(60, 30), collect=30),
+    "medium": dict(n_train=0, n_test=0, widths="25,100", burn_in=(400, 200), collect=200),
+    "full": dict(n_train=0, n_test=0, widths="25,100"),
+}
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,6 +110,7 @@ def parse_args(argv=None):
     p.add_argument("--n-train", type=int, help="random subset of training documents (0: all; not for digits)")
     p.add_argument("--n-test", type=int, help="random subset of test documents (0: all; not for digits)")
     p.add_argument("--top-labels", type=int, default=20, help="keep the N most frequent Debian sections (0: all)")
+    p.add_argument("--sections", default="2,3,7", help="the man sections to classify (linux-manpages)")
     p.add_argument("--widths", help="comma-separated K1max values")
     p.add_argument("--layers", type=int, help="maximum depth T_max")
     p.add_argument("--burn-in", type=int, nargs=2, metavar=("B1", "BT"))
@@ -106,6 +131,7 @@ def parse_args(argv=None):
         a.mode = "quick"
     a.data_dir = a.data_dir or rc.default_data_dir()
     a.c_grid = tuple(MODES[a.mode]["c_grid"]) if a.c_grid is None else tuple(a.c_grid)
+    a.sections = [str(v) for v in rc.parse_ints(a.sections, "--sections")]
     if a.c_grid[0] > a.c_grid[1]:
         p.error("--c-grid LO HI needs LO <= HI")
     if a.name and a.dataset == "all":
@@ -114,7 +140,7 @@ def parse_args(argv=None):
 
 
 def settings(a, dataset: str) -> dict:
-    m = MODES[a.mode]
+    m = dict(MODES[a.mode], **(MANPAGES_MODES[a.mode] if dataset == "linux-manpages" else {}))
     digits = dataset == "digits"
     s = dict(
         widths=rc.parse_ints(a.widths if a.widths is not None else m["widths"], "--widths"),
@@ -153,6 +179,17 @@ def load(dataset: str, a, s):
         desc = (f"digits 8x8 scaled to [0, 1]: {int((~test).sum())} training / {int(test.sum())} test images "
                 f"(stratified, every third image of each class after a shuffle with seed {a.seed})")
         return X[~test], y[~test], X[test], y[test], desc
+    if dataset == "linux-manpages":
+        X, words, labels, split = rc.load_manpages(a.data_dir)
+        ok = np.isin(labels, a.sections)
+        tr = rc.subset_rows(X.shape[0], s["n_train"], a.seed, np.flatnonzero(ok & (split == "train")))
+        te = rc.subset_rows(X.shape[0], s["n_test"], a.seed + 1, np.flatnonzero(ok & (split == "test")))
+        sizes = ", ".join(f"{c}: {int(np.sum(labels[tr] == c))} / {int(np.sum(labels[te] == c))}" for c in a.sections)
+        desc = (f"Linux man pages (7,735-term vocabulary), counts; sections {', '.join(a.sections)} "
+                f"(training / test pages per section: {sizes}); {len(tr)} training / {len(te)} test pages"
+                + (" (random subsets of the docs.tsv split, seed %d)" % a.seed if (s["n_train"] or s["n_test"])
+                   else " (the docs.tsv split)"))
+        return X[tr], labels[tr], X[te], labels[te], desc
     X, words, labels, split = rc.load_debian(a.data_dir)
     names, counts = np.unique(labels, return_counts=True)
     order = np.lexsort((names, -counts))
@@ -230,6 +267,10 @@ def run_dataset(dataset: str, a, checkpoint=None) -> dict:
             "n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]), "n_classes": int(np.unique(ytr).size),
             "eta": a.eta, "c_grid": list(a.c_grid), "n_jobs": a.n_jobs,
             **{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()}, "raw": raw}
+    if dataset == "linux-manpages":  # a skewed label distribution: the accuracy of always answering its mode
+        names, counts = np.unique(ytr, return_counts=True)
+        head["majority"] = {"label": str(names[np.argmax(counts)]),
+                            "accuracy": float(np.mean(yte == names[np.argmax(counts)]))}
 
     def record():
         return {**head, "runs": runs, "wall_s": timer.wall, "cpu_s": timer.cpu, "environment": env}
@@ -281,7 +322,8 @@ def write_report(rec, out: Path, name: str) -> None:
     if rec["mode"] != "full":
         extra.append(("note", "a reduced run, NOT the paper's protocol (which is `--mode full`)"))
     title = {"debian": "Debian sections from PGBN features", "debian-binary": "Debian sections from BerPo-GBN "
-             "features (binarised counts)", "digits": "Digits from PRG-GBN features"}[rec["dataset"]]
+             "features (binarised counts)", "digits": "Digits from PRG-GBN features",
+             "linux-manpages": "Man-page sections from PGBN features"}[rec["dataset"]]
     text = [rc.run_header(f"{title} ({rec['mode']} run)", rec["environment"], rec["wall_s"], rec["cpu_s"], extra,
                           rec["command"])]
     rows = [[r["K1max"]] + [f"{100 * r['accuracy'][t - 1]:.2f}" if t <= len(r["accuracy"]) else None
@@ -289,7 +331,9 @@ def write_report(rec, out: Path, name: str) -> None:
     text += ["## Test accuracy (%) versus depth", "", rc.md_table(["K1max"] + [f"T={t}" for t in depths], rows), "",
              (f"Reference: the same classifier on normalised raw features ({rec['n_classes']} classes): "
               f"{100 * rec['raw']['accuracy']:.2f}% (C = {rec['raw']['C']:g}; {rc.fmt_seconds(rec['raw']['wall_s'])})."
-              if rec["raw"] else f"({rec['n_classes']} classes; the raw-feature reference was not run.)"), "",
+              if rec["raw"] else f"({rec['n_classes']} classes; the raw-feature reference was not run.)")
+             + (f" Always answering the most frequent training label ({rec['majority']['label']}): "
+                f"{100 * rec['majority']['accuracy']:.2f}%." if rec.get("majority") else ""), "",
              f"![accuracy vs depth]({name}.svg)", ""]
     rows = []
     for r in rec["runs"]:
@@ -305,10 +349,11 @@ def write_report(rec, out: Path, name: str) -> None:
     (out / f"{name}.md").write_text("\n".join(text), encoding="utf-8")
     series = [{"label": f"K1max={r['K1max']}", "x": list(range(1, len(r["accuracy"]) + 1)),
                "y": [100 * v for v in r["accuracy"]]} for r in rec["runs"]]
+    hl = [{"label": "raw features", "y": 100 * rec["raw"]["accuracy"], "colour": "#777777"}] if rec["raw"] else []
+    if rec.get("majority"):
+        hl.append({"label": "majority label", "y": 100 * rec["majority"]["accuracy"], "colour": "#bbbbbb"})
     rc.svg_line_plot(out / f"{name}.svg", series, f"{title} ({rec['mode']})", "network depth T",
-                     "test accuracy (%)", xticks=depths,
-                     hlines=[{"label": "raw features", "y": 100 * rec["raw"]["accuracy"], "colour": "#777777"}]
-                     if rec["raw"] else [])
+                     "test accuracy (%)", xticks=depths, hlines=hl)
 
 
 def main(argv=None) -> int:
@@ -321,7 +366,7 @@ def main(argv=None) -> int:
         write_report(rec, a.from_json.parent, a.from_json.stem)
         return 0
     need_sklearn()
-    for dataset in (DATASETS if a.dataset == "all" else (a.dataset,)):
+    for dataset in (ALL if a.dataset == "all" else (a.dataset,)):
         name = a.name or f"classification_{dataset}_{a.mode}"
         partial = a.out_dir / f"{name}.partial.json"
         rec = run_dataset(dataset, a, checkpoint=lambda r: rc.write_json(partial, r))

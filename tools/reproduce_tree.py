@@ -1,9 +1,11 @@
 #!/usr/bin/env python
-"""A tree and a subnetwork of a 5-layer PGBN on the Debian corpus (paper Section 4.1.4, Figures 5-8).
+"""A tree and a subnetwork of a 5-layer PGBN on a text corpus (paper Section 4.1.4, Figures 5-8).
 
 A PGBN with up to five layers is trained on the Debian package descriptions
-(top-2000 vocabulary, all tokens of each document), its nodes are renumbered
-by popularity (eq:weight; node #1 is the most popular of its layer), and
+(``--dataset debian``, the default; top-2000 vocabulary) or the Linux man
+pages (``--dataset linux-manpages``), all tokens of each document; its nodes
+are renumbered by popularity (eq:weight; node #1 is the most popular of its
+layer), and
 
 * the tree rooted at the most popular node of the top layer (``--root``) is
   grown along the edges with Phi^(t)(k', k) > tau / K_{t-1}, tau = 3 (the
@@ -17,14 +19,19 @@ Both are written as standalone SVG (``pygbn``'s renderer, no Graphviz) and as
 text, with the widths, the top words of every top-layer node and the
 command, seed, schedule and wall time, to ``docs/results/<name>.md``.
 
-Modes (``--mode``, default ``medium``; ``--quick`` is ``--mode quick``)::
+Modes (``--mode``, default ``medium``; ``--quick`` is ``--mode quick``), Debian::
 
     full    all 33,821 documents, K1max = 100, B = (1000, 500), C = 500
     medium  10,000 random documents, K1max = 100, B = (300, 100), C = 100
     quick   2,000 random documents, K1max = 50, B = (60, 30), C = 30
 
+The man pages keep all 2,533 documents in every mode, with the same widths
+and schedules.  Output names default to ``tree_debian_<mode>`` and
+``tree_manpages_<mode>``.
+
 ``--model PATH`` renders a model saved with ``GBN.save`` (e.g. by
-``--save-models`` of the other scripts) instead of fitting one.
+``--save-models`` of the other scripts) instead of fitting one (give its
+corpus with ``--dataset`` for the page's title).
 
 Example::
 
@@ -59,6 +66,7 @@ def parse_root(text: str):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", choices=sorted(rc.CORPORA), default="debian", help="the corpus (default: debian)")
     rc.add_mode_args(p, MODES, "medium")
     p.add_argument("--model", type=Path, help="render this saved GBN instead of fitting one")
     p.add_argument("--n-docs", type=int, help="random subset of documents (0: all)")
@@ -78,11 +86,13 @@ def parse_args(argv=None):
     if a.quick:
         a.mode = "quick"
     m = MODES[a.mode]
-    a.n_docs = m["n_docs"] if a.n_docs is None else a.n_docs
+    if a.n_docs is None:
+        a.n_docs = 0 if a.dataset == "linux-manpages" else m["n_docs"]
     a.width = m["width"] if a.width is None else a.width
     a.burn_in = tuple(m["burn_in"]) if a.burn_in is None else tuple(a.burn_in)
     a.collect = m["collect"] if a.collect is None else a.collect
-    a.name = a.name or (f"tree_debian_{a.mode}" if a.model is None else f"tree_{a.model.stem}")
+    a.name = a.name or (f"tree_{rc.CORPORA[a.dataset]['stem']}_{a.mode}" if a.model is None
+                        else f"tree_{a.model.stem}")
     a.data_dir = a.data_dir or rc.default_data_dir()
     return a
 
@@ -111,7 +121,7 @@ def main(argv=None) -> int:
         info.append(("model", f"loaded from `{a.model}`"))
         fit_s = None
     else:
-        X, words, _, _ = rc.load_debian(a.data_dir)
+        X, words, _, _ = rc.load_corpus(a.dataset, a.data_dir)
         idx = rc.subset_rows(X.shape[0], a.n_docs, a.seed)
         X = X[idx]
         print(f"[tree] fitting {X.shape[0]} docs, K1max={a.width}, T<={a.layers}, B={a.burn_in}, C={a.collect}",
@@ -126,7 +136,7 @@ def main(argv=None) -> int:
             model.save(a.save_model)
         subset = (f"all {X.shape[0]} documents" if len(idx) == X.shape[0] and not a.n_docs
                   else f"a random subset of {X.shape[0]} documents (seed {a.seed})")
-        info += [("mode", a.mode), ("data", f"Debian descriptions, top-2000 vocabulary, all tokens, {subset}"),
+        info += [("mode", a.mode), ("data", f"{rc.CORPORA[a.dataset]['describe']}, all tokens, {subset}"),
                  ("schedule", f"K1max = {a.width}, T_max = {a.layers}, B_1 = {a.burn_in[0]}, "
                               f"B_t = {a.burn_in[1]}, C_t = {a.collect}, eta = {a.eta}"),
                  ("seed", str(a.seed)), ("fit wall time", rc.fmt_seconds(fit_s)),
@@ -150,7 +160,8 @@ def main(argv=None) -> int:
     (out / f"{a.name}_subnetwork.svg").write_text(sub.to_svg(), encoding="utf-8")
     info += [("inferred widths", str(net.widths)), ("tau", str(a.tau))]
     fmt_root = lambda k: f"L{k[0]} #{k[1] + 1}"  # noqa: E731
-    text = [rc.run_header(f"A tree and a subnetwork of a {T}-layer PGBN on the Debian corpus", env, timer.wall,
+    corpus = {"debian": "the Debian corpus", "linux-manpages": "the Linux man pages"}[a.dataset]  # of --model too
+    text = [rc.run_header(f"A tree and a subnetwork of a {T}-layer PGBN on {corpus}", env, timer.wall,
                           timer.cpu, info)]
     text += [f"## Tree rooted at {fmt_root(root)} (tau = {a.tau}): a {list(tree.layer_sizes)} tree", "",
              "Nodes per layer listed from the root's layer down. `L<t> #<rank>`: layer and popularity rank; `phi`: "
@@ -169,6 +180,7 @@ def main(argv=None) -> int:
     (out / f"{a.name}.md").write_text("\n".join(text), encoding="utf-8")
     rc.write_json(out / f"{a.name}.json", {
         "script": "reproduce_tree", "command": rc.command_line(), "mode": a.mode, "seed": a.seed,
+        "dataset": a.dataset,
         "widths": net.widths, "root": [root[0], root[1] + 1], "tree_layer_sizes": list(tree.layer_sizes),
         "subnetwork_roots": [[k[0], k[1] + 1] for k in roots], "subnetwork_layer_sizes": list(sub.layer_sizes),
         "fit_wall_s": fit_s, "wall_s": timer.wall, "environment": env})
