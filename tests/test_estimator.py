@@ -106,7 +106,7 @@ def test_heldout_perplexity_per_depth(counts):
     assert all(1.0 < p < V for p in m.perplexity_)
     ppl = m.perplexity(Xtr[:60], Xho[:60])
     assert 1.0 < ppl < V
-    assert m.score(Xtr[:60], Xho[:60]) == pytest.approx(-np.log(ppl))
+    assert m.score(Xtr[:60], heldout=Xho[:60]) == pytest.approx(-np.log(ppl))
 
 
 def test_split_tokens(counts):
