@@ -361,16 +361,42 @@ class GBN:
 
     @classmethod
     def _from_state(cls, networks: Sequence[Network], params: dict, state: dict) -> "GBN":
-        """Rebuild a fitted estimator from stored parameters and :meth:`_get_state`'s dict."""
+        """Rebuild a fitted estimator from stored parameters and :meth:`_get_state`'s dict.
+
+        Both are checked against the networks and against each other (what a
+        model file may hold): ValueError names the first inconsistency.
+        """
+        if not isinstance(params, dict) or not set(params) <= set(_PARAM_NAMES):
+            raise ValueError(f"'params' must be an object with keys among {list(_PARAM_NAMES)}")
+        if not isinstance(state, dict) or state.get("method_") not in ("collapsed", "blocked"):
+            raise ValueError("'fitted' must be an object whose method_ is 'collapsed' or 'blocked'")
+        nets = list(networks)
+        V, link = nets[0].n_features, nets[0].link.name
+        if any(n.n_features != V or n.link.name != link for n in nets):
+            raise ValueError("the networks must share the number of features and the link")
         params = dict(params)
         for k in ("burn_in", "transform_iter", "eta", "n_collect"):
             if isinstance(params.get(k), list):
                 params[k] = tuple(params[k])
-        if isinstance(params.get("link"), dict):
-            params["link"] = get_link(params["link"]["name"]).from_dict(params["link"])
-        return cls(**params)._set_state(networks, method=state["method_"],
-                                        seconds_per_iteration=state["seconds_per_iteration_"],
-                                        perplexity=state.get("perplexity_"))
+        stored_link = params.get("link", link)
+        name = stored_link.get("name") if isinstance(stored_link, dict) else stored_link
+        if not isinstance(name, str) or get_link(name).name != link:
+            raise ValueError(f"the stored link {name!r} is not the networks' link {link!r}")
+        params["link"] = nets[0].link if isinstance(stored_link, dict) else stored_link
+        model = cls(**params)
+        model._validated()
+        expect = {"widths_": nets[-1].widths, "n_features_in_": V}
+        for key, value in expect.items():
+            if state.get(key) != value:
+                raise ValueError(f"the stored {key} {state.get(key)!r} does not match the networks ({value!r})")
+        lists = {k: state.get(k, []) for k in ("seconds_per_iteration_", "perplexity_")}
+        for key, values in lists.items():
+            if not isinstance(values, list) or len(values) > len(nets) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                raise ValueError(f"the stored {key} must be a list of at most {len(nets)} numbers")
+        return model._set_state(nets, method=state["method_"],
+                                seconds_per_iteration=lists["seconds_per_iteration_"],
+                                perplexity=state.get("perplexity_"))
 
     @property
     def network_(self) -> Network:
@@ -675,19 +701,23 @@ def load(path: Union[str, os.PathLike]):
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file is not a pygbn model (corrupted, foreign or from a newer
-        format version).
+        For any other failure, with one message saying what is wrong: the
+        file is not a pygbn model (corrupted, foreign, from a newer format
+        version) or its content is inconsistent (see
+        :func:`pygbn.io.read_model`; for a GBN also its parameters and
+        fitted attributes against the networks).
     """
     saved = io.read_model(path)
+    where = f"{os.fspath(path)!r} is not a pygbn model file, or a damaged one"
     try:
-        if saved.kind == "Network":
+        if saved.kind == "Network" and len(saved.networks) == 1 and not saved.fields:
             return saved.networks[0]
         if saved.kind == "GBN":
-            return GBN._from_state(saved.networks, saved.fields["params"], saved.fields["fitted"])
-    except (KeyError, TypeError, IndexError) as exc:
-        raise ValueError(f"{os.fspath(path)!r} is an incomplete or corrupted pygbn model file "
-                         f"({exc!r})") from None
-    raise ValueError(f"{os.fspath(path)!r} holds an unknown model kind {saved.kind!r}")
+            return GBN._from_state(saved.networks, saved.fields.get("params"), saved.fields.get("fitted"))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{where}: {' '.join(str(exc).split())}") from None
+    raise ValueError(f"{where}: it holds a model of kind {saved.kind!r} with {len(saved.networks)} "
+                     "network(s); pygbn writes kind 'GBN', or 'Network' with one network")
 
 
 class _Progress:
