@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from pygbn._utils import check_int, effective_n_jobs
 from pygbn.inference.gibbs import GibbsSampler, check_invariants
-from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive
+from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive, check_heldout
 from pygbn.model.network import Hyperparameters, Network
 
 logger = logging.getLogger("pygbn")
@@ -191,9 +191,7 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
     if not isinstance(sched, Schedule):
         raise ValueError(f"schedule must be a Schedule (Schedule.for_layers(...)), got {schedule!r}")
     n_jobs = effective_n_jobs(n_jobs)
-    if heldout is not None and (not sp.issparse(heldout) or heldout.shape != Y.shape):
-        raise ValueError(f"heldout must be a sparse matrix of the shape of Y {Y.shape}, got "
-                         f"{getattr(heldout, 'shape', type(heldout).__name__)}")
+    check_heldout(heldout, Y)
     etas = per_layer(eta, sched.n_layers, "eta")
     sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
                                         method=method, n_jobs=n_jobs, random_state=random_state)
