@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pygbn._utils import BlockStreams, bitgen_address, check_random_state, effective_n_jobs
+from pygbn._utils import (
+    BlockStreams, bitgen_address, check_int, check_random_state, effective_n_jobs,
+)
 
 #: Largest int64 value; counts must not exceed it.
 INT64_MAX = np.iinfo(np.int64).max
@@ -97,12 +99,9 @@ def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
         raise ValueError(f"shapes do not broadcast: {desc}") from None
     if size is None:
         return shape
-    try:
-        size = tuple(int(s) for s in np.atleast_1d(np.asarray(size, dtype=np.int64)))
-    except (TypeError, ValueError):
-        raise ValueError(f"size must be None, an int or a tuple of ints; got {size!r}") from None
-    if any(s < 0 for s in size):
-        raise ValueError(f"size must be non-negative; got {size!r}")
+    dims = size if isinstance(size, (tuple, list)) else \
+        np.ravel(size) if isinstance(size, np.ndarray) else (size,)
+    size = tuple(check_int(d, "size", 0) for d in dims)
     try:
         full = np.broadcast_shapes(size, shape)
     except ValueError:
