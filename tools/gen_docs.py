@@ -34,7 +34,7 @@ API_SECTIONS = [
     ("pygbn", "The estimator and the top-level helpers. `pygbn.load`, `pygbn.save` and "
      "`pygbn.split_tokens` are documented under `pygbn.io` and `pygbn.evaluation`; the "
      "object model is re-exported from `pygbn.model`; `pygbn.explore`, `pygbn.text`, "
-     "`pygbn.datasets` and `pygbn.random` are the modules below.", ["GBN"]),
+     "`pygbn.datasets` and `pygbn.random` are the modules below.", ["GBN", "get_include"]),
     ("pygbn.model", "The object model: a `Network` is a stack of `Layer`s under a top-layer "
      "shape `r`, observed through a `Link`.", None),
     ("pygbn.io", "Saving and loading fitted models without pickle.", None),
