@@ -30,7 +30,7 @@ PYX = r'''
 # cython: language_level=3, boundscheck=False, wraparound=False
 """A downstream extension drawing with pygbn's public Cython API only."""
 import numpy as np
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from pygbn.random.kernels cimport (
     bitgen_t, binomial_t, get_bitgen,
     random_crt, random_logarithmic, random_truncated_poisson, random_truncated_bessel,
@@ -138,6 +138,44 @@ def dirichlet(generator, const double[:, ::1] alpha):
             for i in range(alpha.shape[0]):
                 random_dirichlet(rng, &alpha[i, 0], alpha.shape[1], &o[i, 0])
     return out
+
+
+# A bit generator that replays given uniforms (for boundary tests of the kernels).
+cdef struct Script:
+    const double *values
+    Py_ssize_t n
+    Py_ssize_t used
+
+
+cdef double _script_double(void *st) noexcept nogil:
+    cdef Script *s = <Script *> st
+    cdef double v = s.values[s.used % s.n]
+    s.used += 1
+    return v
+
+
+cdef uint64_t _script_u64(void *st) noexcept nogil:
+    return 0
+
+
+cdef uint32_t _script_u32(void *st) noexcept nogil:
+    return 0
+
+
+def poisson_scripted(double lam, const double[::1] uniforms):
+    """random_poisson_exact(lam) on a stream replaying ``uniforms``: (draw, uniforms used)."""
+    cdef Script s
+    s.values = &uniforms[0]
+    s.n = uniforms.shape[0]
+    s.used = 0
+    cdef bitgen_t bg
+    bg.state = &s
+    bg.next_uint64 = _script_u64
+    bg.next_uint32 = _script_u32
+    bg.next_double = _script_double
+    bg.next_raw = _script_u64
+    cdef int64_t k = random_poisson_exact(&bg, lam)
+    return k, s.used
 
 
 def address(generator):
@@ -345,6 +383,24 @@ def test_categorical_is_one_uniform_against_cumulative_weights(ext):
     expected = np.searchsorted(np.cumsum(w), u, side="right")
     np.testing.assert_array_equal(ext.categorical(g_c, w, 500), expected)
     _same_stream_after(g_ref, g_c)
+
+
+def test_ptrs_rejects_a_candidate_past_int64_max(ext):
+    """Near lam = 9e18 a PTRS candidate floor(lam) + y can pass INT64_MAX: it is rejected.
+
+    The replayed stream gives first U = 1 - 1.9e-10, V = 1e-12 (offset y ~ 1e18,
+    past INT64_MAX - 9e18 ~ 2.2e17, and V small enough to reach the exact test),
+    then U = V = 0.5 (offset 0, accepted at once): the draw is the second
+    candidate, floor(lam), after exactly four uniforms.
+    """
+    script = np.array([1.0 - 1.8846e-10, 1e-12, 0.5, 0.5])
+    k, used = ext.poisson_scripted(9e18, script)
+    assert (k, used) == (9 * 10**18, 4)
+    k, used = ext.poisson_scripted(9.2e18, script)      # clipped to 9e18, the kernel's cap
+    assert (k, used) == (9 * 10**18, 4)
+    # the candidate alone, accepted: an offset of 0 from floor(lam)
+    k, used = ext.poisson_scripted(9e18, np.array([0.5, 0.5]))
+    assert (k, used) == (9 * 10**18, 2)
 
 
 def test_get_bitgen_takes_a_generator_or_a_bit_generator(ext):
