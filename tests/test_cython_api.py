@@ -42,7 +42,7 @@ ctypedef int64_t (*kern_i_d)(bitgen_t *, double) noexcept nogil
 ctypedef double (*kern_d_d)(bitgen_t *, double) noexcept nogil
 
 
-cdef kern_i_d pick_i_d(str name) except NULL:
+cdef kern_i_d pick_i_d(str name):
     if name == "logarithmic":
         return random_logarithmic
     if name == "truncated_poisson":
@@ -51,40 +51,39 @@ cdef kern_i_d pick_i_d(str name) except NULL:
         return random_truncated_bessel
     if name == "poisson":
         return random_poisson_exact
-    raise KeyError(name)
+    return NULL
 
 
-cdef kern_d_d pick_d_d(str name) except NULL:
+cdef kern_d_d pick_d_d(str name):
     if name == "gamma":
         return random_gamma_exact
     if name == "log_gamma":
         return random_log_gamma
-    raise KeyError(name)
+    return NULL
 
 
-def draw_i_d(str name, generator, const double[::1] a):
-    cdef kern_i_d f = pick_i_d(name)
+def draw_one(str name, generator, const double[::1] a):
+    """One draw per a[i] from a one-parameter kernel (int64- or float64-valued)."""
+    cdef kern_i_d fi = pick_i_d(name)
+    cdef kern_d_d fd = pick_d_d(name)
+    if fi == NULL and fd == NULL:
+        raise KeyError(name)
     cdef bitgen_t *rng = get_bitgen(generator)
-    out = np.empty(a.shape[0], dtype=np.int64)
-    cdef int64_t[::1] o = out
+    out = np.empty(a.shape[0], dtype=np.int64 if fi != NULL else np.float64)
+    cdef int64_t[::1] oi
+    cdef double[::1] od
+    if fi != NULL:
+        oi = out
+    else:
+        od = out
     cdef Py_ssize_t i
     with generator.bit_generator.lock:
         with nogil:
             for i in range(a.shape[0]):
-                o[i] = f(rng, a[i])
-    return out
-
-
-def draw_d_d(str name, generator, const double[::1] a):
-    cdef kern_d_d f = pick_d_d(name)
-    cdef bitgen_t *rng = get_bitgen(generator)
-    out = np.empty(a.shape[0], dtype=np.float64)
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    with generator.bit_generator.lock:
-        with nogil:
-            for i in range(a.shape[0]):
-                o[i] = f(rng, a[i])
+                if fi != NULL:
+                    oi[i] = fi(rng, a[i])
+                else:
+                    od[i] = fd(rng, a[i])
     return out
 
 
@@ -315,7 +314,7 @@ def test_public_pxd_exports_every_python_sampler_kernel():
 def test_one_parameter_kernels_match_python_api(ext, name, sampler, params):
     a = np.repeat(np.asarray(params, dtype=np.float64), 40)
     g_py, g_c = _pair()
-    np.testing.assert_array_equal(ext.draw_i_d(name, g_c, a), sampler(a, random_state=g_py))
+    np.testing.assert_array_equal(ext.draw_one(name, g_c, a), sampler(a, random_state=g_py))
     _same_stream_after(g_py, g_c)
 
 
@@ -327,8 +326,7 @@ def test_one_parameter_kernels_match_python_api(ext, name, sampler, params):
 def test_building_blocks_match_single_kernel_draws(ext, name, params):
     a = np.repeat(np.asarray(params, dtype=np.float64), 40)
     g_py, g_c = _pair(3)
-    draw = ext.draw_d_d if name in ("gamma", "log_gamma") else ext.draw_i_d
-    np.testing.assert_array_equal(draw(name, g_c, a), _kernel(name, a, random_state=g_py))
+    np.testing.assert_array_equal(ext.draw_one(name, g_c, a), _kernel(name, a, random_state=g_py))
     _same_stream_after(g_py, g_c)
 
 
@@ -409,7 +407,7 @@ def test_get_bitgen_takes_a_generator_or_a_bit_generator(ext):
     g = np.random.Generator(bg)
     expected = bg.ctypes.bit_generator.value
     assert ext.address(g) == ext.address(bg) == expected
-    np.testing.assert_array_equal(ext.draw_i_d("logarithmic", g, a),
+    np.testing.assert_array_equal(ext.draw_one("logarithmic", g, a),
                                   R.logarithmic(a, random_state=np.random.PCG64(9)))
     with pytest.raises(AttributeError):
         ext.address(object())
