@@ -10,14 +10,13 @@ exploration of fitted networks in :mod:`pygbn.explore`, text input in
 import logging
 import os
 
-__version__ = "0.1.0.dev0"
+from pygbn._version import __version__
 
 logging.getLogger("pygbn").addHandler(logging.NullHandler())
 
 from pygbn import datasets, explore, random, text  # noqa: E402
-from pygbn.estimator import GBN  # noqa: E402
+from pygbn.estimator import GBN, load, save  # noqa: E402
 from pygbn.evaluation import split_tokens  # noqa: E402
-from pygbn.io import load, save  # noqa: E402
 from pygbn.model import (  # noqa: E402
     BernoulliPoissonLink,
     Hyperparameters,

@@ -1,24 +1,35 @@
-"""scikit-learn style estimator for gamma belief networks."""
+"""scikit-learn style estimator for gamma belief networks, and its model files.
+
+:class:`GBN` validates its parameters and data, drives the layer-wise
+training (:func:`pygbn.inference.fit_layerwise`) and the test-time chain
+(:func:`pygbn.inference.infer_local`), and owns its fitted state
+(``networks_`` and the attributes derived from them): :meth:`GBN._set_state`
+is the one place that sets it, whether after ``fit``, around given networks
+(:meth:`GBN.from_networks`) or from a model file (:func:`load`).
+:func:`save` and :func:`load` write and read that state through
+:mod:`pygbn.io`.
+"""
 from __future__ import annotations
 
 import logging
 import numbers
+import os
 import sys
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Union
 
 import numpy as np
-import scipy.sparse as sp
 
-from pygbn._utils import check_random_state, effective_n_jobs
-from pygbn.inference import _blocked
-from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr, _perplexity, fit_layerwise, per_layer
+from pygbn import io
+from pygbn._utils import check_int, check_random_state, effective_n_jobs
+from pygbn.inference import Schedule, fit_layerwise, infer_local
+from pygbn.inference.layerwise import per_layer
 from pygbn.model.links import PoissonLink, get_link
 from pygbn.model.network import Hyperparameters, Network
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GBN"]
+__all__ = ["GBN", "save", "load"]
 
 
 class GBN:
@@ -137,12 +148,11 @@ class GBN:
 
     def _validated(self) -> dict:
         link = get_link(self.link)
-        K = _check_int(self.n_components, "n_components", 1)
-        T = _check_int(self.n_layers, "n_layers", 1)
+        K = check_int(self.n_components, "n_components", 1)
+        T = check_int(self.n_layers, "n_layers", 1)
         etas = _check_positive_seq(self.eta, "eta", T)
-        burn_l = [_check_int(b, "burn_in", 0)
-                  for b in per_layer(self.burn_in, T, "burn_in", first_and_rest=True)]
-        coll_l = [_check_int(c, "n_collect", 0) for c in per_layer(self.n_collect, T, "n_collect")]
+        schedule = Schedule.for_layers(T, burn_in=self.burn_in, n_collect=self.n_collect,
+                                       prune=self.prune, min_width=self.min_width)
         method = self.method
         if method not in ("auto", "collapsed", "blocked"):
             raise ValueError(f"method must be 'auto', 'collapsed' or 'blocked', got {method!r}")
@@ -163,24 +173,20 @@ class GBN:
             hyper = Hyperparameters(**hyper)
         elif not isinstance(hyper, Hyperparameters):
             raise ValueError(f"hyperparameters must be a dict or Hyperparameters, got {hyper!r}")
-        min_width = _check_int(self.min_width, "min_width", 0)
         ti = self.transform_iter
         if np.ndim(ti) != 1 or len(ti) != 2:
             raise ValueError(f"transform_iter must be (burn_in, n_collect), got {ti!r}")
-        t_burn = _check_int(ti[0], "transform_iter[0]", 0)
-        t_coll = _check_int(ti[1], "transform_iter[1]", 1)
+        t_burn = check_int(ti[0], "transform_iter[0]", 0)
+        t_coll = check_int(ti[1], "transform_iter[1]", 1)
         if self.callback is not None and not callable(self.callback):
             raise ValueError(f"callback must be callable, got {self.callback!r}")
         verbose = self.verbose
         if isinstance(verbose, bool) or verbose is None:
             every = 50 if verbose else 0
-        elif isinstance(verbose, numbers.Integral) and verbose >= 0:
-            every = int(verbose)
         else:
-            raise ValueError(f"verbose must be a bool or a nonnegative int, got {verbose!r}")
-        return dict(link=link, K=K, T=T, etas=etas, burn=burn_l, coll=coll_l, method=method,
-                    n_jobs=n_jobs, hyper=hyper, min_width=min_width, t_burn=t_burn,
-                    t_coll=t_coll, verbose_every=every)
+            every = check_int(verbose, "verbose", 0)
+        return dict(link=link, K=K, etas=etas, schedule=schedule, method=method, n_jobs=n_jobs,
+                    hyper=hyper, t_burn=t_burn, t_coll=t_coll, verbose_every=every)
 
     # ----------------------------------------------------------------- fit
     def fit(self, X, y=None, *, heldout=None, vocabulary: Optional[Sequence[str]] = None) -> "GBN":
@@ -233,22 +239,16 @@ class GBN:
         with _verbose_logging(progress is not None):
             t0 = time.perf_counter()
             res = fit_layerwise(
-                Y, link=link, n_components=p["K"], n_layers=p["T"], eta=p["etas"],
-                burn_in=p["burn"], n_collect=p["coll"], method=p["method"], n_jobs=p["n_jobs"],
-                random_state=rng, hyper=p["hyper"], prune=self.prune, min_width=p["min_width"],
-                heldout=H, callback=cb if (progress or user_cb) else None, check=self.check)
+                Y, p["schedule"], link=link, n_components=p["K"], eta=p["etas"], method=p["method"],
+                n_jobs=p["n_jobs"], random_state=rng, hyper=p["hyper"], heldout=H,
+                callback=cb if (progress or user_cb) else None, check=self.check)
             logger.info("fit done in %.1f s: widths %s", time.perf_counter() - t0,
                         res.networks[-1].widths if res.networks else [])
         for net in res.networks:
             net.vocabulary = vocabulary
-        self.networks_ = res.networks
-        self.widths_ = list(res.networks[-1].widths)
-        self.seconds_per_iteration_ = res.seconds_per_iteration
-        if H is not None:
-            self.perplexity_ = res.perplexity
-        self.n_features_in_ = V
-        self.method_ = p["method"]
-        return self
+        return self._set_state(res.networks, method=p["method"],
+                               seconds_per_iteration=res.seconds_per_iteration,
+                               perplexity=res.perplexity if H is not None else None)
 
     @classmethod
     def from_networks(cls, networks, **params) -> "GBN":
@@ -282,12 +282,51 @@ class GBN:
         params.setdefault("link", nets[0].link.name)
         model = cls(**params)
         model._validated()
-        model.networks_ = nets
-        model.widths_ = list(nets[-1].widths)
-        model.n_features_in_ = V
-        model.seconds_per_iteration_ = []
-        model.method_ = "blocked"
-        return model
+        return model._set_state(nets, method="blocked")
+
+    # --------------------------------------------------------- fitted state
+    def _set_state(self, networks: Sequence[Network], *, method: str,
+                   seconds_per_iteration: Sequence[float] = (),
+                   perplexity: Optional[Sequence[float]] = None) -> "GBN":
+        """Set the fitted state: ``networks_`` and the attributes that go with them.
+
+        The one writer of the fitted attributes (``fit``, ``from_networks``
+        and :func:`load` all come here).  ``widths_`` and ``n_features_in_``
+        are read off the networks; ``perplexity_`` exists only when given.
+        """
+        self.networks_ = list(networks)
+        self.widths_ = list(self.networks_[-1].widths)
+        self.n_features_in_ = self.networks_[0].n_features
+        self.seconds_per_iteration_ = [float(s) for s in seconds_per_iteration]
+        self.method_ = method
+        if perplexity is None:
+            self.__dict__.pop("perplexity_", None)
+        else:
+            self.perplexity_ = [float(x) for x in perplexity]
+        return self
+
+    def _get_state(self) -> dict:
+        """The fitted attributes other than the networks, as a plain dict
+        (what a model file stores beside the networks)."""
+        self._check_fitted()
+        state = {"widths_": list(self.widths_), "n_features_in_": int(self.n_features_in_),
+                 "seconds_per_iteration_": list(self.seconds_per_iteration_), "method_": self.method_}
+        if hasattr(self, "perplexity_"):
+            state["perplexity_"] = list(self.perplexity_)
+        return state
+
+    @classmethod
+    def _from_state(cls, networks: Sequence[Network], params: dict, state: dict) -> "GBN":
+        """Rebuild a fitted estimator from stored parameters and :meth:`_get_state`'s dict."""
+        params = dict(params)
+        for k in ("burn_in", "transform_iter", "eta", "n_collect"):
+            if isinstance(params.get(k), list):
+                params[k] = tuple(params[k])
+        if isinstance(params.get("link"), dict):
+            params["link"] = get_link(params["link"]["name"]).from_dict(params["link"])
+        return cls(**params)._set_state(networks, method=state["method_"],
+                                        seconds_per_iteration=state["seconds_per_iteration_"],
+                                        perplexity=state.get("perplexity_"))
 
     @property
     def network_(self) -> Network:
@@ -303,7 +342,7 @@ class GBN:
         self._check_fitted()
         if depth is None:
             return self.networks_[-1]
-        d = _check_int(depth, "depth", 1)
+        d = check_int(depth, "depth", 1)
         if d > len(self.networks_):
             raise ValueError(f"depth must be between 1 and {len(self.networks_)}, got {depth}")
         return self.networks_[d - 1]
@@ -356,37 +395,9 @@ class GBN:
             H = PoissonLink().check_data(heldout, "heldout")
             if H.shape != Y.shape:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
-        rng = check_random_state(self.random_state)
-        J = Y.shape[0]
-        K1 = net.layers[0].width
-        if J == 0:
-            return np.zeros((0, K1)), float("nan")
-        sampler = GibbsSampler.for_inference(net, Y, n_jobs=p["n_jobs"], random_state=rng)
-        acc = np.zeros((J, K1))
-        if H is not None:
-            h_indptr, h_indices, h_values = _as_kernel_csr(H)
-            rate_acc = np.zeros(h_values.size)
-            norm_acc = np.zeros(J)
-            n_eval = 0
-        for it in range(p["t_burn"] + p["t_coll"]):
-            sampler.sweep(update_p_c=True)
-            if it >= p["t_burn"]:
-                th = sampler.network.layers[0].theta
-                acc += th / th.sum(axis=1, keepdims=True)
-                if H is not None and (it - p["t_burn"] + 1) % 5 == 0:
-                    _blocked.heldout_accumulate(h_indptr, h_indices, sampler.network.layers[0].phi,
-                                                th, rate_acc, norm_acc, sampler._n_threads())
-                    n_eval += 1
-        feats = acc / p["t_coll"]
-        ppl = float("nan")
-        if H is not None:
-            if n_eval == 0:  # fewer than 5 collected iterations: use the last sample
-                _blocked.heldout_accumulate(h_indptr, h_indices, sampler.network.layers[0].phi,
-                                            sampler.network.layers[0].theta, rate_acc, norm_acc,
-                                            sampler._n_threads())
-                n_eval = 1
-            ppl = _perplexity(h_values, h_indptr, rate_acc, norm_acc, n_eval)
-        return feats, ppl
+        res = infer_local(net, Y, burn_in=p["t_burn"], n_collect=p["t_coll"], heldout=H,
+                          n_jobs=p["n_jobs"], random_state=self.random_state)
+        return res.features, res.perplexity
 
     # ------------------------------------------------------------- generate
     def generate(self, n_samples: int, *, depth: Optional[int] = None, random_state=None):
@@ -397,10 +408,15 @@ class GBN:
 
     # ---------------------------------------------------------------- io
     def save(self, path) -> None:
-        """Save the fitted estimator to one ``.npz`` file (no pickle); see :func:`pygbn.load`."""
-        from pygbn.io import save
+        """Save the fitted estimator to one ``.npz`` file (no pickle); see :func:`pygbn.load`.
 
-        save(self, path)
+        The file holds the networks, the parameters (those that cannot be
+        stored as data, a ``Generator`` as ``random_state`` or a
+        ``callback``, are saved as ``None``) and the fitted attributes.
+        """
+        state = self._get_state()
+        io.write_model(path, self.networks_, kind="GBN",
+                       fields={"params": self.get_params(), "fitted": state})
 
 
 _PARAM_NAMES = ("link", "n_components", "n_layers", "eta", "burn_in", "n_collect", "method",
@@ -415,14 +431,6 @@ def _differs(a, b) -> bool:
         return a is not b
 
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _check_positive_seq(value, name: str, n: int) -> List[float]:
     out = []
     for v in per_layer(value, n, name):
@@ -431,6 +439,49 @@ def _check_positive_seq(value, name: str, n: int) -> List[float]:
             raise ValueError(f"{name} must be positive and finite, got {value!r}")
         out.append(float(v))
     return out
+
+
+def save(obj, path: Union[str, os.PathLike]) -> None:
+    """Save a fitted :class:`GBN` or a :class:`~pygbn.model.Network` to one ``.npz`` file.
+
+    No pickle: arrays and JSON (see :mod:`pygbn.io`).  Parameters of a GBN
+    that cannot be stored as data (a ``Generator`` as ``random_state``, a
+    ``callback``) are saved as ``None``.
+    """
+    if isinstance(obj, GBN):
+        obj.save(path)
+    elif isinstance(obj, Network):
+        io.write_model(path, [obj], kind="Network")
+    else:
+        raise ValueError(f"can only save a fitted GBN or a Network, got {type(obj).__name__}")
+
+
+def load(path: Union[str, os.PathLike]):
+    """Load a model saved by :func:`save` (or ``GBN.save``); never unpickles.
+
+    Returns
+    -------
+    GBN or Network
+        What was saved: a fitted estimator, or a bare network.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is not a pygbn model (corrupted, foreign or from a newer
+        format version).
+    """
+    saved = io.read_model(path)
+    try:
+        if saved.kind == "Network":
+            return saved.networks[0]
+        if saved.kind == "GBN":
+            return GBN._from_state(saved.networks, saved.fields["params"], saved.fields["fitted"])
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"{os.fspath(path)!r} is an incomplete or corrupted pygbn model file "
+                         f"({exc!r})") from None
+    raise ValueError(f"{os.fspath(path)!r} holds an unknown model kind {saved.kind!r}")
 
 
 class _Progress:

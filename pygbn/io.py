@@ -1,25 +1,32 @@
-"""Save and load fitted models without pickle.
+"""Model files without pickle: networks and a dict of plain values in one ``.npz``.
 
 A model file is one ``.npz`` archive (written with ``allow_pickle=False``):
-the arrays (every Phi^(t), r, the vocabulary) are stored as plain numpy
-arrays, and everything else as JSON in the ``__meta__`` entry, which carries
-a format name and version.  Floats go through JSON's shortest round-trip
+the arrays of each network (every Phi^(t), r, the vocabulary) are stored as
+plain numpy arrays, and everything else as JSON in the ``__meta__`` entry,
+which carries a format name and version, the ``kind`` of object and the
+writer's own entries.  Floats go through JSON's shortest round-trip
 representation, so a saved model loads back bit for bit.
+
+This module knows networks and JSON, not the estimator: :meth:`pygbn.GBN.save`
+and :func:`pygbn.load` decide what a fitted GBN stores (its parameters and
+fitted attributes) and how it is rebuilt.
 """
 from __future__ import annotations
 
 import json
 import os
 import zipfile
-from typing import Union
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from pygbn._version import __version__
 from pygbn.model.layer import Layer
 from pygbn.model.links import get_link
 from pygbn.model.network import Hyperparameters, Network
 
-__all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
+__all__ = ["write_model", "read_model", "ModelFile", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "pygbn-model"
 FORMAT_VERSION = 1
@@ -73,45 +80,64 @@ def _jsonable(v):
     return None  # not representable (a Generator, a callback): dropped
 
 
-def save(obj, path: Union[str, os.PathLike]) -> None:
-    """Save a fitted :class:`~pygbn.GBN` or a :class:`~pygbn.model.Network`.
+@dataclass(frozen=True)
+class ModelFile:
+    """What :func:`read_model` returns: the content of one model file.
 
-    Parameters that cannot be stored as data (a ``Generator`` as
-    ``random_state``, a ``callback``) are saved as ``None``.
+    Attributes
+    ----------
+    kind : str
+        What the file holds (``"GBN"`` for a fitted estimator, ``"Network"``
+        for a bare network); the writer's choice, not interpreted here.
+    networks : list of Network
+        The stored networks, in order.
+    fields : dict
+        The other JSON entries the writer stored (for a GBN: ``params`` and
+        ``fitted``).
     """
-    from pygbn.estimator import GBN
 
+    kind: str
+    networks: List[Network]
+    fields: Dict[str, Any]
+
+
+def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, kind: str,
+                fields: Optional[Dict[str, Any]] = None) -> None:
+    """Write networks and a dict of plain values to one ``.npz`` file (no pickle).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write.
+    networks : sequence of Network
+        Stored as arrays (every Phi^(t), r, the vocabulary) plus JSON
+        metadata.
+    kind : str
+        What the file holds, returned by :func:`read_model` as ``kind``.
+    fields : dict, optional
+        More JSON entries (str keys).  Values that JSON cannot hold (a
+        ``Generator``, a callable) are stored as ``None``; objects with a
+        ``to_dict`` method (a Link) and Hyperparameters as their dicts; numpy
+        scalars as Python numbers and tuples as lists.
+    """
     arrays: dict = {}
-    meta: dict = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION}
-    try:
-        from pygbn import __version__
-        meta["pygbn_version"] = __version__
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(obj, GBN):
-        obj._check_fitted()
-        meta["kind"] = "GBN"
-        meta["params"] = {k: _jsonable(v) for k, v in obj.get_params().items()}
-        fitted = {"widths_": list(obj.widths_), "n_features_in_": int(obj.n_features_in_),
-                  "seconds_per_iteration_": [float(x) for x in obj.seconds_per_iteration_],
-                  "method_": obj.method_}
-        if hasattr(obj, "perplexity_"):
-            fitted["perplexity_"] = [float(x) for x in obj.perplexity_]
-        meta["fitted"] = fitted
-        meta["networks"] = [_network_meta(n, f"net{d}_", arrays) for d, n in enumerate(obj.networks_)]
-    elif isinstance(obj, Network):
-        meta["kind"] = "Network"
-        meta["networks"] = [_network_meta(obj, "net0_", arrays)]
-    else:
-        raise ValueError(f"can only save a fitted GBN or a Network, got {type(obj).__name__}")
+    meta: dict = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                  "pygbn_version": __version__, "kind": str(kind)}
+    for key, value in (fields or {}).items():
+        if key in meta or key == "networks":
+            raise ValueError(f"fields must not redefine the reserved entry {key!r}")
+        meta[key] = _jsonable(value)
+    meta["networks"] = [_network_meta(n, f"net{d}_", arrays) for d, n in enumerate(networks)]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    path = os.fspath(path)
-    with open(path, "wb") as f:
+    with open(os.fspath(path), "wb") as f:
         np.savez_compressed(f, **arrays)
 
 
-def load(path: Union[str, os.PathLike]):
-    """Load a model saved by :func:`save` (or ``GBN.save``); never unpickles.
+def read_model(path: Union[str, os.PathLike]) -> ModelFile:
+    """Read a file written by :func:`write_model`; never unpickles.
+
+    Reads every format version up to :data:`FORMAT_VERSION` (version 1 is
+    the only one so far).
 
     Raises
     ------
@@ -121,8 +147,6 @@ def load(path: Union[str, os.PathLike]):
         If the file is not a pygbn model (corrupted, foreign or from a newer
         format version).
     """
-    from pygbn.estimator import GBN
-
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such model file: {path!r}")
@@ -146,25 +170,9 @@ def load(path: Union[str, os.PathLike]):
                          f"versions up to {FORMAT_VERSION} (upgrade pygbn)")
     try:
         nets = [_network_from(m, f"net{d}_", arrays) for d, m in enumerate(meta["networks"])]
-        if meta.get("kind") == "Network":
-            return nets[0]
-        if meta.get("kind") != "GBN":
-            raise ValueError(f"unknown model kind {meta.get('kind')!r}")
-        params = dict(meta["params"])
-        for k in ("burn_in", "transform_iter", "eta", "n_collect"):
-            if isinstance(params.get(k), list):
-                params[k] = tuple(params[k])
-        if isinstance(params.get("link"), dict):
-            params["link"] = get_link(params["link"]["name"]).from_dict(params["link"])
-        model = GBN(**params)
-        f = meta["fitted"]
-        model.networks_ = nets
-        model.widths_ = list(f["widths_"])
-        model.n_features_in_ = int(f["n_features_in_"])
-        model.seconds_per_iteration_ = list(f["seconds_per_iteration_"])
-        model.method_ = f["method_"]
-        if "perplexity_" in f:
-            model.perplexity_ = list(f["perplexity_"])
-        return model
-    except (KeyError, TypeError, IndexError) as exc:
+        kind = meta["kind"]
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ValueError(f"{path!r} is an incomplete or corrupted pygbn model file ({exc!r})") from None
+    fields = {k: v for k, v in meta.items()
+              if k not in ("format", "format_version", "pygbn_version", "kind", "networks")}
+    return ModelFile(kind=kind, networks=nets, fields=fields)

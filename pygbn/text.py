@@ -20,7 +20,9 @@ the orientation every pygbn estimator takes.
 Readers and writers: :func:`read_lines` (one document per line),
 :func:`read_folder` (one document per file), :func:`read_documents` (either),
 :func:`load_counts` / :func:`save_counts` (Matrix Market ``.mtx`` or scipy
-``.npz``), :func:`read_vocab` / :func:`write_vocab` (one term per line).
+``.npz``), :func:`read_vocab` / :func:`write_vocab` (one term per line);
+:func:`align_vocabulary` moves counts onto another vocabulary (e.g. a
+fitted model's).
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
+from pygbn._utils import check_int
+
 logger = logging.getLogger("pygbn")
 
 __all__ = [
@@ -52,18 +56,13 @@ __all__ = [
     "write_vocab",
     "load_counts",
     "save_counts",
+    "align_vocabulary",
 ]
 
 #: Tokens are maximal runs of the lowercase letters a-z (after lowercasing).
 TOKEN_PATTERN = r"[a-z]+"
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
 _INT32_MAX = np.iinfo(np.int32).max
-
-
-def _check_min_length(min_length) -> int:
-    if isinstance(min_length, bool) or not isinstance(min_length, (numbers.Integral, np.integer)) or min_length < 1:
-        raise ValueError(f"min_length must be a positive int, got {min_length!r}")
-    return int(min_length)
 
 
 def tokenize(text: str, min_length: int = 3) -> list[str]:
@@ -87,7 +86,7 @@ def tokenize(text: str, min_length: int = 3) -> list[str]:
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a str, got {type(text).__name__}")
-    min_length = _check_min_length(min_length)
+    min_length = check_int(min_length, "min_length", 1)
     return [tok for tok in _TOKEN_RE.findall(text.lower()) if len(tok) >= min_length]
 
 
@@ -244,7 +243,7 @@ class CountVectorizer:
             if w in seen:
                 raise ValueError(f"vocabulary holds the term {w!r} twice")
             seen.add(w)
-        min_length = _check_min_length(self.min_length)
+        min_length = check_int(self.min_length, "min_length", 1)
         unreachable = [w for w in vocab if len(w) < min_length or _TOKEN_RE.fullmatch(w) is None]
         if unreachable:
             logger.warning(
@@ -257,7 +256,7 @@ class CountVectorizer:
 
     # -- core ---------------------------------------------------------------
     def _tokens(self, docs: list[str], stop: frozenset) -> list[list[str]]:
-        min_length = _check_min_length(self.min_length)
+        min_length = check_int(self.min_length, "min_length", 1)
         if stop:
             return [[t for t in tokenize(d, min_length) if t not in stop] for d in docs]
         return [tokenize(d, min_length) for d in docs]
@@ -272,8 +271,8 @@ class CountVectorizer:
                 f"min_df={self.min_df!r} ({min_c:g})"
             )
         mf = self.max_features
-        if mf is not None and (isinstance(mf, bool) or not isinstance(mf, (numbers.Integral, np.integer)) or mf < 1):
-            raise ValueError(f"max_features must be a positive int or None, got {mf!r}")
+        if mf is not None:
+            mf = check_int(mf, "max_features", 1)
         df: Counter = Counter()
         tf: Counter = Counter()
         for toks in tokens:
@@ -761,3 +760,33 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
     if vocab is not None:
         write_vocab(vocab_path, terms)
     return path
+
+
+def align_vocabulary(X, vocab: Sequence[str], target: Sequence[str], name: str = "X") -> sp.csr_matrix:
+    """Move the columns of counts ``X`` (named by ``vocab``) onto the vocabulary ``target``.
+
+    A term of both vocabularies goes to its column in ``target`` (e.g. a
+    fitted model's vocabulary); terms missing from ``target`` are dropped and
+    terms of ``target`` missing from ``vocab`` get zero columns.  ``name``
+    names ``X`` in errors.  Returns a csr_matrix of shape
+    ``(n_documents, len(target))``.
+
+    Raises
+    ------
+    ValueError
+        If ``vocab`` does not name every column of ``X``, or no term of
+        ``vocab`` is in ``target``.
+    """
+    vocab, target = list(vocab), list(target)
+    X = sp.csr_matrix(X)
+    if X.shape[1] != len(vocab):
+        raise ValueError(f"{name} has {X.shape[1]} columns but its vocabulary {len(vocab)} terms")
+    index = {w: i for i, w in enumerate(target)}
+    cols = np.array([index.get(w, -1) for w in vocab], dtype=np.int64)
+    keep = cols >= 0
+    if not keep.any():
+        raise ValueError(f"none of the terms of {name} is in the vocabulary to align to ({len(target)} terms)")
+    C = sp.csr_matrix((np.ones(int(keep.sum())), (np.flatnonzero(keep), cols[keep])),
+                      shape=(len(vocab), len(target)))
+    logger.debug("matched %d of %d terms of %s to the model's vocabulary", int(keep.sum()), len(vocab), name)
+    return (X @ C).tocsr()

@@ -310,4 +310,4 @@ def test_cli_reference_matches_argparse():
     if m.group(1) != f"{sys.version_info[0]}.{sys.version_info[1]}":
         pytest.skip(f"docs/cli.md was generated with Python {m.group(1)}")
     for name in (None, *cli.COMMANDS):
-        assert cli.help_text(name) in doc, f"the usage of 'pygbn {name or ''}' is stale: run tools/gen_cli_docs.py"
+        assert cli.help_text(name) in doc, f"the usage of 'pygbn {name or ''}' is stale: run tools/gen_docs.py"

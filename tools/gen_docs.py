@@ -31,14 +31,15 @@ END = "<!-- END generated usage -->"
 
 #: (module, intro, names or None for the module's __all__)
 API_SECTIONS = [
-    ("pygbn", "The estimator and the top-level helpers. `pygbn.load`, `pygbn.save` and "
-     "`pygbn.split_tokens` are documented under `pygbn.io` and `pygbn.evaluation`; the "
+    ("pygbn", "The estimator, saving and loading it, and the top-level helpers. "
+     "`pygbn.split_tokens` is documented under `pygbn.evaluation`; the "
      "object model is re-exported from `pygbn.model`; `pygbn.explore`, `pygbn.text`, "
-     "`pygbn.datasets` and `pygbn.random` are the modules below.", ["GBN", "get_include"]),
+     "`pygbn.datasets` and `pygbn.random` are the modules below.", ["GBN", "save", "load", "get_include"]),
     ("pygbn.model", "The object model: a `Network` is a stack of `Layer`s under a top-layer "
      "shape `r`, observed through a `Link`.", None),
-    ("pygbn.io", "Saving and loading fitted models without pickle.", None),
-    ("pygbn.evaluation", "The held-out token split of the paper's perplexity protocol.", None),
+    ("pygbn.io", "Model files without pickle: networks and plain data (`pygbn.save` and "
+     "`pygbn.load` use it).", None),
+    ("pygbn.evaluation", "The held-out token split and the perplexity of the paper's protocol.", None),
     ("pygbn.explore", "Exploring a fitted network (paper Section 2.3); the `Network` methods of the "
      "same names delegate here. See also [exploring.md](exploring.md).", None),
     ("pygbn.text", "Text in, counts out: vectoriser and readers/writers.", None),
@@ -49,7 +50,8 @@ API_SECTIONS = [
      "by the tests.", None),
     ("pygbn.testing", "Goodness-of-fit and moment tests for samplers.", None),
     ("pygbn.inference", "The Gibbs sampler itself (advanced use: the estimator drives it).",
-     ["GibbsSampler", "fit_layerwise", "FitResult"]),
+     ["GibbsSampler", "fit_layerwise", "Schedule", "FitResult", "infer_local", "LocalInference",
+      "HeldoutPredictive"]),
     ("pygbn.inference.geweke", "Geweke's getting-it-right test harness.", None),
     ("pygbn.cli", "The command line (see [cli.md](cli.md)).", ["main", "build_parser", "help_text"]),
 ]

@@ -17,15 +17,16 @@ standard errors.  This module provides both simulators for tiny networks;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import check_random_state
-from pygbn.inference.gibbs import GibbsSampler
+from pygbn.inference.collapsed_state import CollapsedState
+from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
 from pygbn.model.layer import Layer
-from pygbn.model.links import get_link
+from pygbn.model.links import LATENT_COUNTS, LATENT_TRUNC_BESSEL, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
 
 _TINY = np.finfo(np.float64).tiny
@@ -45,7 +46,7 @@ class PriorDraw:
     thetas: List[np.ndarray]
     cs: List[np.ndarray]          # [c^(2), ..., c^(T+1)]
     aux: np.ndarray               # a_j of the PRG link (empty otherwise)
-    x_vjk: np.ndarray             # (J, V, K1) layer-one latent counts
+    x_vjk: Optional[np.ndarray]   # (J, V, K1) split of the counts over the factors (counts only)
     Y: np.ndarray                 # observations (J, V)
 
 
@@ -71,31 +72,41 @@ def sample_prior(rng, n_features: int, n_samples: int, widths: Sequence[int], et
     net = Network(layers=[Layer(phi=phi, eta=eta) for phi in phis], r=r, hyper=h, link=link)
     thetas = net.sample_hidden(J, rng, c=cs)
     aux = (np.maximum(rng.gamma(h.e0, 1.0 / h.f0, size=J), _TINY)
-           if link.latent_mode == 3 else np.empty(0))
-    x_vjk = rng.poisson(thetas[0][:, None, :] * phis[0][None, :, :])
-    Y = _observe(link, x_vjk.sum(axis=2), aux, rng)
+           if link.latent_mode == LATENT_TRUNC_BESSEL else np.empty(0))
+    Y, x_vjk = _sample_data(link, phis[0], thetas[0], aux, rng)
     return PriorDraw(gamma0, c0, r, phis, thetas, cs, aux, x_vjk, Y)  # type: ignore[arg-type]
 
 
-def _observe(link, x: np.ndarray, aux: np.ndarray, rng) -> np.ndarray:
-    if link.latent_mode == 0:
-        return x.astype(np.float64)
-    if link.latent_mode == 2:
-        return (x > 0).astype(np.float64)
-    y = np.zeros(x.shape)
-    pos = x > 0
-    y[pos] = rng.standard_gamma(x[pos]) / np.broadcast_to(aux[:, None], x.shape)[pos]
-    return y
+def _sample_data(link: Link, phi: np.ndarray, theta: np.ndarray, aux: np.ndarray, rng):
+    """Data given layer one's parameters: ``(Y, x_vjk)``.
+
+    For counts (the counts are the latent counts) the data are the sums of
+    the per-factor counts ``x_vjk ~ Pois(theta_jk phi_vk)`` (eq:step1's
+    augmentation, which the collapsed sampler's labels need).  The other
+    links draw ``Y`` themselves (:meth:`Link.sample_observations` with the
+    rates ``Phi^(1) theta^(1)``; a link with per-sample parameters, PRG's
+    ``a_j``, draws each sample with its own) and ``x_vjk`` is ``None``: the
+    blocked sampler draws their latent counts from ``Y``.
+    """
+    parts = theta[:, None, :] * phi[None, :, :]         # (J, V, K)
+    if link.latent_mode == LATENT_COUNTS:
+        x_vjk = rng.poisson(parts)
+        return x_vjk.sum(axis=2).astype(np.float64), x_vjk
+    rates = parts.sum(axis=2)
+    if aux.size == 0:
+        return np.asarray(link.sample_observations(rates, rng), dtype=np.float64), None
+    rows = []
+    for j in range(rates.shape[0]):
+        link_j = link.from_dict(link.to_dict())
+        link_j.summarize_aux(aux[j:j + 1])
+        rows.append(link_j.sample_observations(rates[j:j + 1], rng))
+    return np.vstack(rows).astype(np.float64), None
 
 
 def statistics(draw: PriorDraw) -> Dict[str, float]:
     """Statistics of a joint draw that the test compares."""
-    x = draw.x_vjk
     out = {
-        "log1p_x_total": float(np.log1p(x.sum())),
-        "zero_cells": float((x.sum(axis=2) == 0).mean()),
-        "log1p_x_00": float(np.log1p(x[0, 0].sum())),
-        "x_00_k0": float(x[0, 0, 0] > 0),
+        "zero_cells": float((draw.Y == 0).mean()),
         "log_sum_r": float(np.log(draw.r.sum())),
         "gamma0": float(draw.gamma0),
         "c0": float(draw.c0),
@@ -110,6 +121,11 @@ def statistics(draw: PriorDraw) -> Dict[str, float]:
         out[f"c{t + 1}"] = float(draw.cs[t - 1].mean())
     if draw.aux.size:
         out["log_a"] = float(np.log(draw.aux).mean())
+    x = draw.x_vjk
+    if x is not None:  # counts: the split over the factors
+        out["log1p_x_total"] = float(np.log1p(x.sum()))
+        out["log1p_x_00"] = float(np.log1p(x[0, 0].sum()))
+        out["x_00_k0"] = float(x[0, 0, 0] > 0)
     return out
 
 
@@ -132,16 +148,30 @@ def _load(sampler: GibbsSampler, draw: PriorDraw) -> None:
     _set_data(sampler, draw.x_vjk, draw.Y)
 
 
-def _set_data(sampler: GibbsSampler, x_vjk: np.ndarray, Y: np.ndarray) -> None:
-    sampler.set_counts_from_split(x_vjk)
-    if sampler.link.latent_mode != 0:
-        Ys = sp.csr_matrix(Y)
-        Ys.eliminate_zeros()
-        Ys.sort_indices()
-        sampler.Y = Ys
-        from pygbn.inference.gibbs import _as_kernel_csr
+def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray) -> None:
+    """Give the sampler new observations ``Y`` and, for counts, their split ``x[j, v, k]``.
 
-        sampler.indptr, sampler.indices, sampler.values = _as_kernel_csr(Ys)
+    The collapsed sampler's tokens and labels are rebuilt from the split;
+    the blocked sampler gets ``m[0]`` and ``layers[0].counts`` from it (its
+    next sweep redraws them from ``Y`` anyway).
+    """
+    Ys = sp.csr_matrix(Y)
+    Ys.eliminate_zeros()
+    Ys.sort_indices()
+    sampler.Y = Ys
+    sampler.indptr, sampler.indices, sampler.values = _as_kernel_csr(Ys)
+    if x_vjk is None:
+        return
+    if sampler.method == "collapsed":
+        # tokens grouped by document, in CSR order, labels from x_vjk
+        K = x_vjk.shape[2]
+        labels = [np.repeat(np.arange(K, dtype=np.int32), x_vjk[j, v])
+                  for j in range(Ys.shape[0]) for v in Ys.indices[Ys.indptr[j]:Ys.indptr[j + 1]]]
+        lab = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
+        sampler.set_tokens(CollapsedState.from_counts(Ys, K, labels=lab))
+    else:
+        sampler.m[0] = np.ascontiguousarray(x_vjk.sum(axis=1), dtype=np.int64)
+        sampler.network.layers[0].counts = np.ascontiguousarray(x_vjk.sum(axis=0), dtype=np.int64)
 
 
 def successive_conditional(n_iter: int, random_state, *, method: str = "collapsed",
@@ -155,7 +185,6 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
     hyper = kw["hyper"]
     link = get_link(kw.get("link", "poisson"))
     first = sample_prior(rng, **kw)
-    V, J = kw["n_features"], kw["n_samples"]
     widths = list(kw["widths"])
     eta = kw["eta"]
     layers = [Layer(phi=first.phis[t].copy(), eta=eta) for t in range(len(widths))]
@@ -163,9 +192,6 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
                   hyper=hyper, link=link)
     sampler = GibbsSampler(net, sp.csr_matrix(first.Y), method=method, n_jobs=1,
                            random_state=rng, update_globals=True)
-    sampler.m = [np.zeros((J, k), dtype=np.int64) for k in widths]
-    if method == "collapsed":
-        sampler._tok = None
     _load(sampler, first)
     if sampler_hook is not None:
         sampler_hook(sampler)
@@ -174,8 +200,7 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
         sampler.sweep(update_p_c=True)
         phi1, theta1 = sampler.layer_one_sample()
         phi1, theta1 = phi1.copy(), theta1.copy()
-        x_vjk = rng.poisson(theta1[:, None, :] * phi1[None, :, :])
-        Y = _observe(link, x_vjk.sum(axis=2), sampler.aux, rng)
+        Y, x_vjk = _sample_data(link, phi1, theta1, sampler.aux, rng)
         _set_data(sampler, x_vjk, Y)
         if sampler.method == "blocked":
             sampler.network.layers[0].phi = phi1

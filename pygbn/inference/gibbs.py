@@ -19,7 +19,9 @@ eq:step4                    :meth:`GibbsSampler.sample_theta`
 ==========================  ==========================================
 
 The layer-wise schedule of Algorithms 1 and 2 (burn-in, pruning of the new
-top layer, collection, one network per depth) is :func:`fit_layerwise`.
+top layer, collection, one network per depth) is
+:func:`pygbn.inference.layerwise.fit_layerwise`; the test-time chain for new
+samples is :func:`pygbn.inference.testchain.infer_local`.
 
 Parallelism and reproducibility: every document-parallel kernel works on
 fixed blocks of ``BLOCK_SIZE`` documents, block ``b`` drawing from its own
@@ -30,15 +32,15 @@ updates are serial and draw from one private stream.
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, spawn_generators
-from pygbn.inference import _blocked, _collapsed
+from pygbn.inference import _blocked
+from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -46,14 +48,13 @@ from pygbn.random import crt
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GibbsSampler", "SufficientStats", "fit_layerwise", "FitResult", "BLOCK_SIZE"]
+__all__ = ["GibbsSampler", "SufficientStats", "check_invariants", "BLOCK_SIZE"]
 
 #: documents per block of the parallel kernels (fixed: independent of n_jobs)
 BLOCK_SIZE = 128
 #: Phi columns per block of the parallel Dirichlet draws
 COLUMN_BLOCK = 8
 _TINY = np.finfo(np.float64).tiny
-_HUGE = 1e300
 
 
 def _as_kernel_csr(Y: sp.csr_matrix):
@@ -119,6 +120,9 @@ class GibbsSampler:
         ``m[t-1]`` is m^(t)(t+1), shape (J, K_t): how often factor k of
         layer t is used by sample j.
     method : {"collapsed", "blocked"}
+    tokens : CollapsedState or None
+        The token labels of the collapsed layer one (method "collapsed");
+        ``m[0]`` and ``layers[0].counts`` are its counts.
     """
 
     def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
@@ -151,7 +155,7 @@ class GibbsSampler:
         self.aux = np.empty(0, dtype=np.float64)
         self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
         self.iteration = 0
-        self._tok = None  # collapsed token state
+        self.tokens: Optional[CollapsedState] = None
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -182,7 +186,7 @@ class GibbsSampler:
         s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True)
         s.aux = link.init_aux(Y, s.rng, hyper)
         if method == "collapsed":
-            s._init_tokens(labels=None)
+            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng))
         return s
 
     @classmethod
@@ -216,7 +220,9 @@ class GibbsSampler:
     def depth(self) -> int:
         return self.network.depth
 
-    def _n_threads(self) -> int:
+    @property
+    def n_threads(self) -> int:
+        """Threads of the document-parallel kernels (``n_jobs``, at least 1)."""
         return max(1, self.n_jobs)
 
     def log_rates(self) -> List[np.ndarray]:
@@ -231,41 +237,12 @@ class GibbsSampler:
             L.append(np.log1p(L[-1] / layer.c))
         return L
 
-    def _init_tokens(self, labels: Optional[np.ndarray]) -> None:
-        """Expand the counts into tokens and build the collapsed sampler's counts."""
-        Y = self.Y
-        counts = Y.data.astype(np.int64)
-        n_tokens = int(counts.sum())
-        if n_tokens >= 2**31 - 1:
-            raise ValueError(
-                f"X holds {n_tokens} tokens, too many for method='collapsed' "
-                "(token-level labels); use method='blocked'"
-            )
-        K = self.network.layers[0].width
-        tok_w = np.repeat(Y.indices.astype(np.int32), counts)
-        cum = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        doc_ptr = np.ascontiguousarray(cum[Y.indptr], dtype=np.int64)
-        if labels is None:
-            labels = self.rng.integers(0, K, size=n_tokens, dtype=np.int32)
-        self._tok = {"w": tok_w, "z": np.ascontiguousarray(labels, dtype=np.int32), "ptr": doc_ptr}
-        self._rebuild_collapsed_counts()
-
-    def _rebuild_collapsed_counts(self) -> None:
-        tok = self._tok
-        K = self.network.layers[0].width
-        V, J = self.n_features, self.n_docs
-        w, z, ptr = tok["w"], tok["z"], tok["ptr"]
-        doc_of = np.repeat(np.arange(J, dtype=np.int64), np.diff(ptr))
-        nwk = np.bincount(w.astype(np.int64) * K + z, minlength=V * K).reshape(V, K).astype(np.int64)
-        njk = np.bincount(doc_of * K + z, minlength=J * K).reshape(J, K).astype(np.int64)
-        tok["nwk"] = nwk
-        tok["nk"] = nwk.sum(axis=0)
-        tok["wlist"] = np.zeros((V, 2 * K), dtype=np.int32)
-        tok["wlen"] = np.zeros(V, dtype=np.int32)
-        tok["wpos"] = np.zeros((V, K), dtype=np.int32)
-        _collapsed.build_word_lists(nwk, tok["wlist"], tok["wlen"], tok["wpos"])
-        self.m[0] = njk
-        self.network.layers[0].counts = nwk
+    def set_tokens(self, tokens: CollapsedState) -> None:
+        """Use ``tokens`` as the collapsed layer-one state: ``m[0]`` becomes its
+        ``n_jk`` and ``layers[0].counts`` its ``n_vk``."""
+        self.tokens = tokens
+        self.m[0] = tokens.doc_counts
+        self.network.layers[0].counts = tokens.term_counts
 
     def _doc_prior(self, t: int) -> np.ndarray:
         """Prior shapes of theta^(t): ``r`` (one shared row) at the top, else
@@ -300,15 +277,11 @@ class GibbsSampler:
         ``layers[0].counts = n_vk``.  Serial: the counts are shared by all
         documents.
         """
-        tok = self._tok
         layer = self.network.layers[0]
         prior = np.ascontiguousarray(self._doc_prior(1))
         order = self.rng.permutation(self.n_docs).astype(np.int64)
-        _collapsed.collapsed_sweep(tok["w"], tok["z"], tok["ptr"], order, tok["nk"], self.m[0],
-                                   tok["wlist"], tok["wlen"], tok["wpos"], prior, float(layer.eta),
-                                   self.rng.bit_generator)
-        _collapsed.word_counts(tok["wlist"], tok["wlen"], tok["nwk"])
-        layer.counts = tok["nwk"]
+        self.tokens.sweep(order, prior, layer.eta, self.rng)
+        layer.counts = self.tokens.term_counts
 
     def sample_layer_one_blocked(self, blocks=None) -> np.ndarray:
         """Blocked update of layer one's latent counts and their split.
@@ -323,7 +296,7 @@ class GibbsSampler:
         """
         layer = self.network.layers[0]
         bounds, streams = self._blocks(blocks)
-        nt = self._n_threads()
+        nt = self.n_threads
         n_out = np.zeros((nt, self.n_features, layer.width), dtype=np.int64)
         _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
                               self.aux, int(self.link.latent_mode), bounds, streams, self.m[0], n_out,
@@ -344,11 +317,13 @@ class GibbsSampler:
         """
         layer = self.network.layers[t - 1]
         bounds, streams = self._blocks(blocks)
-        nt = self._n_threads()
+        nt = self.n_threads
         n_out = np.zeros((nt, layer.n_inputs, layer.width), dtype=np.int64)
-        tables = np.empty(self.n_docs, dtype=np.int64)
+        # the kernel also reports each document's table total; nothing here needs it
+        # (m[t-1] holds the split), but its signature requires the buffer
+        unused_tables = np.empty(self.n_docs, dtype=np.int64)
         _blocked.split_dense_crt(self.m[t - 2], layer.phi, layer.theta, bounds, streams,
-                                 self.m[t - 1], n_out, tables, nt)
+                                 self.m[t - 1], n_out, unused_tables, nt)
         return n_out.sum(axis=0) if nt > 1 else n_out[0]
 
     def top_tables(self, blocks=None) -> np.ndarray:
@@ -359,7 +334,7 @@ class GibbsSampler:
         out = np.zeros((max(len(bounds) - 1, 0), net.layers[-1].width), dtype=np.int64)
         if out.shape[0]:
             _blocked.top_crt(self.m[-1], np.ascontiguousarray(net.r), bounds, streams, out,
-                             self._n_threads())
+                             self.n_threads)
         return out.sum(axis=0)
 
     def sample_phi(self, t: int, streams: Optional[BlockStreams] = None) -> np.ndarray:
@@ -374,7 +349,7 @@ class GibbsSampler:
         out_t = np.empty_like(alpha_t)
         col_bounds = block_bounds(alpha_t.shape[0], COLUMN_BLOCK)
         st = streams if streams is not None else self.col_streams
-        _blocked.dirichlet_rows(alpha_t, col_bounds, st.addresses, out_t, self._n_threads())
+        _blocked.dirichlet_rows(alpha_t, col_bounds, st.addresses, out_t, self.n_threads)
         phi = np.ascontiguousarray(out_t.T)
         if streams is None:
             layer.phi = phi
@@ -422,7 +397,7 @@ class GibbsSampler:
             c[:, t] = layer.c
         bounds, streams = self._blocks(blocks)
         _blocked.sample_rates(m_dot, theta_dot, h.a0, h.b0, h.e0, h.f0, bounds, streams, c,
-                              self._n_threads())
+                              self.n_threads)
         for t, layer in enumerate(net.layers):
             layer.c = np.ascontiguousarray(c[:, t])
 
@@ -441,7 +416,7 @@ class GibbsSampler:
             layer.theta = np.empty((self.n_docs, layer.width), dtype=np.float64)
         bounds, streams = self._blocks(blocks)
         _blocked.sample_gamma_rows(np.ascontiguousarray(prior), self.m[t - 1], rate, bounds,
-                                   streams, layer.theta, self._n_threads())
+                                   streams, layer.theta, self.n_threads)
 
     # ---------------------------------------------------------------- one sweep
     def local_upward(self, blocks=None, update_p_c: bool = True) -> "SufficientStats":
@@ -534,9 +509,8 @@ class GibbsSampler:
         net.gamma0 = float(net.gamma0 * n_keep / K)
         self.m[-1] = np.ascontiguousarray(self.m[-1][:, keep])
         if T == 1 and self.method == "collapsed":
-            new_index = np.cumsum(keep) - 1
-            self._tok["z"] = new_index[self._tok["z"]].astype(np.int32)
-            self._rebuild_collapsed_counts()
+            self.tokens.keep(keep)
+            self.set_tokens(self.tokens)
         logger.debug("pruned layer %d from %d to %d factors", T, K, n_keep)
         return n_keep
 
@@ -599,159 +573,8 @@ class GibbsSampler:
         rate = np.ascontiguousarray(layer.c + 1.0)
         theta = np.empty((self.n_docs, layer.width))
         _blocked.sample_gamma_rows(np.ascontiguousarray(self._doc_prior(1)), self.m[0], rate,
-                                   self.bounds, streams.addresses, theta, self._n_threads())
+                                   self.bounds, streams.addresses, theta, self.n_threads)
         return phi, theta
-
-    def set_counts_from_split(self, x_vjk: np.ndarray) -> None:
-        """Replace the data and layer-one assignment by latent counts ``x[j, v, k]``.
-
-        Used by the Geweke test to regenerate data given the parameters.  For
-        the collapsed sampler the tokens and labels are rebuilt; for the
-        blocked one the data (and ``m[0]``, ``layers[0].counts``).
-        """
-        J, V, K = x_vjk.shape
-        X = x_vjk.sum(axis=2)
-        self.Y = sp.csr_matrix(X.astype(np.float64))
-        self.Y.eliminate_zeros()
-        self.Y.sort_indices()
-        self.indptr, self.indices, self.values = _as_kernel_csr(self.Y)
-        if self.method == "collapsed":
-            # tokens grouped by document, in CSR order, labels from x_vjk
-            labels = []
-            for j in range(J):
-                for v in self.Y.indices[self.Y.indptr[j]:self.Y.indptr[j + 1]]:
-                    labels.append(np.repeat(np.arange(K, dtype=np.int32), x_vjk[j, v]))
-            lab = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
-            self._init_tokens(labels=lab)
-        else:
-            self.m[0] = np.ascontiguousarray(x_vjk.sum(axis=1), dtype=np.int64)
-            self.network.layers[0].counts = np.ascontiguousarray(x_vjk.sum(axis=0), dtype=np.int64)
-
-
-# ---------------------------------------------------------------------------
-# Algorithm 1 / 2: layer-wise training
-# ---------------------------------------------------------------------------
-@dataclass
-class FitResult:
-    """What :func:`fit_layerwise` returns."""
-
-    networks: List[Network] = field(default_factory=list)
-    widths: List[List[int]] = field(default_factory=list)
-    perplexity: List[float] = field(default_factory=list)
-    seconds_per_iteration: List[float] = field(default_factory=list)
-    sampler: Optional[GibbsSampler] = None
-
-
-def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
-    """Expand a per-layer setting to a list of ``n_layers`` values.
-
-    A scalar is used for every layer; a sequence gives one value per layer
-    (extra values are ignored).  With ``first_and_rest``, a pair
-    ``(v_1, v_t)`` means ``v_1`` for the first layer and ``v_t`` for every later
-    one (the ``burn_in=(B_1, B_t)`` convention).  Anything shorter raises
-    ValueError naming ``name``.
-    """
-    if np.ndim(value) == 0:
-        return [value] * n_layers
-    vals = list(value)
-    if first_and_rest and len(vals) == 2:
-        return [vals[0]] + [vals[1]] * (n_layers - 1)
-    if len(vals) < n_layers:
-        extra = ", (first, rest)" if first_and_rest else ""
-        raise ValueError(f"{name} must be one value{extra} or one value per layer "
-                         f"({n_layers}), got {value!r}")
-    return vals[:n_layers]
-
-
-def fit_layerwise(Y: sp.csr_matrix, *, link="poisson", n_components: int = 100,
-                  n_layers: int = 5, eta=0.05, burn_in=(1000, 500), n_collect=500,
-                  method: str = "collapsed", n_jobs: int = 1, random_state=None,
-                  hyper: Optional[Hyperparameters] = None, prune: bool = True,
-                  min_width: int = 4, pc_start: int = 10, heldout: Optional[sp.csr_matrix] = None,
-                  heldout_every: int = 5, callback: Optional[Callable] = None,
-                  check: bool = False) -> FitResult:
-    """Layer-wise training of Algorithms 1 and 2 of the paper.
-
-    For T = 1, ..., n_layers: (T > 1) add a layer whose width bound is the
-    width of the layer below; run ``burn_in[T-1]`` iterations, prune the new
-    top layer's inactive factors once (if ``prune``), run ``n_collect[T-1]``
-    more; keep the network (posterior-mean Phi's).  Stop adding layers once a
-    layer's width is ``<= min_width``.  When ``heldout`` (same samples, held-out
-    counts) is given, every ``heldout_every``-th collection iteration adds a
-    sample of Phi^(1) theta^(1) to the held-out predictive and the depth's
-    perplexity is recorded (REFERENCE protocol of the authors).
-
-    ``callback(info)`` is called after every iteration with a dict holding
-    ``depth``, ``iteration``, ``n_iterations``, ``widths``, ``seconds`` and
-    ``sampler``; if it returns ``False`` training stops after that depth's
-    current iteration (the partial depth is kept).
-    """
-    T_max = int(n_layers)
-    etas = per_layer(eta, T_max, "eta")
-    B = [int(b) for b in per_layer(burn_in, T_max, "burn_in", first_and_rest=True)]
-    C = [int(c) for c in per_layer(n_collect, T_max, "n_collect")]
-    sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
-                                        method=method, n_jobs=n_jobs, random_state=random_state)
-    result = FitResult(sampler=sampler)
-    if heldout is not None:
-        h_indptr, h_indices, h_values = _as_kernel_csr(heldout)
-    stop = False
-    for T in range(1, T_max + 1):
-        if T > 1:
-            if sampler.network.layers[-1].width <= min_width:
-                logger.info("stopping at %d layers: width %d <= min_width %d", T - 1,
-                            sampler.network.layers[-1].width, min_width)
-                break
-            sampler.add_layer(float(etas[T - 1]))
-        n_iter = B[T - 1] + C[T - 1]
-        rate_acc = norm_acc = None
-        n_eval = 0
-        if heldout is not None:
-            rate_acc = np.zeros(h_values.size)
-            norm_acc = np.zeros(sampler.n_docs)
-        t_start = time.perf_counter()
-        for it in range(1, n_iter + 1):
-            t0 = time.perf_counter()
-            sampler.sweep(update_p_c=it > pc_start)
-            if prune and it == B[T - 1]:
-                sampler.prune_top()
-            if check:
-                check_invariants(sampler)
-            if heldout is not None and it > B[T - 1] and (it - B[T - 1]) % heldout_every == 0:
-                phi1, theta1 = sampler.layer_one_sample()
-                _blocked.heldout_accumulate(h_indptr, h_indices, phi1, theta1, rate_acc, norm_acc,
-                                            sampler._n_threads())
-                n_eval += 1
-            dt = time.perf_counter() - t0
-            if callback is not None:
-                ret = callback({"depth": T, "iteration": it, "n_iterations": n_iter,
-                                "widths": sampler.network.widths, "seconds": dt,
-                                "sampler": sampler})
-                if ret is False:
-                    stop = True
-                    break
-        elapsed = time.perf_counter() - t_start
-        result.seconds_per_iteration.append(elapsed / max(it, 1))
-        result.networks.append(sampler.snapshot())
-        result.widths.append(sampler.network.widths)
-        if heldout is not None:
-            result.perplexity.append(_perplexity(h_values, h_indptr, rate_acc, norm_acc, n_eval))
-        ppl = "" if heldout is None else ", held-out perplexity %.2f" % result.perplexity[-1]
-        logger.info("depth %d done: widths %s, %.4f s/iteration%s", T, sampler.network.widths,
-                    result.seconds_per_iteration[-1], ppl)
-        if stop:
-            break
-    return result
-
-
-def _perplexity(y, indptr, rate_acc, norm_acc, n_eval) -> float:
-    """``exp(-sum y ln(sum_s rate_s / sum_s norm_s) / sum y)`` over held-out cells."""
-    if n_eval == 0 or y.size == 0:
-        return float("nan")
-    doc = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-    with np.errstate(divide="ignore"):
-        logp = np.log(rate_acc) - np.log(norm_acc[doc])
-    return float(np.exp(-np.sum(y * logp) / np.sum(y)))
 
 
 def check_invariants(sampler: GibbsSampler) -> None:
@@ -800,9 +623,4 @@ def check_invariants(sampler: GibbsSampler) -> None:
         if (tot_here < nnz_below).any():
             raise AssertionError(f"layer {t}: CRT gave 0 tables for a positive count")
     if sampler.method == "collapsed":
-        tok = sampler._tok
-        K = net.layers[0].width
-        if tok["z"].size and (tok["z"].min() < 0 or tok["z"].max() >= K):
-            raise AssertionError("collapsed labels out of range")
-        if not np.array_equal(tok["nk"], tok["nwk"].sum(axis=0)):
-            raise AssertionError("collapsed topic totals inconsistent")
+        sampler.tokens.check()

@@ -1,0 +1,458 @@
+"""What each ``pygbn`` command does (the parser is :mod:`pygbn.cli.parser`).
+
+Every ``cmd_*`` function takes the parsed arguments, prints its results on
+stdout (or writes the ``-o`` file) and returns the exit status; a user error
+raises :class:`CLIError`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn import explore, text
+from pygbn.datasets import load_demo
+from pygbn.estimator import GBN, load
+from pygbn.evaluation import split_tokens
+from pygbn.model.links import get_link
+from pygbn.model.network import Network
+
+logger = logging.getLogger("pygbn")
+
+#: the demo's default schedule (measured in docs/cli.md: a 29 s fit on one idle core)
+DEMO_N_COMPONENTS = 50
+DEMO_BURN_IN = (400, 150)
+DEMO_COLLECT = 150
+
+_COUNT_SUFFIXES = (".mtx", ".mtx.gz", ".mtx.bz2", ".mm", ".npz")
+_MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".npz", ".mtx")
+
+#: what the command line adds when data do not suit the link
+_LINK_HINTS = {
+    "poisson": "non-integer values need --link prg",
+    "bernoulli": "--link bernoulli needs 0/1 data: pass --binarize to read every non-zero value as 1",
+}
+
+
+class CLIError(Exception):
+    """A user error: reported as one line ``pygbn: error: <message>``."""
+
+
+# ---------------------------------------------------------------------------
+# output helpers
+# ---------------------------------------------------------------------------
+
+
+def _out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+def _write_text(path: Optional[str], content: str) -> None:
+    if path is None or path == "-":
+        sys.stdout.write(content)
+        return
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(content)
+
+
+def _check_matrix_suffix(path: str, allowed=_MATRIX_SUFFIXES) -> None:
+    if not path.lower().endswith(allowed):
+        raise CLIError(f"output file {path!r} must end in "
+                       + (allowed[0] if len(allowed) == 1 else "one of " + ", ".join(allowed)))
+
+
+def _write_matrix(path: str, M) -> None:
+    """Write a matrix by the suffix of ``path``: .npy, .csv, .tsv, .txt, .npz or .mtx."""
+    low = path.lower()
+    if low.endswith((".npz", ".mtx")):
+        text.save_counts(path, M)
+        return
+    A = M.toarray() if sp.issparse(M) else np.asarray(M)
+    if low.endswith(".npy"):
+        np.save(path, A, allow_pickle=False)
+        return
+    delim = "\t" if low.endswith(".tsv") else ","
+    fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
+    np.savetxt(path, A, fmt=fmt, delimiter=delim)
+
+
+def _write_matrix_stdout(M) -> None:
+    A = M.toarray() if sp.issparse(M) else np.asarray(M)
+    fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
+    np.savetxt(sys.stdout, A, fmt=fmt, delimiter=",")
+
+
+# ---------------------------------------------------------------------------
+# input
+# ---------------------------------------------------------------------------
+
+
+def _input_kind(path: str) -> str:
+    if not os.path.exists(path):
+        raise CLIError(f"input not found: {path!r}")
+    if os.path.isdir(path):
+        return "folder"
+    if path.lower().endswith(_COUNT_SUFFIXES):
+        return "counts"
+    return "lines"
+
+
+def _read_documents(path: str, kind: str, args) -> List[str]:
+    if kind == "folder":
+        _, docs = text.read_folder(path, pattern=args.pattern, recursive=args.recursive)
+    else:
+        docs = text.read_lines(path)
+    if not docs:
+        raise CLIError(f"{path!r} holds no documents")
+    return docs
+
+
+def _stop_words(value: str):
+    if value == "english":
+        return "english"
+    if value == "none":
+        return None
+    if not os.path.isfile(value):
+        raise CLIError(f"--stop-words must be 'english', 'none' or a file of words, got {value!r}")
+    return text.read_vocab(value)
+
+
+def _check_for_link(X: sp.csr_matrix, link: str, binarize: bool, what: str) -> sp.csr_matrix:
+    """Validate loaded data for a link (:meth:`Link.check_data`), with a command-line hint."""
+    if binarize:
+        X = sp.csr_matrix(X, dtype=np.float64)
+        X.eliminate_zeros()
+        X.data[:] = 1.0
+    try:
+        return get_link(link).check_data(X, what)
+    except ValueError as exc:
+        hint = _LINK_HINTS.get(link)
+        raise CLIError(f"{exc}; {hint}" if hint else str(exc)) from None
+
+
+def _load_data(path: str, args, link: str, fixed_vocab: Optional[Sequence[str]] = None,
+               fit_vocab: bool = False):
+    """Read ``path`` (counts or text) as a documents x terms matrix.
+
+    Returns ``(X, vocab)``.  Text is vectorised with ``fixed_vocab`` when
+    given (e.g. a model's), else with ``--vocab``, else a vocabulary is learnt
+    (``fit_vocab``).  Counts keep their columns; ``--vocab`` names them.
+    """
+    kind = _input_kind(path)
+    vocab_path = getattr(args, "vocab", None)
+    if kind == "counts":
+        X, vocab = text.load_counts(path, vocab_path, transpose=getattr(args, "transpose", False),
+                                    integer=False)
+    else:
+        docs = _read_documents(path, kind, args)
+        if fixed_vocab is None and vocab_path is not None:
+            fixed_vocab = text.read_vocab(vocab_path)
+        if fixed_vocab is not None:
+            vec = text.CountVectorizer(vocabulary=list(fixed_vocab))
+        elif fit_vocab:
+            vec = text.CountVectorizer(stop_words=_stop_words(args.stop_words), min_df=args.min_df,
+                                       max_df=args.max_df, max_features=args.max_features)
+        else:
+            raise CLIError("this model has no vocabulary, so it cannot read text: give a count "
+                           "matrix (.mtx or .npz) or a --vocab file")
+        X = vec.fit_transform(docs)
+        vocab = list(vec.vocab_)
+        if X.shape[1] == 0:
+            raise CLIError(f"no term left in the vocabulary of {path!r}: lower --min-df or raise --max-df")
+        logger.debug("read %d documents from %s: %d terms, %d tokens", X.shape[0], path, X.shape[1],
+                    int(X.sum()))
+    X = _check_for_link(X, link, getattr(args, "binarize", False), repr(path))
+    return X, vocab
+
+
+def _align_to_model(X: sp.csr_matrix, vocab: Optional[List[str]], net: Network, path: str) -> sp.csr_matrix:
+    """Match the columns of new data to the model's features (by name when both are named)."""
+    if vocab is not None and net.vocabulary is not None and list(vocab) != list(net.vocabulary):
+        return text.align_vocabulary(X, vocab, net.vocabulary, name=repr(path))
+    if X.shape[1] != net.n_features:
+        raise CLIError(f"{path!r} has {X.shape[1]} columns but the model has {net.n_features} features"
+                       + ("" if vocab is not None else " (pass --vocab to match terms by name)"))
+    return X
+
+
+# ---------------------------------------------------------------------------
+# models
+# ---------------------------------------------------------------------------
+
+
+def _load_model(path: str) -> Union[GBN, Network]:
+    """Load a saved GBN or Network (:func:`pygbn.load`)."""
+    if not os.path.exists(path):
+        raise CLIError(f"model file not found: {path!r}")
+    if os.path.isdir(path):
+        raise CLIError(f"model path is a folder, not a model file: {path!r}")
+    return load(path)
+
+
+def _network(model: Union[GBN, Network], depth: Optional[int]) -> Tuple[Network, Optional[int]]:
+    """The network a command works on and the ``depth`` to pass to the model's methods."""
+    if isinstance(model, Network):
+        if depth is not None and depth != model.depth:
+            raise CLIError(f"--depth: this file holds one network of depth {model.depth}, got {depth}")
+        return model, None
+    n = len(model.networks_)
+    if depth is None:
+        return model.networks_[-1], None
+    if not 1 <= depth <= n:
+        raise CLIError(f"--depth must be between 1 and {n} (the model has networks of depth 1..{n}), "
+                       f"got {depth}")
+    return model.networks_[depth - 1], depth
+
+
+def _test_chain_model(model: Union[GBN, Network], args) -> GBN:
+    """A fitted GBN (a bare network is wrapped) set up for the test-time chain from the options."""
+    if isinstance(model, Network):
+        model = GBN.from_networks(model)
+    burn = model.transform_iter[0] if args.burn_in is None else args.burn_in
+    coll = model.transform_iter[1] if args.collect is None else args.collect
+    model.set_params(transform_iter=(burn, coll), n_jobs=args.jobs, verbose=False, callback=None)
+    if args.seed is not None:
+        model.random_state = args.seed
+    return model
+
+
+def _vocab_for(net, args) -> Optional[List[str]]:
+    path = getattr(args, "vocab", None)
+    if path is not None:
+        vocab = text.read_vocab(path)
+        if len(vocab) != net.n_features:
+            raise CLIError(f"--vocab {path!r} has {len(vocab)} terms but the model has "
+                           f"{net.n_features} features")
+        return vocab
+    return None if net.vocabulary is None else list(net.vocabulary)
+
+
+# ---------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------
+
+
+def _progress_every(args) -> int:
+    return 0 if args.quiet else args.progress_every
+
+
+def _describe_fit(model, n_docs: int, n_terms: int, total: float, seconds: float, args=None) -> None:
+    link = model.networks_[-1].link.name
+    what = {"poisson": "tokens", "bernoulli": "ones"}.get(link, "in total")
+    _out(f"fitted {len(model.networks_)} network(s) to {n_docs} documents x {n_terms} features "
+         f"({total:g} {what}) in {seconds:.1f} s")
+    ppl = getattr(model, "perplexity_", None)
+    for d, net in enumerate(model.networks_, start=1):
+        spi = model.seconds_per_iteration_[d - 1] if d - 1 < len(model.seconds_per_iteration_) else float("nan")
+        line = f"  depth {d}: widths {net.widths}  ({spi * 1000:.1f} ms/iteration)"
+        if ppl is not None:
+            line += f"  held-out perplexity {ppl[d - 1]:.2f}"
+        _out(line)
+    if args is not None and len(model.networks_) < args.layers:
+        width = model.networks_[-1].widths[-1]
+        if width <= args.min_width:
+            _out(f"  stopped adding layers: the top width {width} is at most --min-width {args.min_width}")
+
+
+def cmd_fit(args) -> int:
+    _check_matrix_suffix(args.output, (".npz",))
+    if args.heldout_fraction is not None and args.link != "poisson":
+        raise CLIError("--heldout-fraction needs count data (--link poisson)")
+    X, vocab = _load_data(args.input, args, args.link, fit_vocab=True)
+    if X.nnz == 0:
+        raise CLIError(f"{args.input!r} holds no non-zero value: there is nothing to fit")
+    heldout = None
+    X_fit = X
+    if args.heldout_fraction is not None:
+        split_rng = None if args.seed is None else np.random.default_rng([args.seed, 0x5EED])
+        X_fit, heldout = split_tokens(X, train_fraction=1.0 - args.heldout_fraction, random_state=split_rng)
+        _out(f"held out {args.heldout_fraction:g} of each document's tokens: "
+             f"{int(X_fit.sum())} to fit, {int(heldout.sum())} held out")
+    model = GBN(link=args.link, n_components=args.n_components, n_layers=args.layers,
+                eta=args.eta[0] if len(args.eta) == 1 else tuple(args.eta),
+                burn_in=args.burn_in[0] if len(args.burn_in) == 1 else tuple(args.burn_in),
+                n_collect=args.collect[0] if len(args.collect) == 1 else tuple(args.collect),
+                method=args.method, n_jobs=args.jobs, random_state=args.seed,
+                verbose=_progress_every(args), min_width=args.min_width)
+    t0 = time.perf_counter()
+    model.fit(X_fit, heldout=heldout, vocabulary=vocab)
+    seconds = time.perf_counter() - t0
+    model.verbose = False
+    model.save(args.output)
+    _describe_fit(model, X.shape[0], X.shape[1], float(X_fit.sum()), seconds, args)
+    _out(f"saved {args.output}")
+    return 0
+
+
+def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int]) -> List[str]:
+    rel = net.relabel_by_popularity()
+    lines = []
+    for t in layers:
+        w = rel.node_weights(t)
+        idx = explore.top_term_indices(rel.phis, t, n_words)
+        shown = w.shape[0] if n_topics is None else min(n_topics, w.shape[0])
+        lines.append(f"layer {t} ({w.shape[0]} nodes{'' if shown == w.shape[0] else f', top {shown}'}):")
+        wmax = float(w.max()) if w.size else 1.0
+        for k in range(shown):
+            words = " ".join(vocab[i] if vocab is not None else str(int(i)) for i in idx[k])
+            lines.append(f"  #{k + 1:<3d} w={w[k]:<9.4g} ({w[k] / wmax:5.3f})  {words}")
+    return lines
+
+
+def cmd_topics(args) -> int:
+    model = _load_model(args.model)
+    net, _ = _network(model, args.depth)
+    vocab = _vocab_for(net, args)
+    if args.layer is not None and not 1 <= args.layer <= net.depth:
+        raise CLIError(f"--layer must be between 1 and {net.depth}, got {args.layer}")
+    layers = [args.layer] if args.layer is not None else list(range(1, net.depth + 1))
+    _out(f"{net.link.name} GBN with widths {net.widths}; nodes by weight r^(t) (eq. weight), "
+         f"#1 = most popular" + ("" if vocab is not None else "; no vocabulary: term indices shown"))
+    for line in _topics_lines(net, vocab, layers, args.n_words, args.n_topics):
+        _out(line)
+    return 0
+
+
+def _tree_format(args) -> str:
+    if args.format is not None:
+        return args.format
+    if args.output:
+        low = args.output.lower()
+        if low.endswith((".dot", ".gv")):
+            return "dot"
+        if low.endswith(".svg"):
+            return "svg"
+        if low.endswith((".png", ".pdf", ".jpg", ".jpeg", ".gif", ".ps", ".eps")):
+            raise CLIError(f"pygbn writes trees as text, DOT or SVG, not {os.path.splitext(low)[1]}: "
+                           "write tree.svg, or tree.dot and render it with Graphviz "
+                           "(dot -Tpng tree.dot -o tree.png)")
+    return "text"
+
+
+def cmd_tree(args) -> int:
+    model = _load_model(args.model)
+    net, _ = _network(model, args.depth)
+    vocab = _vocab_for(net, args)
+    layer = net.depth if args.layer is None else args.layer
+    if not 1 <= layer <= net.depth:
+        raise CLIError(f"--layer must be between 1 and {net.depth}, got {layer}")
+    width = net.widths[layer - 1]
+    if not 1 <= args.node <= width:
+        raise CLIError(f"--node must be a rank between 1 and {width} (layer {layer} has {width} nodes), "
+                       f"got {args.node}")
+    tau = args.tau[0] if len(args.tau) == 1 else list(args.tau)
+    if isinstance(tau, list) and len(tau) != net.depth:
+        raise CLIError(f"--tau takes one value or one per layer ({net.depth}), got {len(tau)}")
+    rel = net.relabel_by_popularity()
+    sub = rel.tree(layer, args.node - 1, tau=tau, n_terms=args.n_words, vocab=vocab)
+    fmt = _tree_format(args)
+    if fmt == "text":
+        content = sub.to_text(n_terms=args.n_words)
+    elif fmt == "dot":
+        content = sub.to_dot(n_terms=args.n_words)
+    else:
+        content = sub.to_svg(n_terms=args.n_words)
+    _write_text(args.output, content)
+    if args.output not in (None, "-"):
+        _out(f"wrote a tree of {len(sub.nodes)} nodes (layer sizes {list(sub.layer_sizes)}) to {args.output}")
+    return 0
+
+
+def cmd_generate(args) -> int:
+    model = _load_model(args.model)
+    net, _ = _network(model, args.depth)
+    vocab = _vocab_for(net, args)
+    if args.output is not None:
+        _check_matrix_suffix(args.output)
+    X = net.generate(args.n, random_state=args.seed)
+    is_text = vocab is not None and net.link.name == "poisson"
+    if args.output is not None:
+        _write_matrix(args.output, X)
+    if is_text:
+        for j, words in enumerate(explore.generated_top_terms(X, vocab, n=args.n_words), start=1):
+            _out(f"{j}: {' '.join(words) if words else '(empty document)'}")
+    elif args.output is None:
+        _write_matrix_stdout(X)
+    if args.output is not None:
+        _out(f"wrote {X.shape[0]} x {X.shape[1]} generated {net.link.data_kind} to {args.output}")
+    return 0
+
+
+def cmd_transform(args) -> int:
+    model = _load_model(args.model)
+    net, depth = _network(model, args.depth)
+    _check_matrix_suffix(args.output, (".npy", ".csv", ".tsv", ".txt"))
+    X, vocab = _load_data(args.input, args, net.link.name, fixed_vocab=net.vocabulary)
+    X = _align_to_model(X, vocab, net, args.input)
+    feats = _test_chain_model(model, args).transform(X, depth=depth)
+    _, perms = net.relabel_by_popularity(return_perms=True)
+    feats = feats[:, perms[0]]
+    _write_matrix(args.output, feats)
+    _out(f"wrote {feats.shape[0]} x {feats.shape[1]} features to {args.output} "
+         "(column k is layer-one node #k+1 as ranked by 'pygbn topics --layer 1')")
+    return 0
+
+
+def cmd_perplexity(args) -> int:
+    model = _load_model(args.model)
+    net, depth = _network(model, args.depth)
+    if net.link.name != "poisson":
+        raise CLIError(f"perplexity is defined for count models (link poisson), this model's link is "
+                       f"{net.link.name}")
+    X, vocab = _load_data(args.input, args, "poisson", fixed_vocab=net.vocabulary)
+    X = _align_to_model(X, vocab, net, args.input)
+    X = sp.csr_matrix(X, dtype=np.int64)
+    X = X[np.asarray(X.sum(axis=1)).ravel() >= 2]
+    if X.shape[0] == 0:
+        raise CLIError(f"no document of {args.input!r} has two or more tokens of the model's vocabulary")
+    split_rng = None if args.seed is None else np.random.default_rng([args.seed, 0x5EED])
+    X_obs, X_held = split_tokens(X, train_fraction=args.train_fraction, random_state=split_rng)
+    ppl = _test_chain_model(model, args).perplexity(X_obs, X_held, depth=depth)
+    _out(f"held-out perplexity (depth {net.depth}, {X.shape[0]} documents, {int(X_obs.sum())} observed "
+         f"and {int(X_held.sum())} held-out tokens): {ppl:.2f}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    if args.output is not None:
+        _check_matrix_suffix(args.output, (".npz",))
+    demo = load_demo()
+    X = demo.counts
+    _out(f"pygbn demo: a {args.layers}-layer Poisson gamma belief network on the bundled corpus of "
+         f"{X.shape[0]} Debian package descriptions ({X.shape[1]} words, {int(X.sum())} tokens)")
+    _out(f"K1max={args.n_components}, burn-in {tuple(args.burn_in)}, collect {args.collect}, "
+         f"seed {args.seed}" + ("" if args.quiet else "; progress on stderr"))
+    model = GBN(n_components=args.n_components, n_layers=args.layers,
+                burn_in=args.burn_in[0] if len(args.burn_in) == 1 else tuple(args.burn_in),
+                n_collect=args.collect, n_jobs=args.jobs, random_state=args.seed,
+                verbose=_progress_every(args))
+    t0 = time.perf_counter()
+    model.fit(X, vocabulary=demo.vocab)
+    seconds = time.perf_counter() - t0
+    model.verbose = False
+    _out("")
+    _out(f"fitted in {seconds:.1f} s")
+    for d, net in enumerate(model.networks_, start=1):
+        _out(f"  depth {d}: widths {net.widths}")
+    net = model.network_
+    _out("")
+    _out(f"top {args.n_topics} topics of each layer (by weight, eq. weight; {args.n_words} words each):")
+    for line in _topics_lines(net, net.vocabulary, range(net.depth, 0, -1), args.n_words, args.n_topics):
+        _out(line)
+    rel = net.relabel_by_popularity()
+    sub = rel.tree(net.depth, 0, tau=args.tau, n_terms=args.n_words)
+    _out("")
+    _out(f"tree rooted at the most popular node of layer {net.depth} (tau={args.tau:g}; "
+         f"layer sizes {list(sub.layer_sizes)}):")
+    sys.stdout.write(sub.to_text(n_terms=args.n_words))
+    if args.output is not None:
+        model.save(args.output)
+        _out(f"saved {args.output}")
+    _out("")
+    _out("next: pygbn fit --help  (your own data), docs/quickstart.md")
+    return 0

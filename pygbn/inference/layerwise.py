@@ -1,0 +1,229 @@
+"""Layer-wise training of the paper's Algorithms 1 and 2.
+
+One Gibbs chain grows the network a layer at a time: at depth T it runs
+``B_T`` burn-in iterations, prunes the new top layer's inactive factors,
+runs ``C_T`` more and keeps the network of that depth.  :class:`Schedule`
+holds those numbers; :func:`fit_layerwise` runs them.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Tuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn._utils import check_int
+from pygbn.inference.gibbs import GibbsSampler, check_invariants
+from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive
+from pygbn.model.network import Hyperparameters, Network
+
+logger = logging.getLogger("pygbn")
+
+__all__ = ["Schedule", "FitResult", "fit_layerwise", "per_layer"]
+
+
+def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
+    """Expand a per-layer setting to a list of ``n_layers`` values.
+
+    A scalar is used for every layer; a sequence gives one value per layer
+    (extra values are ignored).  With ``first_and_rest``, a pair
+    ``(v_1, v_t)`` means ``v_1`` for the first layer and ``v_t`` for every later
+    one (the ``burn_in=(B_1, B_t)`` convention).  Anything shorter raises
+    ValueError naming ``name``.
+    """
+    if np.ndim(value) == 0:
+        return [value] * n_layers
+    vals = list(value)
+    if first_and_rest and len(vals) == 2:
+        return [vals[0]] + [vals[1]] * (n_layers - 1)
+    if len(vals) < n_layers:
+        extra = ", (first, rest)" if first_and_rest else ""
+        raise ValueError(f"{name} must be one value{extra} or one value per layer "
+                         f"({n_layers}), got {value!r}")
+    return vals[:n_layers]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The iteration schedule of layer-wise training (Algorithms 1 and 2).
+
+    Build it per layer with :meth:`for_layers`; the constructor takes the
+    expanded per-layer tuples and validates every field.
+
+    Parameters
+    ----------
+    burn_in : tuple of int
+        ``B_T``: iterations at depth T before the new top layer is pruned.
+        Its length is the maximum depth ``T_max``.
+    n_collect : tuple of int
+        ``C_T``: iterations at depth T after pruning (same length).
+    prune : bool, default=True
+        Prune the inactive factors of each new top layer at iteration ``B_T``.
+    min_width : int, default=4
+        Stop adding layers once the top layer's width is at most this.
+    pc_start : int, default=10
+        p_j and c_j are updated from iteration ``pc_start + 1`` of each depth
+        on (the authors' code; the first iterations let the counts settle).
+    heldout_every : int, default=5
+        With held-out counts, every this many collected iterations add a
+        sample to the held-out predictive.
+    """
+
+    burn_in: Tuple[int, ...]
+    n_collect: Tuple[int, ...]
+    prune: bool = True
+    min_width: int = 4
+    pc_start: int = 10
+    heldout_every: int = HELDOUT_EVERY
+
+    def __post_init__(self):
+        burn = tuple(check_int(b, "burn_in", 0) for b in self.burn_in)
+        coll = tuple(check_int(c, "n_collect", 0) for c in self.n_collect)
+        if not burn or len(burn) != len(coll):
+            raise ValueError(f"burn_in and n_collect must hold one value per layer (at least one), "
+                             f"got {self.burn_in!r} and {self.n_collect!r}")
+        object.__setattr__(self, "burn_in", burn)
+        object.__setattr__(self, "n_collect", coll)
+        object.__setattr__(self, "prune", bool(self.prune))
+        object.__setattr__(self, "min_width", check_int(self.min_width, "min_width", 0))
+        object.__setattr__(self, "pc_start", check_int(self.pc_start, "pc_start", 0))
+        object.__setattr__(self, "heldout_every", check_int(self.heldout_every, "heldout_every", 1))
+
+    @classmethod
+    def for_layers(cls, n_layers: int = 5, burn_in=(1000, 500), n_collect=500, **options) -> "Schedule":
+        """A schedule for up to ``n_layers`` layers.
+
+        Parameters
+        ----------
+        n_layers : int, default=5
+            Maximum depth ``T_max``.
+        burn_in : int or sequence of int, default=(1000, 500)
+            One value for every layer, ``(B_1, B_t)`` (first layer, every later
+            one) or one value per layer.
+        n_collect : int or sequence of int, default=500
+            One value for every layer or one per layer.
+        **options
+            ``prune``, ``min_width``, ``pc_start``, ``heldout_every``.
+        """
+        T = check_int(n_layers, "n_layers", 1)
+        return cls(burn_in=tuple(per_layer(burn_in, T, "burn_in", first_and_rest=True)),
+                   n_collect=tuple(per_layer(n_collect, T, "n_collect")), **options)
+
+    @property
+    def n_layers(self) -> int:
+        """The maximum depth ``T_max``."""
+        return len(self.burn_in)
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit_layerwise` returns."""
+
+    networks: List[Network] = field(default_factory=list)
+    widths: List[List[int]] = field(default_factory=list)
+    perplexity: List[float] = field(default_factory=list)
+    seconds_per_iteration: List[float] = field(default_factory=list)
+    sampler: Optional[GibbsSampler] = None
+
+
+def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link="poisson",
+                  n_components: int = 100, eta=0.05, method: str = "collapsed", n_jobs: int = 1,
+                  random_state=None, hyper: Optional[Hyperparameters] = None,
+                  heldout: Optional[sp.csr_matrix] = None, callback: Optional[Callable] = None,
+                  check: bool = False) -> FitResult:
+    """Layer-wise training of Algorithms 1 and 2 of the paper.
+
+    For T = 1, ..., ``schedule.n_layers``: (T > 1) add a layer whose width
+    bound is the width of the layer below; run ``B_T`` iterations, prune the
+    new top layer's inactive factors once (if ``schedule.prune``), run
+    ``C_T`` more; keep the network (posterior-mean Phi's).  Stop adding
+    layers once a layer's width is at most ``schedule.min_width``.
+
+    Parameters
+    ----------
+    Y : csr_matrix of shape (n_samples, n_features)
+        Observations, already validated by the link (``link.check_data``).
+    schedule : Schedule, optional
+        Iterations per depth and their options (default:
+        ``Schedule.for_layers()``).
+    link : str or Link, default="poisson"
+    n_components : int, default=100
+        Width bound ``K_1max`` of the first layer.
+    eta : float or sequence of float, default=0.05
+        Dirichlet concentration of each layer's Phi (one value, or one per layer).
+    method : {"collapsed", "blocked"}, default="collapsed"
+        Layer-one update (see :class:`GibbsSampler`).
+    n_jobs : int, default=1
+        Threads of the document-parallel kernels (results do not depend on it).
+    random_state : None, int, SeedSequence or Generator
+    hyper : Hyperparameters, optional
+    heldout : csr_matrix, optional
+        Held-out counts of the same samples: every ``schedule.heldout_every``-th
+        collected iteration adds a sample of Phi^(1) theta^(1) to the held-out
+        predictive and each depth's perplexity is recorded (the authors'
+        protocol, see :class:`HeldoutPredictive`).
+    callback : callable, optional
+        ``callback(info)`` after every iteration with a dict holding
+        ``depth``, ``iteration``, ``n_iterations``, ``widths``, ``seconds`` and
+        ``sampler``; if it returns ``False`` training stops after that
+        depth's current iteration (the partial depth is kept).
+    check : bool, default=False
+        Verify the chain's invariants after every iteration
+        (:func:`check_invariants`).
+
+    Returns
+    -------
+    FitResult
+        One network per depth, the widths, the held-out perplexities and the
+        mean seconds per iteration of each depth, and the sampler.
+    """
+    sched = Schedule.for_layers() if schedule is None else schedule
+    etas = per_layer(eta, sched.n_layers, "eta")
+    sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
+                                        method=method, n_jobs=n_jobs, random_state=random_state)
+    result = FitResult(sampler=sampler)
+    stop = False
+    for T in range(1, sched.n_layers + 1):
+        if T > 1:
+            width = sampler.network.layers[-1].width
+            if width <= sched.min_width:
+                logger.info("stopping at %d layers: width %d <= min_width %d", T - 1, width,
+                            sched.min_width)
+                break
+            sampler.add_layer(float(etas[T - 1]))
+        burn = sched.burn_in[T - 1]
+        n_iter = burn + sched.n_collect[T - 1]
+        predictive = None if heldout is None else HeldoutPredictive(heldout, sampler.n_threads)
+        t_start = time.perf_counter()
+        n_done = 0
+        for it in range(1, n_iter + 1):
+            t0 = time.perf_counter()
+            sampler.sweep(update_p_c=it > sched.pc_start)
+            if sched.prune and it == burn:
+                sampler.prune_top()
+            if check:
+                check_invariants(sampler)
+            if predictive is not None and it > burn and (it - burn) % sched.heldout_every == 0:
+                predictive.add(*sampler.layer_one_sample())
+            n_done = it
+            if callback is not None:
+                ret = callback({"depth": T, "iteration": it, "n_iterations": n_iter,
+                                "widths": sampler.network.widths,
+                                "seconds": time.perf_counter() - t0, "sampler": sampler})
+                if ret is False:
+                    stop = True
+                    break
+        result.seconds_per_iteration.append((time.perf_counter() - t_start) / max(n_done, 1))
+        result.networks.append(sampler.snapshot())
+        result.widths.append(sampler.network.widths)
+        if predictive is not None:
+            result.perplexity.append(predictive.perplexity())
+        ppl = "" if predictive is None else ", held-out perplexity %.2f" % result.perplexity[-1]
+        logger.info("depth %d done: widths %s, %.4f s/iteration%s", T, sampler.network.widths,
+                    result.seconds_per_iteration[-1], ppl)
+        if stop:
+            break
+    return result
