@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
+import os
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -49,7 +50,7 @@ def check_random_state(random_state=None) -> np.random.Generator:
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.BitGenerator):
         return np.random.Generator(random_state)
-    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+    if _is_int(random_state):
         if random_state < 0:
             raise ValueError(f"random_state must be a non-negative int, got {random_state!r}")
         return np.random.default_rng(int(random_state))
@@ -111,22 +112,12 @@ class BlockStreams:
     """
 
     def __init__(self, rng: np.random.Generator, n_blocks: int):
-        if n_blocks < 1:
-            raise ValueError(f"n_blocks must be >= 1, got {n_blocks}")
+        n_blocks = check_int(n_blocks, "n_blocks", 1)
         self.generators = spawn_generators(rng, n_blocks)
         self.addresses = np.array([bitgen_address(g) for g in self.generators], dtype=np.uintp)
 
     def __len__(self) -> int:
         return len(self.generators)
-
-    def get_state(self) -> list[dict]:
-        return [g.bit_generator.state for g in self.generators]
-
-    def set_state(self, states: Sequence[dict]) -> None:
-        if len(states) != len(self.generators):
-            raise ValueError(f"expected {len(self.generators)} stream states, got {len(states)}")
-        for g, s in zip(self.generators, states):
-            g.bit_generator.state = s
 
 
 def block_bounds(n_items: int, block_size: int) -> np.ndarray:
@@ -137,6 +128,11 @@ def block_bounds(n_items: int, block_size: int) -> np.ndarray:
     return np.append(b, np.int64(n_items))
 
 
+def _is_int(value) -> bool:
+    """Whether ``value`` is a Python or numpy integer (``bool`` is not)."""
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, bool)
+
+
 def check_int(value, name: str, minimum: int = 0) -> int:
     """Return ``value`` as an ``int`` after checking it is an integer ``>= minimum``.
 
@@ -145,8 +141,7 @@ def check_int(value, name: str, minimum: int = 0) -> int:
     ``"n must be a positive int, got 0"`` (minimum 1), ``"... a nonnegative
     int ..."`` (minimum 0) or ``"... an int >= 5 ..."``.
     """
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) \
-            or value < minimum:
+    if not _is_int(value) or value < minimum:
         what = {0: "a nonnegative int", 1: "a positive int"}.get(minimum, f"an int >= {minimum}")
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return int(value)
@@ -164,11 +159,9 @@ def effective_n_jobs(n_jobs) -> int:
     ValueError
         For 0, a bool or anything that is not an int (naming the value).
     """
-    import os
-
     if n_jobs is None:
         return 1
-    if not isinstance(n_jobs, (numbers.Integral, np.integer)) or isinstance(n_jobs, bool) or n_jobs == 0:
+    if not _is_int(n_jobs) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}")
     if n_jobs < 0:
         return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
