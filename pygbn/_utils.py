@@ -180,7 +180,8 @@ def column_names(X) -> Optional[List[str]]:
     return names if names and all(isinstance(c, str) for c in names) else None
 
 
-def check_array(X, name: str = "X", *, min_samples: int = 0, who: str = "GBN"):
+def check_array(X, name: str = "X", *, min_samples: int = 0, who: str = "GBN",
+                requirement: str = "nonnegative"):
     """``(M, names)``: ``X`` as a 2-D numpy array or scipy.sparse matrix of real numbers,
     and its column names (:func:`column_names`, or None).
 
@@ -189,8 +190,9 @@ def check_array(X, name: str = "X", *, min_samples: int = 0, who: str = "GBN"):
     expect: ``Reshape your data`` for input that is not 2-D, ``0 feature(s)``
     (and ``0 sample(s)`` when ``min_samples`` > 0) for an empty one, ``NaN``
     or ``inf`` for non-finite values, ``Negative values in data passed to
-    <who>`` for negative values, a TypeError for an object array with an
-    entry that is no number.  Sparse input becomes CSR.  What the
+    <who>: <name> must be <requirement>`` for negative values, a TypeError for
+    an object array with an entry that is no number.  Sparse input becomes
+    CSR.  What the
     values must be beyond that (integers, 0/1, finite) is for the caller to
     check (e.g. :meth:`pygbn.model.Link.check_data`).
     """
@@ -227,7 +229,7 @@ def check_array(X, name: str = "X", *, min_samples: int = 0, who: str = "GBN"):
     if values.dtype.kind in "if":
         negative = values < 0
         if negative.any():
-            raise ValueError(f"Negative values in data passed to {who}: {name} must be nonnegative, "
+            raise ValueError(f"Negative values in data passed to {who}: {name} must be {requirement}, "
                              f"found {values[negative].flat[0]:g}")
     return M, names
 

@@ -625,7 +625,8 @@ _OLD_DEFAULT_TAGS = {
 def _check_data(X, link: Link, name: str, min_samples: int = 0):
     """``(Y, names)``: ``X`` as the link's canonical CSR matrix (:meth:`Link.check_data`,
     after :func:`pygbn._utils.check_array`), and its column names (or None)."""
-    M, names = check_array(X, name, min_samples=min_samples, who="GBN")
+    requirement = {"counts": "nonnegative counts", "binary": "binary (0/1)"}.get(link.data_kind, "nonnegative")
+    M, names = check_array(X, name, min_samples=min_samples, who="GBN", requirement=requirement)
     return link.check_data(M, name), names
 
 
