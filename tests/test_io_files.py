@@ -17,7 +17,7 @@ from pygbn import GBN, io
 from pygbn.model import Layer, Network
 
 QUICK = dict(burn_in=(4, 3), n_collect=3, transform_iter=(1, 2))
-FUZZ = settings(derandomize=True, max_examples=120, deadline=None, database=None,
+FUZZ = settings(derandomize=True, max_examples=250, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
