@@ -429,7 +429,7 @@ def test_input_conversions_and_messages(counts):
     assert m.transform(counts[:0]).shape == (0, 4)
 
 
-def test_tags_without_scikit_learn():
+def test_tags_without_scikit_learn(tmp_path):
     tags = GBN()._get_tags()
     assert tags["requires_positive_X"] and "sparse" in tags["X_types"] and not tags["allow_nan"]
     assert tags["requires_fit"] and not tags["requires_y"]
@@ -438,5 +438,8 @@ def test_tags_without_scikit_learn():
             "transform_iter=(1, 1)).fit(numpy.eye(3, dtype=int)); m.transform(numpy.eye(3)); "
             "print('sklearn' in sys.modules)")
     env = {**os.environ, "PYTHONPATH": str(Path(pygbn.__file__).resolve().parent.parent)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    # cwd outside the checkout: "-c" puts the cwd first on sys.path, and the checkout's pygbn/
+    # holds no compiled kernels when pygbn is installed (as in CI)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                         cwd=tmp_path)
     assert out.stdout.strip() == "False"
