@@ -228,6 +228,12 @@ def test_perplexity_spread_from_records_and_logs(fake_data, tmp_path, caplog):
     d = [table[6][s]["perplexity"][1] - table[6][s]["perplexity"][0] for s in (1, 2, 3)]
     assert f"{np.mean(d):+.2f} ± {np.std(d, ddof=1) / np.sqrt(3):.2f}" in md
     assert (tmp_path / "pages" / "spread.svg").read_text().startswith("<?xml")
+    assert "draws its own document subset" in md  # a log does not say how many documents the corpus has
+    # records of runs on every document: the page says that a seed draws only the split and the chains
+    assert ps.main([str(out / "run_seed1.json"), str(out / "run_seed2.json"),
+                    "--out-dir", str(tmp_path / "pages"), "--name", "whole"]) == 0
+    whole = (tmp_path / "pages" / "whole.md").read_text()
+    assert f"Every run uses all {rec3['n_docs']} documents" in whole and "document subset" not in whole
     with pytest.raises(SystemExit, match="no seed"):
         ps.runs_from_log(tmp_path / "pages" / "spread.md")
 

@@ -65,7 +65,8 @@ def runs_from_record(path: Path) -> List[Dict]:
                     "control": (run.get("control") or {}).get("perplexity"),
                     "control_iterations": (run.get("control") or {}).get("iterations"),
                     "lda": (run.get("lda") or {}).get("perplexity"),
-                    "n_docs": rec["n_docs"], "mode": rec["mode"], "source": path.name})
+                    "n_docs": rec["n_docs"], "n_docs_corpus": rec.get("n_docs_corpus"), "mode": rec["mode"],
+                    "source": path.name})
     return out
 
 
@@ -162,16 +163,28 @@ def summarise(table: Dict[int, Dict[int, Dict]]):
     return T, per_seed, spread, paired, series
 
 
+def _seed_sentence(table: Dict[int, Dict[int, Dict]]) -> str:
+    """What a seed draws: a document subset, unless every run is known to use the whole corpus."""
+    runs = [r for slot in table.values() for r in slot.values()]
+    whole = all(r.get("n_docs_corpus") is not None and r["n_docs"] == r["n_docs_corpus"] for r in runs)
+    if whole:
+        return ("Every run uses all " + str(runs[0]["n_docs"]) + " documents of the corpus, so a seed of "
+                "`tools/reproduce_perplexity.py` draws only its own 30/70 token split and chains (the "
+                "paper's \"random trials\"). Differences are paired: each seed's deeper networks are "
+                "compared with its own T = 1 network, so the split's and the chains' luck cancels.")
+    return ("Each seed of `tools/reproduce_perplexity.py` draws its own document subset, 30/70 token "
+            "split and chains (the paper's \"random trials\"). Differences are paired: each seed's "
+            "deeper networks are compared with its own T = 1 network, so the subset's difficulty "
+            "cancels.")
+
+
 def write_page(table, out: Path, name: str, title: str, inputs: List[Path]) -> Path:
     T, per_seed, spread, paired, series = summarise(table)
     depths = [f"T={t}" for t in range(1, T + 1)]
     md = [f"# {title}", "",
           "Written by `python tools/perplexity_spread.py " + " ".join(str(p) for p in inputs)
           + f" --name {name}` from the runs listed in the last table.", "",
-          "Each seed of `tools/reproduce_perplexity.py` draws its own document subset, 30/70 token "
-          "split and chains (the paper's \"random trials\"). Differences are paired: each seed's "
-          "deeper networks are compared with its own T = 1 network, so the subset's difficulty "
-          "cancels.", "",
+          _seed_sentence(table), "",
           "## Change relative to T = 1, paired within each seed (mean ± standard error over seeds)", "",
           "Negative is better. *control - T=1*: the single-layer run for as many iterations as the "
           "whole layer-wise run, against T = 1 (the gain of a longer chain alone). *best deep - "
