@@ -299,6 +299,12 @@ def test_classification_spread_from_records_and_logs(fake_data, tmp_path, capsys
     d = [100 * (runs[s]["accuracy"][1] - runs[s]["accuracy"][0]) for s in (1, 2, 3)]
     assert f"{np.mean(d):+.2f} ± {np.std(d, ddof=1) / np.sqrt(3):.2f}" in md
     assert (tmp_path / "pages" / "spread.svg").read_text().startswith("<?xml")
+    assert "draws its own training and test samples" in md  # a log does not say which split the run used
+    # records of runs on the whole docs.tsv split: the page says that a seed draws only chains and folds
+    assert cs.main([str(out / "cls_seed1.json"), str(out / "cls_seed2.json"),
+                    "--out-dir", str(tmp_path / "pages"), "--name", "whole"]) == 0
+    whole = (tmp_path / "pages" / "whole.md").read_text()
+    assert "whole fixed `docs.tsv` training/test split" in whole and "test samples" not in whole
     with pytest.raises(SystemExit, match="no seed"):
         cs.runs_from_log(tmp_path / "pages" / "spread.md")
     other = tmp_path / "other.json"

@@ -2,8 +2,9 @@
 
 Reads several runs of ``tools/reproduce_classification.py`` that differ in
 ``--seed`` (on the Debian corpus the seed draws the training and test
-subsets, on the digits the split, and in both every chain and the
-cross-validation folds) and writes one page:
+subsets, on the digits the split, and everywhere every chain and the
+cross-validation folds; runs on a whole fixed ``docs.tsv`` split, as on the
+man pages, differ only in those) and writes one page:
 
 * per data set, K1max and depth T, the test accuracy of every seed, their
   mean and standard deviation;
@@ -53,7 +54,10 @@ def runs_from_record(path: Path) -> List[Dict]:
     return [{"dataset": rec["dataset"], "seed": int(rec["seed"]), "K1max": int(run["K1max"]),
              "accuracy": [float(v) for v in run["accuracy"]],
              "widths": run["widths"][len(run["accuracy"]) - 1] if run["accuracy"] else [],
-             "raw": raw, "source": path.name} for run in rec["runs"]]
+             "raw": raw, "source": path.name,
+             # the whole docs.tsv split of a text corpus: the seed draws no training or test sample
+             "fixed_split": rec["dataset"] != "digits" and not rec.get("n_train") and not rec.get("n_test")}
+            for run in rec["runs"]]
 
 
 def runs_from_log(path: Path) -> List[Dict]:
@@ -116,15 +120,25 @@ def summarise(table: Dict[Key, Dict[int, Dict]]):
     return T, per_seed, spread, paired, series
 
 
+def _seed_sentence(table) -> str:
+    """What a seed draws: training and test samples, unless every run is known to use a fixed split."""
+    if all(r.get("fixed_split") for runs in table.values() for r in runs.values()):
+        return ("Every run uses the whole fixed `docs.tsv` training/test split, so a seed of "
+                "`tools/reproduce_classification.py` draws only its own chains and cross-validation folds. "
+                "Differences are paired: each seed's deeper networks are compared with its own T = 1 "
+                "network, so the chains' luck cancels.")
+    return ("Each seed of `tools/reproduce_classification.py` draws its own training and test samples, "
+            "chains and cross-validation folds. Differences are paired: each seed's deeper networks are "
+            "compared with its own T = 1 network, so the difficulty of the draw cancels.")
+
+
 def write_page(table, out: Path, name: str, title: str, inputs: List[Path]) -> Path:
     T, per_seed, spread, paired, series = summarise(table)
     depths = [f"T={t}" for t in range(1, T + 1)]
     md = [f"# {title}", "",
           "Written by `python tools/classification_spread.py " + " ".join(str(p) for p in inputs)
           + f" --name {name}` from the runs listed in the last table.", "",
-          "Each seed of `tools/reproduce_classification.py` draws its own training and test samples, "
-          "chains and cross-validation folds. Differences are paired: each seed's deeper networks are "
-          "compared with its own T = 1 network, so the difficulty of the draw cancels.", "",
+          _seed_sentence(table), "",
           "## Change of test accuracy relative to T = 1, paired within each seed "
           "(percentage points, mean ± standard error over seeds)", "",
           "Positive is better; in brackets, the number of seeds in which depth T beat T = 1.", "",
