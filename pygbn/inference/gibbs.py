@@ -227,18 +227,36 @@ class GibbsSampler:
         link = get_link(link)
         hyper = hyper or Hyperparameters()
         K = int(n_components)
-        J, V = Y.shape
+        V = Y.shape[1]
         init_rng = spawn_generators(rng, 1)[0]
         phi = init_rng.random((V, K))
         phi /= phi.sum(axis=0, keepdims=True)
-        # theta^(1) is integrated out by the collapsed sampler
-        theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
-        layer = Layer(phi=phi, eta=float(eta), theta=theta, c=np.ones(J),
-                      counts=np.zeros((V, K), dtype=np.int64))
+        layer = Layer(phi=phi, eta=float(eta), counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
-        s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True)
-        s.aux = link.init_aux(Y, s.rng, hyper)
+        return cls.starting_from(net, Y, method=method, n_jobs=n_jobs, random_state=rng)
+
+    @classmethod
+    def starting_from(cls, network: Network, Y: sp.csr_matrix, *, method: str = "blocked",
+                      n_jobs: int = 1, random_state=None, seeds: Optional[ChainSeeds] = None,
+                      first_block: int = 0) -> "GibbsSampler":
+        """A training chain on the one-layer ``network`` (its globals as given), with
+        the documents' state at the authors' initial values: theta^(1) = 1/K
+        (blocked; the collapsed sampler integrates it out, its labels are drawn
+        uniformly), c_j^(2) = 1 and the link's initial aux.
+
+        :meth:`for_training` draws the network; the local part of a distributed
+        chain passes the global part's network, its ``seeds`` and its
+        ``first_block`` (:mod:`pygbn.inference.partition`).
+        """
+        J = Y.shape[0]
+        layer = network.layers[0]
+        K = layer.width
+        layer.theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
+        layer.c = np.ones(J)
+        s = cls(network, Y, method=method, n_jobs=n_jobs, random_state=random_state,
+                update_globals=True, seeds=seeds, first_block=first_block)
+        s.aux = network.link.init_aux(Y, s.rng, network.hyper)
         if method == "collapsed":
             s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng))
         return s
@@ -556,10 +574,15 @@ class GibbsSampler:
         scaled by the kept fraction (:meth:`keep_top`).  At least one factor
         is kept.  Returns the new width.
         """
+        return self.keep_top(self.top_keep(used))
+
+    def top_keep(self, used: Optional[np.ndarray] = None) -> np.ndarray:
+        """The top factors :meth:`prune_top` keeps: those with ``used > 0``, or
+        the one with the largest r_k when none is used (bool mask)."""
         keep = (self.top_usage() if used is None else np.asarray(used)) > 0
         if not keep.any():
             keep[int(np.argmax(self.network.r))] = True
-        return self.keep_top(keep)
+        return keep
 
     def keep_top(self, keep: np.ndarray) -> int:
         """Keep the top layer's factors where ``keep`` is True (both parts of the
