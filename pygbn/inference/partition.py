@@ -309,9 +309,11 @@ class PartitionedChain:
         self.n_heldout += 1
 
     def heldout_perplexity(self) -> float:
+        if self.n_heldout == 0:
+            return float("nan")
         results = [r[-1] for r in self.flush(("heldout_terms",))]
         terms = np.concatenate([t for t, _ in results])
-        if self.n_heldout == 0 or terms.size == 0:
+        if terms.size == 0:
             return float("nan")
         return perplexity_from_terms(terms, sum(n for _, n in results))
 
