@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
-from typing import Sequence
-
+import os
 import numpy as np
 
 __all__ = [
@@ -46,7 +45,7 @@ def check_random_state(random_state=None) -> np.random.Generator:
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.BitGenerator):
         return np.random.Generator(random_state)
-    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+    if _is_int(random_state):
         if random_state < 0:
             raise ValueError(f"random_state must be a non-negative int, got {random_state!r}")
         return np.random.default_rng(int(random_state))
@@ -125,9 +124,8 @@ class BlockStreams:
     """
 
     def __init__(self, rng: np.random.Generator, n_blocks: int):
-        if n_blocks < 1:
-            raise ValueError(f"n_blocks must be >= 1, got {n_blocks}")
-        self._set(generators_from_entropy(draw_entropy(rng), 0, n_blocks))
+        n_blocks = check_int(n_blocks, "n_blocks", 1)
+        self._set(spawn_generators(rng, n_blocks))
 
     @classmethod
     def from_entropy(cls, entropy, first: int, stop: int) -> "BlockStreams":
@@ -147,15 +145,6 @@ class BlockStreams:
     def __len__(self) -> int:
         return len(self.generators)
 
-    def get_state(self) -> list[dict]:
-        return [g.bit_generator.state for g in self.generators]
-
-    def set_state(self, states: Sequence[dict]) -> None:
-        if len(states) != len(self.generators):
-            raise ValueError(f"expected {len(self.generators)} stream states, got {len(states)}")
-        for g, s in zip(self.generators, states):
-            g.bit_generator.state = s
-
 
 def block_bounds(n_items: int, block_size: int) -> np.ndarray:
     """Boundaries ``[0, b, 2b, ..., n_items]`` of fixed-size blocks (int64)."""
@@ -163,6 +152,11 @@ def block_bounds(n_items: int, block_size: int) -> np.ndarray:
         return np.zeros(1, dtype=np.int64)
     b = np.arange(0, n_items, block_size, dtype=np.int64)
     return np.append(b, np.int64(n_items))
+
+
+def _is_int(value) -> bool:
+    """Whether ``value`` is a Python or numpy integer (``bool`` is not)."""
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, bool)
 
 
 def check_int(value, name: str, minimum: int = 0) -> int:
@@ -173,8 +167,7 @@ def check_int(value, name: str, minimum: int = 0) -> int:
     ``"n must be a positive int, got 0"`` (minimum 1), ``"... a nonnegative
     int ..."`` (minimum 0) or ``"... an int >= 5 ..."``.
     """
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) \
-            or value < minimum:
+    if not _is_int(value) or value < minimum:
         what = {0: "a nonnegative int", 1: "a positive int"}.get(minimum, f"an int >= {minimum}")
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return int(value)
@@ -182,11 +175,9 @@ def check_int(value, name: str, minimum: int = 0) -> int:
 
 def effective_n_jobs(n_jobs) -> int:
     """Resolve scikit-learn style ``n_jobs`` (None -> 1, -1 -> all cores)."""
-    import os
-
     if n_jobs is None:
         return 1
-    if not isinstance(n_jobs, (numbers.Integral, np.integer)) or isinstance(n_jobs, bool) or n_jobs == 0:
+    if not _is_int(n_jobs) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}")
     if n_jobs < 0:
         return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))

@@ -14,7 +14,7 @@ The kernels trust their input (shapes, dtypes, positivity): the Python layer
 in :mod:`pygbn.inference.gibbs` prepares it.
 """
 from cython.parallel cimport prange, threadid
-from libc.math cimport log, exp, sqrt, INFINITY, isfinite
+from libc.math cimport log, exp, sqrt, INFINITY
 from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport malloc, free
@@ -27,12 +27,8 @@ from pygbn.random._kernels cimport (
 )
 
 # How the latent count of a cell is obtained from its observation
-# (the same codes are used in pygbn.inference.gibbs).
-cdef enum:
-    LATENT_COUNTS = 0         # Poisson link: the observation is the latent count
-    LATENT_CRT = 1            # upper layers: CRT(m, sum_k phi_vk theta_kj)   (eq:CRT)
-    LATENT_TRUNC_POISSON = 2  # Bernoulli-Poisson link, b = 1                  (eq:Ber-PGBN)
-    LATENT_TRUNC_BESSEL = 3   # PRG link, y > 0                                (eq:Gam-PGBN)
+# (Link.latent_mode; the codes are defined once, in pygbn/model/_latent.pxd).
+from pygbn.model._latent cimport LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON
 
 # below this many units a split uses categorical draws (binary search on the
 # cumulative weights), above it conditional binomials
@@ -63,7 +59,8 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
 
     If the products underflow (total 0) the weights are recomputed in log
     space and rescaled by their maximum, which leaves the normalised
-    probabilities unchanged.
+    probabilities unchanged, and 0.0 is returned (the true total); the
+    rescaled total is then ``cw[k - 1]``.
     """
     cdef Py_ssize_t i
     cdef double total = 0.0, mx = -INFINITY, lw
@@ -91,7 +88,6 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
         for i in range(k):
             w[i] = 1.0
             cw[i] = i + 1.0
-        total = <double>k
     return 0.0  # signals "the true total underflowed"
 
 
@@ -124,7 +120,7 @@ cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, dou
         return random_crt(g, <int64_t> obs, total)
     elif mode == LATENT_TRUNC_POISSON:
         return random_truncated_poisson(g, total)
-    else:
+    else:  # LATENT_TRUNC_BESSEL
         return random_truncated_bessel(g, 2.0 * sqrt(aux * obs * total))
 
 

@@ -18,6 +18,8 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
+from pygbn.model._latent import LatentMode
+
 __all__ = [
     "Link",
     "PoissonLink",
@@ -27,11 +29,11 @@ __all__ = [
     "as_csr",
 ]
 
-# latent-count codes shared with pygbn.inference._blocked
-LATENT_COUNTS = 0
-LATENT_CRT = 1
-LATENT_TRUNC_POISSON = 2
-LATENT_TRUNC_BESSEL = 3
+# the latent-count codes of pygbn.inference._blocked (defined once, in _latent.pxd)
+LATENT_COUNTS = LatentMode.LATENT_COUNTS
+LATENT_CRT = LatentMode.LATENT_CRT
+LATENT_TRUNC_POISSON = LatentMode.LATENT_TRUNC_POISSON
+LATENT_TRUNC_BESSEL = LatentMode.LATENT_TRUNC_BESSEL
 
 
 def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:

@@ -443,10 +443,11 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
     """Draw from one named kernel with no validation (for tests and benchmarks).
 
     Names: ``poisson``, ``poisson_ptrs``, ``gamma``, ``gamma_mt``,
-    ``log_gamma``, ``bessel_chopdown``, ``bessel_rejection``, ``crt_loop``,
-    ``crt_thinning``, ``crt_blocks``, ``binomial`` (params n, p),
-    ``split_sorted`` / ``split_binomial`` (params n, weights), plus the
-    public kernels by their sampler names.
+    ``log_gamma``, ``bessel_chopdown``, ``bessel_poisson``,
+    ``bessel_logconcave`` (one parameter); ``crt_loop``, ``crt_thinning``,
+    ``crt_blocks``, ``binomial`` (params n, p); ``split_sorted`` /
+    ``split_binomial`` (params n, weights); plus the one-parameter public
+    kernels and ``crt`` / ``multinomial_split`` by their sampler names.
     """
     if name in ("split_sorted", "split_binomial", "multinomial_split"):
         n_a = np.asarray(params[0], dtype=np.int64)
