@@ -102,8 +102,8 @@ class PartitionActor:
         Row slices of the validated input chunks of X (and of the held-out
         counts; empty without them).
     link : Link
-    n_jobs : int
-        Threads of the kernels on the worker.
+    n_jobs : int or None
+        Threads of the kernels on the worker (-1: all the worker machine's cores).
     state : dict, optional
         A checkpoint (:meth:`LocalPart.get_state`) to continue from, taken
         after ``expected_messages`` messages.
@@ -111,11 +111,12 @@ class PartitionActor:
 
     def __init__(self, first_block: int, x_pieces, h_pieces, link: Link, n_jobs: int,
                  state: Optional[dict] = None, expected_messages: int = 0):
+        from pygbn._utils import effective_n_jobs
         from pygbn.model.links import PoissonLink
 
         Y = _assemble(x_pieces, link, "X")
         H = _assemble(h_pieces, PoissonLink(), "heldout") if h_pieces else None
-        self.part = LocalPart(Y, first_block=first_block, heldout=H, n_jobs=n_jobs)
+        self.part = LocalPart(Y, first_block=first_block, heldout=H, n_jobs=effective_n_jobs(n_jobs))
         if state is not None:
             if state["n_messages"] != expected_messages:
                 raise RuntimeError(f"checkpoint taken after {state['n_messages']} messages, "

@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from pygbn._utils import check_int, check_random_state, draw_entropy
+from pygbn._utils import check_int, check_random_state, draw_entropy, effective_n_jobs
 from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
 from pygbn.dask._transport import ActorTransport
 from pygbn.estimator import GBN
@@ -50,7 +50,8 @@ class DaskGBN(GBN):
     **params
         The parameters of :class:`pygbn.GBN` (``link``, ``n_components``,
         ``n_layers``, ``eta``, ``burn_in``, ``n_collect``, ``n_jobs`` (kernel
-        threads on each worker), ``random_state``, ``verbose``,
+        threads on each worker, and of the global update in this process;
+        -1: all the cores of each machine), ``random_state``, ``verbose``,
         ``callback``, ``prune``, ``min_width``, ``hyperparameters``,
         ``transform_iter``, ``check``).  ``method`` may be "auto" or
         "blocked" (both mean blocked here); "collapsed" is refused: its
@@ -161,6 +162,8 @@ class DaskGBN(GBN):
         p = self._validated()
         link = p["link"]
         client = self.client_
+        if not client.scheduler_info()["workers"]:
+            raise ValueError(f"the cluster of {client!r} has no workers")
         Xc = InputChunks.from_input(X, "X")
         Hc = None
         if heldout is not None:
@@ -184,7 +187,7 @@ class DaskGBN(GBN):
             if len(vocabulary) != V:
                 raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {V} features")
         partitions = plan_partitions(Xc.rows)
-        transport = ActorTransport(client, partitions, Xc, Hc, link, p["n_jobs"],
+        transport = ActorTransport(client, partitions, Xc, Hc, link, self.n_jobs,
                                    checkpoint_every=self.checkpoint_every)
         try:
             transport.start(x_chunks, h_chunks)
@@ -248,7 +251,7 @@ class DaskGBN(GBN):
         for i, (src, rows) in enumerate(zip(chunks.sources, chunks.declared_rows)):
             chunk = dask.delayed(read_matrix)(src) if chunks.from_files else src
             feats = dask.delayed(_transform_chunk, pure=True)(net_future, chunk, i, chunks.labels[i],
-                                                              p["t_burn"], p["t_coll"], p["n_jobs"],
+                                                              p["t_burn"], p["t_coll"], self.n_jobs,
                                                               entropy)
             parts.append(da.from_delayed(feats, shape=(rows, K1), dtype=np.float64))
         out = da.concatenate(parts, axis=0)
@@ -276,5 +279,5 @@ def _transform_chunk(network, chunk, index: int, label: str, burn_in: int, n_col
         raise ValueError(f"{label} has {Y.shape[1]} features but the network was fitted with "
                          f"{network.n_features}")
     seed = np.random.SeedSequence(list(entropy), spawn_key=(index,))
-    return infer_local(network, Y, burn_in=burn_in, n_collect=n_collect, n_jobs=n_jobs,
-                       random_state=seed).features
+    return infer_local(network, Y, burn_in=burn_in, n_collect=n_collect,
+                       n_jobs=effective_n_jobs(n_jobs), random_state=seed).features

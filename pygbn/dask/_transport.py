@@ -37,8 +37,8 @@ class ActorTransport:
     X, H : InputChunks
         The input partitions of the data and of the held-out counts (``H`` may be None).
     link : Link
-    n_jobs : int
-        Kernel threads on each worker.
+    n_jobs : int or None
+        Kernel threads on each worker (resolved there: -1 is all its cores).
     checkpoint_every : int or None
         Copy every partition's state to another worker after every this many
         messages (None: no checkpoints; a lost partition stops the fit).

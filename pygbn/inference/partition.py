@@ -115,7 +115,8 @@ class LocalPart:
     :meth:`GibbsSampler.top_usage`), ``down``, ``prune`` (a keep mask),
     ``add_layer`` (eta and the new Phi), ``heldout_start``, ``heldout_add``,
     ``heldout_terms`` (returns the per-cell terms and the token count),
-    ``state`` (returns c^(t) of every layer and the aux) and ``check``.
+    ``state`` (returns c^(t) of every layer and the aux), ``check`` and
+    ``nbytes`` (returns :meth:`nbytes`).
     """
 
     def __init__(self, Y: sp.csr_matrix, *, first_block: int, heldout: Optional[sp.csr_matrix] = None,
@@ -179,6 +180,41 @@ class LocalPart:
 
     def _op_check(self) -> None:
         check_local_invariants(self.sampler)
+
+    def _op_nbytes(self) -> dict:
+        return self.nbytes()
+
+    def nbytes(self) -> dict:
+        """Bytes held by this part, by kind: ``data`` (its rows, as given and as the
+        kernels read them), ``theta``, ``m``, ``c`` (with the aux), ``globals`` (its
+        copy of every Phi^(t) and r) and ``heldout`` (counts and accumulators).
+        Arrays shared between kinds count once."""
+        seen = set()
+
+        def size(arrays):
+            total = 0
+            for a in arrays:
+                if a is None:
+                    continue
+                ptr = a.__array_interface__["data"][0]
+                if ptr not in seen:
+                    seen.add(ptr)
+                    total += a.nbytes
+            return total
+
+        s = self.sampler
+        layers = [] if s is None else s.network.layers
+        out = {"data": size([self.Y.data, self.Y.indices, self.Y.indptr]
+                            + ([] if s is None else [s.values, s.indices, s.indptr]))}
+        out["theta"] = size([l.theta for l in layers])
+        out["m"] = size([] if s is None else s.m)
+        out["c"] = size([l.c for l in layers] + ([] if s is None else [s.aux]))
+        out["globals"] = size([l.phi for l in layers] + ([] if s is None else [s.network.r]))
+        held = [] if self.heldout is None else [self.heldout.data, self.heldout.indices, self.heldout.indptr]
+        if self.predictive is not None:
+            held += [self.predictive.rate_sums, self.predictive.norm_sums, self.predictive.indptr]
+        out["heldout"] = size(held)
+        return out
 
     # checkpoints -----------------------------------------------------------
     def get_state(self) -> dict:
