@@ -231,7 +231,9 @@ class InputChunks:
             if d[0] == "invalid":
                 raise ValueError(f"{label}: {d[1]}")
         widths = [d[1] for d in described]
-        expected = int(self.n_columns) if np.isfinite(self.n_columns) else widths[0]
+        # files declare nothing: the width most of them have is the expected one
+        expected = int(self.n_columns) if np.isfinite(self.n_columns) else \
+            max(set(widths), key=lambda w: (widths.count(w), -widths.index(w)))
         for label, d, want in zip(self.labels, described, self.declared_rows):
             if d[1] != expected:
                 raise ValueError(f"{label} has {d[1]} columns but the {self.name} partitions must all "
