@@ -15,7 +15,7 @@ from pygbn._version import __version__
 logging.getLogger("pygbn").addHandler(logging.NullHandler())
 
 from pygbn import datasets, explore, random, text  # noqa: E402
-from pygbn.estimator import GBN, load, save  # noqa: E402
+from pygbn.estimator import GBN, NotFittedError, load, save  # noqa: E402
 from pygbn.evaluation import split_tokens  # noqa: E402
 from pygbn.model import (  # noqa: E402
     BernoulliPoissonLink,
@@ -54,6 +54,7 @@ def get_include() -> str:
 
 __all__ = [
     "GBN",
+    "NotFittedError",
     "get_include",
     "Network",
     "Layer",
