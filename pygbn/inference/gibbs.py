@@ -38,10 +38,10 @@ from typing import List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import (BlockStreams, block_bounds, check_random_state, draw_entropy,
-                          effective_n_jobs, generators_from_entropy, spawn_generators)
+from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked
 from pygbn.inference.collapsed_state import CollapsedState
+from pygbn.inference.streams import ChainSeeds
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -49,7 +49,7 @@ from pygbn.random import crt
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GibbsSampler", "SufficientStats", "ChainSeeds", "check_invariants",
+__all__ = ["GibbsSampler", "SufficientStats", "check_invariants",
            "check_global_invariants", "check_local_invariants", "check_chain_input", "BLOCK_SIZE"]
 
 #: documents per block of the parallel kernels (fixed: independent of n_jobs)
@@ -102,43 +102,6 @@ def _as_kernel_csr(Y: sp.csr_matrix):
         np.ascontiguousarray(Y.indices, dtype=np.int32),
         np.ascontiguousarray(Y.data, dtype=np.float64),
     )
-
-
-@dataclass(frozen=True)
-class ChainSeeds:
-    """Entropy of a chain's random streams (see :func:`pygbn._utils.generators_from_entropy`).
-
-    One private serial stream (global updates), and four stream families: one
-    stream per document block, per block of Phi columns, and the same two for
-    evaluation draws.  Block ``b`` of a family is rebuilt from the family's
-    entropy alone, so a part of the documents (blocks ``first_block`` on, on
-    another machine) draws exactly what it draws in one process.  A family
-    left ``None`` is not built (the local part of a chain has no serial or
-    column streams: using one would be a bug).
-    """
-
-    serial: Optional[tuple]
-    docs: tuple
-    cols: Optional[tuple]
-    eval_docs: tuple
-    eval_cols: Optional[tuple]
-
-    @classmethod
-    def draw(cls, rng: np.random.Generator) -> "ChainSeeds":
-        """Draw the five entropies from ``rng``, in the order the chain always has."""
-        return cls(*(draw_entropy(rng) for _ in range(5)))
-
-    def for_documents(self) -> "ChainSeeds":
-        """Only the document families: what a local part of the chain needs."""
-        return ChainSeeds(None, self.docs, None, self.eval_docs, None)
-
-    def streams(self, first_block: int, n_blocks: int, n_col_blocks: int):
-        """``(serial generator, doc, col, eval doc, eval col streams)``; ``None`` where unseeded."""
-        def family(entropy, first, n):
-            return None if entropy is None else BlockStreams.from_entropy(entropy, first, first + n)
-        serial = None if self.serial is None else generators_from_entropy(self.serial, 0, 1)[0]
-        return (serial, family(self.docs, first_block, n_blocks), family(self.cols, 0, n_col_blocks),
-                family(self.eval_docs, first_block, n_blocks), family(self.eval_cols, 0, n_col_blocks))
 
 
 @dataclass

@@ -6,7 +6,7 @@ gamma0, c0, the serial and column streams) and *local* parts, one per
 contiguous range of document blocks (the rows of the data, theta^(t),
 c^(t), m^(t), the link's aux, the blocks' streams and the held-out
 accumulators).  Block ``b`` draws from the same stream wherever it lives
-(:class:`~pygbn.inference.gibbs.ChainSeeds`), integer statistics are summed
+(:class:`~pygbn.inference.streams.ChainSeeds`), integer statistics are summed
 exactly in any order and float sums are formed per block and added in block
 order, so the chain is that of one process, bit for bit, whatever the
 partitioning.
@@ -35,8 +35,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.evaluation import perplexity_from_terms
-from pygbn.inference.gibbs import (ChainSeeds, GibbsSampler, SufficientStats,
-                                   check_global_invariants, check_local_invariants)
+from pygbn.inference.gibbs import (GibbsSampler, SufficientStats, check_global_invariants,
+                                   check_local_invariants)
+from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.testchain import HeldoutPredictive
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link
