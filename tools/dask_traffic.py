@@ -13,7 +13,8 @@ worker), and reports
 
 * seconds per iteration (mean after the first two; the smallest over
   ``--repeats`` fits, the runs interleaved, since a shared machine is noisy)
-  and the Dask overhead per iteration beside the one-process fit; and where
+  and the Dask overhead per iteration beside the one-process fit with as
+  many kernel threads as there are workers (``n_jobs = n_workers``); and where
   a Dask iteration goes: the partitions' own work (the slowest partition's
   time inside ``LocalPart.run``), the global update in the driver, and the
   rest (serialising, sending and receiving the message and the statistics,
@@ -125,13 +126,13 @@ def run(args) -> None:
     params = dict(n_components=args.K, n_layers=1, burn_in=args.iterations, n_collect=0,
                   prune=False, random_state=args.seed)
 
-    def one_process():
+    def one_process(n_jobs):
         times = []
-        model = pygbn.GBN(method="blocked", n_jobs=1, callback=lambda i: times.append(i["seconds"]),
+        model = pygbn.GBN(method="blocked", n_jobs=n_jobs, callback=lambda i: times.append(i["seconds"]),
                           **params).fit(X)
         return model, float(np.mean(times[2:]))
 
-    ref, one = one_process()
+    ref, one1 = one_process(1)
     rows_out, split = [], []
     original_send, original_close = ActorTransport.send, ActorTransport.close
     for n_workers in args.workers:
@@ -157,7 +158,7 @@ def run(args) -> None:
             with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                               dashboard_address=None) as cluster, Client(cluster) as client:
                 rows = -(-X.shape[0] // n_workers)
-                dask_s, parts_s, send_s = np.inf, np.inf, np.inf
+                dask_s, parts_s, send_s, one = np.inf, np.inf, np.inf, np.inf
                 for _ in range(args.repeats):
                     times, record["send"] = [], []
                     client.run(_time_local_parts)
@@ -169,7 +170,7 @@ def run(args) -> None:
                         per_part = np.array(list(client.run(_local_part_seconds).values()))
                         parts_s = float(np.mean(per_part.max(axis=0)[2:len(times)]))
                         send_s = float(np.mean(record["send"][2:len(times)]))
-                    one = min(one, one_process()[1])
+                    one = min(one, one_process(n_workers)[1])
                 rss = client.run(_peak_rss_mb)
         finally:
             ActorTransport.send, ActorTransport.close = original_send, original_close
@@ -182,7 +183,7 @@ def run(args) -> None:
                      f"{parts_s:.3f} | {dask_s - send_s:.3f} | {send_s - parts_s:.3f} |")
         rows_out.append(
             f"| DaskGBN, {n_workers} worker{'s' if n_workers > 1 else ''} | {dask_s:.3f} | "
-            f"{dask_s - one:+.3f} (one process: {one:.3f}) | {_mb(np.median(record['out']))} | "
+            f"{dask_s - one:+.3f} (one process, n_jobs={n_workers}: {one:.3f}) | {_mb(np.median(record['out']))} | "
             f"{_mb(np.median(record['in']))} | {np.median(record['nnz']):.0f} | {_mb(state)} ({parts}) | "
             f"{', '.join(f'{v:.0f}' for v in rss.values())} |")
         if not same:
@@ -191,7 +192,7 @@ def run(args) -> None:
           "in per partition MB/it | layer-one stats nnz per partition | state per partition MB | "
           "worker peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|")
-    print(f"| one process (blocked, n_jobs=1) | {one:.3f} | | | | | | "
+    print(f"| one process (blocked, n_jobs=1) | {one1:.3f} | | | | | | "
           f"{_peak_rss_mb():.0f} (this process) |")
     print("\n".join(rows_out))
     print("\n| run | s/iteration | partitions' own work | global update (driver) | messages |")
