@@ -113,6 +113,27 @@ def _mb(n) -> str:
     return f"{n / 2**20:.2f}"
 
 
+def dask_fit_times(X, K: int, n_workers: int, n_iterations: int, seed: int = 0):
+    """Seconds of each iteration of ``DaskGBN`` (one layer of ``K`` factors, no
+    pruning, ``n_jobs=1``) on ``X`` cut into ``n_workers`` partitions, on a
+    ``LocalCluster`` of ``n_workers`` single-threaded worker processes; and the
+    workers' peak resident sizes in MB.  (The Dask rows of tools/bench_scale.py.)"""
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from pygbn.dask import DaskGBN
+
+    times = []
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        DaskGBN(client=client, n_components=K, n_layers=1, burn_in=n_iterations, n_collect=0,
+                prune=False, n_jobs=1, random_state=seed,
+                callback=lambda info: times.append(info["seconds"])).fit(
+            da.from_array(X, chunks=(-(-X.shape[0] // n_workers), -1), asarray=False))
+        rss = list(client.run(_peak_rss_mb).values())
+    return times, rss
+
+
 def run(args) -> None:
     import dask.array as da
     from distributed import Client, LocalCluster
