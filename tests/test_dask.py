@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -206,13 +207,21 @@ def test_parameters(client):
     assert m.set_params(n_layers=2, checkpoint_every=None).n_layers == 2
 
 
-def test_import_pygbn_does_not_import_dask():
-    code = "import pygbn, sys; assert 'dask' not in sys.modules and 'distributed' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+def _python(code, tmp_path):
+    """Run ``code`` in a fresh interpreter importing this pygbn; the cwd is outside the
+    checkout ("-c" puts the cwd first on sys.path, and the checkout's pygbn/ has no
+    compiled kernels when pygbn is installed, as in CI)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(pygbn.__file__).resolve().parent.parent)}
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
 
 
-def test_missing_dask_says_how_to_install():
-    code = ("import sys; sys.modules['distributed'] = None\n"
-            "try:\n    import pygbn.dask\nexcept ImportError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+def test_import_pygbn_does_not_import_dask(tmp_path):
+    _python("import pygbn, sys; assert 'dask' not in sys.modules and 'distributed' not in sys.modules",
+            tmp_path)
+
+
+def test_missing_dask_says_how_to_install(tmp_path):
+    out = _python("import sys; sys.modules['distributed'] = None\n"
+                  "try:\n    import pygbn.dask\nexcept ImportError as e:\n    print(e)\n", tmp_path)
     assert 'pip install "augmentable-gbn[dask]"' in out.stdout
