@@ -17,6 +17,8 @@ import scipy.sparse as sp
 __all__ = [
     "check_random_state",
     "spawn_generators",
+    "draw_entropy",
+    "generators_from_entropy",
     "BlockStreams",
     "bitgen_address",
     "check_int",
@@ -70,11 +72,28 @@ def spawn_generators(rng: np.random.Generator, n: int) -> list[np.random.Generat
     The children are seeded by a :class:`~numpy.random.SeedSequence` whose
     entropy is drawn from ``rng`` (advancing it), then spawned, so the result
     is a deterministic function of ``rng``'s state and works for every bit
-    generator type.  Children are PCG64 generators.
+    generator type.  Children are PCG64 generators.  Equivalent to
+    ``generators_from_entropy(draw_entropy(rng), 0, n)``.
     """
-    entropy = rng.integers(0, 2**32, size=8, dtype=np.uint64)
-    children = np.random.SeedSequence([int(e) for e in entropy]).spawn(int(n))
-    return [np.random.Generator(np.random.PCG64(c)) for c in children]
+    return generators_from_entropy(draw_entropy(rng), 0, int(n))
+
+
+def draw_entropy(rng: np.random.Generator) -> tuple:
+    """Draw the entropy of a family of child streams from ``rng`` (eight 32-bit ints)."""
+    return tuple(int(e) for e in rng.integers(0, 2**32, size=8, dtype=np.uint64))
+
+
+def generators_from_entropy(entropy, first: int, stop: int) -> list[np.random.Generator]:
+    """Children ``first, ..., stop - 1`` of the stream family seeded by ``entropy``.
+
+    Child ``b`` is ``PCG64(SeedSequence(entropy, spawn_key=(b,)))``, which is
+    exactly the ``b``-th child of ``SeedSequence(entropy).spawn(n)``: any
+    contiguous range of a family's streams can be rebuilt on its own (a
+    worker holding blocks ``first..stop-1`` of a corpus needs only the
+    entropy, not the other streams).
+    """
+    return [np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(entropy), spawn_key=(b,))))
+            for b in range(int(first), int(stop))]
 
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -113,7 +132,21 @@ class BlockStreams:
 
     def __init__(self, rng: np.random.Generator, n_blocks: int):
         n_blocks = check_int(n_blocks, "n_blocks", 1)
-        self.generators = spawn_generators(rng, n_blocks)
+        self._set(spawn_generators(rng, n_blocks))
+
+    @classmethod
+    def from_entropy(cls, entropy, first: int, stop: int) -> "BlockStreams":
+        """Streams ``first, ..., stop - 1`` of the family seeded by ``entropy``
+        (see :func:`generators_from_entropy`); ``BlockStreams(rng, n)`` is
+        ``from_entropy(draw_entropy(rng), 0, n)``."""
+        if stop <= first:
+            raise ValueError(f"need at least one stream, got blocks {first}..{stop}")
+        streams = cls.__new__(cls)
+        streams._set(generators_from_entropy(entropy, first, stop))
+        return streams
+
+    def _set(self, generators) -> None:
+        self.generators = generators
         self.addresses = np.array([bitgen_address(g) for g in self.generators], dtype=np.uintp)
 
     def __len__(self) -> int:

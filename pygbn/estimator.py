@@ -264,6 +264,19 @@ class GBN:
         elif names is not None:
             vocabulary = names
         rng = check_random_state(self.random_state)
+        res = self._run_training(p, lambda callback: fit_layerwise(
+            Y, p["schedule"], link=link, n_components=p["K"], eta=p["etas"], method=p["method"],
+            n_jobs=p["n_jobs"], random_state=rng, hyper=p["hyper"], heldout=H,
+            callback=callback, check=self.check))
+        for net in res.networks:
+            net.vocabulary = vocabulary
+        return self._set_state(res.networks, method=p["method"],
+                               seconds_per_iteration=res.seconds_per_iteration,
+                               perplexity=res.perplexity if H is not None else None)
+
+    def _run_training(self, p: dict, train: Callable):
+        """``train(callback)`` (a layer-wise fit returning a ``FitResult``) with the
+        progress display of ``verbose`` and the user's ``callback`` wired in."""
         progress = _Progress(p["verbose_every"]) if p["verbose_every"] else None
         user_cb = self.callback
 
@@ -276,17 +289,10 @@ class GBN:
 
         with _verbose_logging(progress is not None):
             t0 = time.perf_counter()
-            res = fit_layerwise(
-                Y, p["schedule"], link=link, n_components=p["K"], eta=p["etas"], method=p["method"],
-                n_jobs=p["n_jobs"], random_state=rng, hyper=p["hyper"], heldout=H,
-                callback=cb if (progress or user_cb) else None, check=self.check)
+            res = train(cb if (progress or user_cb) else None)
             logger.info("fit done in %.1f s: widths %s", time.perf_counter() - t0,
                         res.networks[-1].widths if res.networks else [])
-        for net in res.networks:
-            net.vocabulary = vocabulary
-        return self._set_state(res.networks, method=p["method"],
-                               seconds_per_iteration=res.seconds_per_iteration,
-                               perplexity=res.perplexity if H is not None else None)
+        return res
 
     @classmethod
     def from_networks(cls, networks, **params) -> "GBN":

@@ -41,6 +41,7 @@ import scipy.sparse as sp
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked
 from pygbn.inference.collapsed_state import CollapsedState
+from pygbn.inference.streams import ChainSeeds
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -48,7 +49,8 @@ from pygbn.random import crt
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GibbsSampler", "SufficientStats", "check_invariants", "check_chain_input", "BLOCK_SIZE"]
+__all__ = ["GibbsSampler", "SufficientStats", "check_invariants",
+           "check_global_invariants", "check_local_invariants", "check_chain_input", "BLOCK_SIZE"]
 
 #: documents per block of the parallel kernels (fixed: independent of n_jobs)
 BLOCK_SIZE = 128
@@ -160,9 +162,23 @@ class GibbsSampler:
     tokens : CollapsedState or None
         The token labels of the collapsed layer one (method "collapsed");
         ``m[0]`` and ``layers[0].counts`` are its counts.
+    seeds : ChainSeeds
+        Entropy of the chain's streams (drawn from ``random_state`` unless given).
+    first_block : int
+        Index of the chain's first document block in the whole corpus (0 unless
+        the chain holds the local part of a larger one, see
+        :mod:`pygbn.inference.partition`).
 
     Notes
     -----
+    The state splits into a *global* part (each Phi^(t) and its counts, r,
+    gamma0, c0, the serial and column streams) and a *local* part (the rows
+    of the data, theta^(t), c^(t), m^(t), the link's aux and the block
+    streams of the chain's documents).  One process holds both for all
+    documents; a distributed driver holds the global part on a chain of no
+    documents and one local part per range of blocks elsewhere
+    (:mod:`pygbn.inference.partition`).
+
     The constructor checks the network against the data
     (:func:`check_chain_input`) and resolves ``n_jobs`` (None: 1, -1: all
     cores); :meth:`sweep` and :meth:`local_upward` check that the per-sample
@@ -172,10 +188,10 @@ class GibbsSampler:
     """
 
     def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
-                 n_jobs: int = 1, random_state=None, update_globals: bool = True):
+                 n_jobs: int = 1, random_state=None, update_globals: bool = True,
+                 seeds: Optional[ChainSeeds] = None, first_block: int = 0):
         check_chain_input(network, Y)
         n_jobs = effective_n_jobs(n_jobs)
-        rng = check_random_state(random_state)
         self.network = network
         self.link: Link = network.link
         self.hyper: Hyperparameters = network.hyper
@@ -191,14 +207,13 @@ class GibbsSampler:
         # random streams: one private serial stream, per-block streams for documents
         # and for Phi columns, and separate streams for evaluation draws (so that
         # measuring held-out perplexity does not change the chain)
-        self.rng = spawn_generators(rng, 1)[0]
+        self.seeds = ChainSeeds.draw(check_random_state(random_state)) if seeds is None else seeds
+        self.first_block = int(first_block)
         self.bounds = block_bounds(self.n_docs, BLOCK_SIZE)
         n_blocks = max(1, len(self.bounds) - 1)
-        self.doc_streams = BlockStreams(rng, n_blocks)
-        max_width = max(network.widths)
-        self.col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
-        self.eval_streams = BlockStreams(rng, n_blocks)
-        self.eval_col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
+        n_col_blocks = -(-max(network.widths) // COLUMN_BLOCK) + 1
+        (self.rng, self.doc_streams, self.col_streams, self.eval_streams,
+         self.eval_col_streams) = self.seeds.streams(self.first_block, n_blocks, n_col_blocks)
         self.indptr, self.indices, self.values = _as_kernel_csr(Y)
         self.aux = np.empty(0, dtype=np.float64)
         self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
@@ -221,18 +236,36 @@ class GibbsSampler:
         link = get_link(link)
         hyper = hyper or Hyperparameters()
         K = int(n_components)
-        J, V = Y.shape
+        V = Y.shape[1]
         init_rng = spawn_generators(rng, 1)[0]
         phi = init_rng.random((V, K))
         phi /= phi.sum(axis=0, keepdims=True)
-        # theta^(1) is integrated out by the collapsed sampler
-        theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
-        layer = Layer(phi=phi, eta=float(eta), theta=theta, c=np.ones(J),
-                      counts=np.zeros((V, K), dtype=np.int64))
+        layer = Layer(phi=phi, eta=float(eta), counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
-        s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True)
-        s.aux = link.init_aux(Y, s.rng, hyper)
+        return cls.starting_from(net, Y, method=method, n_jobs=n_jobs, random_state=rng)
+
+    @classmethod
+    def starting_from(cls, network: Network, Y: sp.csr_matrix, *, method: str = "blocked",
+                      n_jobs: int = 1, random_state=None, seeds: Optional[ChainSeeds] = None,
+                      first_block: int = 0) -> "GibbsSampler":
+        """A training chain on the one-layer ``network`` (its globals as given), with
+        the documents' state at the authors' initial values: theta^(1) = 1/K
+        (blocked; the collapsed sampler integrates it out, its labels are drawn
+        uniformly), c_j^(2) = 1 and the link's initial aux.
+
+        :meth:`for_training` draws the network; the local part of a distributed
+        chain passes the global part's network, its ``seeds`` and its
+        ``first_block`` (:mod:`pygbn.inference.partition`).
+        """
+        J = Y.shape[0]
+        layer = network.layers[0]
+        K = layer.width
+        layer.theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
+        layer.c = np.ones(J)
+        s = cls(network, Y, method=method, n_jobs=n_jobs, random_state=random_state,
+                update_globals=True, seeds=seeds, first_block=first_block)
+        s.aux = network.link.init_aux(Y, s.rng, network.hyper)
         if method == "collapsed":
             s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng))
         return s
@@ -324,7 +357,14 @@ class GibbsSampler:
         if t == net.depth:
             return np.maximum(net.r, _TINY)[None, :]
         upper = net.layers[t]
-        prior = upper.theta @ upper.phi.T
+        # one product per document block: a block's rows are then computed by the same
+        # BLAS call whichever documents share the chain (BLAS may round a row of a
+        # product differently with the number of rows), so a part of the documents on
+        # another machine gets exactly the rows it gets here
+        prior = np.empty((self.n_docs, upper.n_inputs))
+        phi_t = upper.phi.T
+        for b0, b1 in zip(self.bounds[:-1], self.bounds[1:]):
+            np.matmul(upper.theta[b0:b1], phi_t, out=prior[b0:b1])
         np.maximum(prior, _TINY, out=prior)
         return prior
 
@@ -516,7 +556,7 @@ class GibbsSampler:
         bounds, _ = self._blocks(blocks)
         L_top = self.log_rates()[-1]
         sum_L = np.array([L_top[bounds[i]:bounds[i + 1]].sum() for i in range(len(bounds) - 1)])
-        first = 0 if blocks is None else blocks[0]
+        first = self.first_block + (0 if blocks is None else blocks[0])
         return SufficientStats(counts=counts, x_top=x_top, sum_L_blocks=sum_L, first_block=first)
 
     def update_globals_from(self, stats: "SufficientStats") -> None:
@@ -556,21 +596,36 @@ class GibbsSampler:
         self.iteration += 1
 
     # -------------------------------------------------------- structure changes
-    def prune_top(self) -> int:
+    def top_usage(self) -> np.ndarray:
+        """``sum_j m^(T)(T+1)_kj`` over the chain's documents (int64, one entry per top factor)."""
+        return self.m[-1].sum(axis=0)
+
+    def prune_top(self, used: Optional[np.ndarray] = None) -> int:
         """Remove the top layer's inactive factors (Algorithm 1, line 13).
 
         A factor is inactive when no count is assigned to it
-        (``sum_j m^(T)(T+1)_kj = 0``).  Its column of Phi^(T), row of theta^(T)
-        and entry of r are removed, and gamma0 is scaled by the kept fraction.
-        At least one factor is kept.  Returns the new width.
+        (``sum_j m^(T)(T+1)_kj = 0``; ``used`` gives those sums when the
+        documents live elsewhere, default :meth:`top_usage`).  Its column of
+        Phi^(T), row of theta^(T) and entry of r are removed, and gamma0 is
+        scaled by the kept fraction (:meth:`keep_top`).  At least one factor
+        is kept.  Returns the new width.
         """
+        return self.keep_top(self.top_keep(used))
+
+    def top_keep(self, used: Optional[np.ndarray] = None) -> np.ndarray:
+        """The top factors :meth:`prune_top` keeps: those with ``used > 0``, or
+        the one with the largest r_k when none is used (bool mask)."""
+        keep = (self.top_usage() if used is None else np.asarray(used)) > 0
+        if not keep.any():
+            keep[int(np.argmax(self.network.r))] = True
+        return keep
+
+    def keep_top(self, keep: np.ndarray) -> int:
+        """Keep the top layer's factors where ``keep`` is True (both parts of the
+        state); nothing changes when all are kept.  Returns the new width."""
         net = self.network
         T = net.depth
         top = net.layers[-1]
-        used = self.m[-1].sum(axis=0)
-        keep = used > 0
-        if not keep.any():
-            keep[int(np.argmax(net.r))] = True
         K = keep.size
         n_keep = int(keep.sum())
         if n_keep == K:
@@ -589,17 +644,20 @@ class GibbsSampler:
         logger.debug("pruned layer %d from %d to %d factors", T, K, n_keep)
         return n_keep
 
-    def add_layer(self, eta: float) -> None:
+    def add_layer(self, eta: float, phi: Optional[np.ndarray] = None) -> None:
         """Add a hidden layer on top (Algorithm 1, line 2).
 
         Its width bound is the width of the current top layer; Phi^(T+1) has
-        uniform(0, 1) entries with normalised columns, theta^(T+1) = 1/K,
-        r_k = 1/K, gamma0 = K / K_1, c0 = 1 and c_j^(T+2) = 1.
+        uniform(0, 1) entries with normalised columns (drawn from the serial
+        stream unless given: the local part of a chain gets the global part's
+        draw), theta^(T+1) = 1/K, r_k = 1/K, gamma0 = K / K_1, c0 = 1 and
+        c_j^(T+2) = 1.
         """
         net = self.network
         K = net.layers[-1].width
-        phi = self.rng.random((K, K))
-        phi /= phi.sum(axis=0, keepdims=True)
+        if phi is None:
+            phi = self.rng.random((K, K))
+            phi /= phi.sum(axis=0, keepdims=True)
         net.layers.append(Layer(phi=np.ascontiguousarray(phi), eta=float(eta),
                                 theta=np.full((self.n_docs, K), 1.0 / K), c=np.ones(self.n_docs),
                                 counts=np.zeros((K, K), dtype=np.int64)))
@@ -609,22 +667,27 @@ class GibbsSampler:
         self.m.append(np.zeros((self.n_docs, K), dtype=np.int64))
 
     # ----------------------------------------------------------------- outputs
-    def snapshot(self) -> Network:
+    def snapshot(self, c: Optional[Sequence[np.ndarray]] = None,
+                 aux: Optional[np.ndarray] = None) -> Network:
         """The fitted network at this point of the chain (Algorithm 1, output).
 
         Each Phi^(t) is the posterior mean given the last sample's counts,
         ``(eta + x^(t)_{:.k}) / sum``; r, gamma0 and c0 are the last sample;
-        each layer keeps the median over samples of c_j^(t+1).
+        each layer keeps the median over samples of c_j^(t+1) (and the link
+        its summary of the aux).  ``c`` (one array per layer) and ``aux`` give
+        the per-sample values of all documents when they live elsewhere
+        (default: the chain's own).
         """
         net = self.network
+        c = [layer.c for layer in net.layers] if c is None else c
         layers = []
-        for layer in net.layers:
+        for layer, c_t in zip(net.layers, c):
             phi = layer.posterior_mean_phi() if (self.update_globals and layer.counts is not None) \
                 else layer.phi.copy()
-            c_med = float(np.median(layer.c)) if layer.c is not None and layer.c.size else layer.c_median
+            c_med = float(np.median(c_t)) if c_t is not None and c_t.size else layer.c_median
             layers.append(Layer(phi=np.ascontiguousarray(phi), eta=layer.eta, c_median=c_med))
         link = net.link.from_dict(net.link.to_dict())
-        link.summarize_aux(self.aux)
+        link.summarize_aux(self.aux if aux is None else aux)
         return Network(layers=layers, r=net.r.copy(), gamma0=net.gamma0, c0=net.c0,
                        hyper=net.hyper, link=link,
                        vocabulary=None if net.vocabulary is None else list(net.vocabulary))
@@ -659,7 +722,16 @@ def check_invariants(sampler: GibbsSampler) -> None:
     the layer-one counts adds up to the data (Poisson link) or to the
     latent counts; counts propagated up never exceed the counts below
     (``1 <= CRT(m) <= m``); the collapsed counts agree with the labels.
+    :func:`check_global_invariants` then :func:`check_local_invariants`.
     """
+    check_global_invariants(sampler)
+    check_local_invariants(sampler)
+
+
+def check_global_invariants(sampler: GibbsSampler) -> None:
+    """The checks of :func:`check_invariants` on the global part: Phi^(t), r,
+    gamma0, c0, and (when the chain holds documents) the layer-one term counts
+    against the data."""
     net = sampler.network
     for t, layer in enumerate(net.layers, start=1):
         phi = layer.phi
@@ -669,25 +741,33 @@ def check_invariants(sampler: GibbsSampler) -> None:
             err = np.abs(phi.sum(axis=0) - 1.0).max()
             if err > 1e-9:
                 raise AssertionError(f"Phi^({t}) columns do not sum to 1 (max error {err:g})")
-        if layer.theta is not None and not (sampler.method == "collapsed" and t == 1):
-            if not np.isfinite(layer.theta).all() or (layer.theta <= 0).any():
-                raise AssertionError(f"theta^({t}) not finite and positive")
-        if layer.c is not None and (not np.isfinite(layer.c).all() or (layer.c <= 0).any()):
-            raise AssertionError(f"c^({t + 1}) not finite and positive")
     if not np.isfinite(net.r).all() or (net.r <= 0).any():
         raise AssertionError("r not finite and positive")
     for name, v in (("gamma0", net.gamma0), ("c0", net.c0)):
         if not (np.isfinite(v) and v > 0):
             raise AssertionError(f"{name} = {v} not finite and positive")
+    if sampler.link.latent_mode == LATENT_COUNTS and sampler.n_docs \
+            and (sampler.update_globals or sampler.method == "collapsed"):
+        col = np.asarray(sampler.Y.sum(axis=0)).ravel().astype(np.int64)
+        if not np.array_equal(net.layers[0].counts.sum(axis=1), col):
+            raise AssertionError("layer-one term counts do not add up to the data")
+
+
+def check_local_invariants(sampler: GibbsSampler) -> None:
+    """The checks of :func:`check_invariants` on the local part: theta^(t), c^(t)
+    and the counts m^(t) of the chain's documents, and the collapsed tokens."""
+    net = sampler.network
+    for t, layer in enumerate(net.layers, start=1):
+        if layer.theta is not None and not (sampler.method == "collapsed" and t == 1):
+            if not np.isfinite(layer.theta).all() or (layer.theta <= 0).any():
+                raise AssertionError(f"theta^({t}) not finite and positive")
+        if layer.c is not None and (not np.isfinite(layer.c).all() or (layer.c <= 0).any()):
+            raise AssertionError(f"c^({t + 1}) not finite and positive")
     m1 = sampler.m[0]
     if sampler.link.latent_mode == LATENT_COUNTS:
         row = np.asarray(sampler.Y.sum(axis=1)).ravel()
         if not np.array_equal(m1.sum(axis=1), row.astype(np.int64)):
             raise AssertionError("sum_k x_vjk != x_vj (layer-one split does not add up)")
-        if sampler.update_globals or sampler.method == "collapsed":
-            col = np.asarray(sampler.Y.sum(axis=0)).ravel().astype(np.int64)
-            if not np.array_equal(net.layers[0].counts.sum(axis=1), col):
-                raise AssertionError("layer-one term counts do not add up to the data")
     for t in range(2, net.depth + 1):
         below, here = sampler.m[t - 2], sampler.m[t - 1]
         tot_below = below.sum(axis=1)

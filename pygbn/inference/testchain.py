@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import check_int, check_random_state, effective_n_jobs
-from pygbn.evaluation import perplexity_from_sums
+from pygbn.evaluation import heldout_log_terms, perplexity_from_sums
 from pygbn.inference import _blocked
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
 from pygbn.model.network import Network
@@ -70,6 +70,12 @@ class HeldoutPredictive:
         if self.n_samples == 0:
             return float("nan")
         return perplexity_from_sums(self.values, self.indptr, self.rate_sums, self.norm_sums)
+
+    def log_terms(self) -> np.ndarray:
+        """The per-cell terms ``y ln q`` of the perplexity
+        (:func:`pygbn.evaluation.heldout_log_terms`), for combining the cells of
+        documents spread over several machines."""
+        return heldout_log_terms(self.values, self.indptr, self.rate_sums, self.norm_sums)
 
 
 @dataclass
