@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, spawn_generators
-from pygbn.inference import _blocked
+from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
@@ -156,6 +156,11 @@ class GibbsSampler:
         self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
+        # values that only change with one array: theta^(t)'s row sums (kept by
+        # sample_theta) and the log rates (functions of the c's), each with the
+        # arrays it was computed from (checked by identity)
+        self._theta_sums: dict = {}
+        self._log_rates: Optional[tuple] = None
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -230,12 +235,35 @@ class GibbsSampler:
 
         ``L^(1) = 1`` (``p^(1) = 1 - e^-1``) and
         ``L^(t+1) = ln(1 + L^(t) / c^(t+1))``, which is eq:p written so that it
-        stays accurate for p near 0 or 1.
+        stays accurate for p near 0 or 1.  Computed again only when some
+        ``c^(t)`` has changed (the arrays are compared by identity: the
+        sampler replaces them, never writes into them).
         """
+        cs = [layer.c for layer in self.network.layers]
+        cached = self._log_rates
+        if cached is not None and len(cached[0]) == len(cs) and all(a is b for a, b in zip(cached[0], cs)):
+            return cached[1]
         L = [np.ones(self.n_docs)]
-        for layer in self.network.layers:
-            L.append(np.log1p(L[-1] / layer.c))
+        for c in cs:
+            L.append(np.log1p(L[-1] / c))
+        self._log_rates = (cs, L)
         return L
+
+    def theta_sums(self, t: int) -> np.ndarray:
+        """``theta^(t)_.j = sum_k theta^(t)_kj`` (eq:step6), summed left to right.
+
+        Kept from the last :meth:`sample_theta` of the layer (the kernel sums
+        the rows as it draws them); summed again only if ``layers[t-1].theta``
+        is another array since.
+        """
+        theta = self.network.layers[t - 1].theta
+        cached = self._theta_sums.get(t)
+        if cached is not None and cached[0] is theta:
+            return cached[1]
+        sums = np.empty(theta.shape[0])
+        _upper.row_sums(np.ascontiguousarray(theta), sums)
+        self._theta_sums[t] = (theta, sums)
+        return sums
 
     def set_tokens(self, tokens: CollapsedState) -> None:
         """Use ``tokens`` as the collapsed layer-one state: ``m[0]`` becomes its
@@ -246,13 +274,14 @@ class GibbsSampler:
 
     def _doc_prior(self, t: int) -> np.ndarray:
         """Prior shapes of theta^(t): ``r`` (one shared row) at the top, else
-        ``theta^(t+1) Phi^(t+1)^T`` (one row per sample), floored positive."""
+        ``theta^(t+1) Phi^(t+1)^T`` (one row per sample), floored positive
+        (formed block by block, :func:`pygbn.inference._upper.doc_prior`)."""
         net = self.network
         if t == net.depth:
             return np.maximum(net.r, _TINY)[None, :]
         upper = net.layers[t]
-        prior = upper.theta @ upper.phi.T
-        np.maximum(prior, _TINY, out=prior)
+        prior = np.empty((self.n_docs, upper.n_inputs))
+        _upper.doc_prior(upper.theta, upper.phi, self.bounds, prior, self.n_threads)
         return prior
 
     # ----------------------------------------------------------- doc blocks
@@ -313,17 +342,18 @@ class GibbsSampler:
         ``x^(t)_vj ~ CRT(m^(t-1)(t)_vj, phi^(t)_v: theta^(t)_j)`` and its split
         over the K_t factors in proportion to ``phi^(t)_vk theta^(t)_kj``;
         sets ``m[t-1]`` for the documents of ``blocks`` and returns their
-        counts ``x^(t)_{v.k}`` (the statistic of Phi^(t)).
+        counts ``x^(t)_{v.k}`` (the statistic of Phi^(t); ``None`` when the
+        chain's global parameters are fixed).
         """
         layer = self.network.layers[t - 1]
         bounds, streams = self._blocks(blocks)
         nt = self.n_threads
-        n_out = np.zeros((nt, layer.n_inputs, layer.width), dtype=np.int64)
-        # the kernel also reports each document's table total; nothing here needs it
-        # (m[t-1] holds the split), but its signature requires the buffer
-        unused_tables = np.empty(self.n_docs, dtype=np.int64)
-        _blocked.split_dense_crt(self.m[t - 2], layer.phi, layer.theta, bounds, streams,
-                                 self.m[t - 1], n_out, unused_tables, nt)
+        # the statistics of Phi^(t) are gathered only when Phi^(t) is drawn
+        n_out = np.zeros((nt if self.update_globals else 0, layer.n_inputs, layer.width), dtype=np.int64)
+        _upper.propagate_counts(self.m[t - 2], layer.phi, layer.theta, bounds, streams,
+                                self.m[t - 1], n_out, nt)
+        if not self.update_globals:
+            return None
         return n_out.sum(axis=0) if nt > 1 else n_out[0]
 
     def top_tables(self, blocks=None) -> np.ndarray:
@@ -389,7 +419,7 @@ class GibbsSampler:
         T = net.depth
         theta_dot = np.empty((self.n_docs, T))
         for t in range(2, T + 1):
-            theta_dot[:, t - 2] = net.layers[t - 1].theta.sum(axis=1)
+            theta_dot[:, t - 2] = self.theta_sums(t)
         theta_dot[:, T - 1] = float(net.r.sum())
         m_dot = self.m[0].sum(axis=1).astype(np.float64)
         c = np.empty((self.n_docs, T))
@@ -409,14 +439,32 @@ class GibbsSampler:
         Parallel over document blocks.
         """
         layer = self.network.layers[t - 1]
-        L = self.log_rates()
-        rate = np.ascontiguousarray(layer.c + L[t - 1])
-        prior = self._doc_prior(t)
+        rate = np.ascontiguousarray(layer.c + self.log_rates()[t - 1])
         if layer.theta is None or layer.theta.shape != (self.n_docs, layer.width):
             layer.theta = np.empty((self.n_docs, layer.width), dtype=np.float64)
+        cached = self._theta_sums.get(t)
+        if cached is None or cached[0] is not layer.theta:
+            cached = (layer.theta, np.zeros(self.n_docs) if t > 1 else np.empty(0))
+            if t > 1 and blocks is not None:
+                _upper.row_sums(layer.theta, cached[1])
+            self._theta_sums[t] = cached
         bounds, streams = self._blocks(blocks)
-        _blocked.sample_gamma_rows(np.ascontiguousarray(prior), self.m[t - 1], rate, bounds,
-                                   streams, layer.theta, self.n_threads)
+        self._draw_theta(t, rate, bounds, streams, layer.theta, cached[1])
+
+    def _draw_theta(self, t: int, rate: np.ndarray, bounds: np.ndarray, streams: np.ndarray,
+                    out: np.ndarray, row_sums: np.ndarray) -> None:
+        """``out[j] ~ Gam(prior_j + m^(t)_j, 1/rate_j)`` for the documents of ``bounds``
+        (eq:step4; the prior of :meth:`_doc_prior`, formed block by block inside
+        the kernel), with their row sums in ``row_sums`` unless it is empty."""
+        net = self.network
+        if t == net.depth:
+            up_theta, up_phi = np.empty((0, 0)), np.empty((0, 0))
+            prior_row = np.ascontiguousarray(np.maximum(net.r, _TINY))
+        else:
+            upper = net.layers[t]
+            up_theta, up_phi, prior_row = upper.theta, upper.phi, np.empty(0)
+        _upper.sample_theta(up_theta, up_phi, prior_row, self.m[t - 1], rate, bounds, streams,
+                            out, row_sums, self.n_threads)
 
     # ---------------------------------------------------------------- one sweep
     def local_upward(self, blocks=None, update_p_c: bool = True) -> "SufficientStats":
@@ -440,8 +488,10 @@ class GibbsSampler:
         if update_p_c:
             self.sample_p_c(blocks)
         bounds, _ = self._blocks(blocks)
-        L_top = self.log_rates()[-1]
-        sum_L = np.array([L_top[bounds[i]:bounds[i + 1]].sum() for i in range(len(bounds) - 1)])
+        sum_L = np.zeros(0)
+        if self.update_globals:
+            L_top = self.log_rates()[-1]
+            sum_L = np.array([L_top[bounds[i]:bounds[i + 1]].sum() for i in range(len(bounds) - 1)])
         first = 0 if blocks is None else blocks[0]
         return SufficientStats(counts=counts, x_top=x_top, sum_L_blocks=sum_L, first_block=first)
 
@@ -572,8 +622,7 @@ class GibbsSampler:
         phi = self.sample_phi(1, streams=col_streams)
         rate = np.ascontiguousarray(layer.c + 1.0)
         theta = np.empty((self.n_docs, layer.width))
-        _blocked.sample_gamma_rows(np.ascontiguousarray(self._doc_prior(1)), self.m[0], rate,
-                                   self.bounds, streams.addresses, theta, self.n_threads)
+        self._draw_theta(1, rate, self.bounds, streams.addresses, theta, np.empty(0))
         return phi, theta
 
 
