@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from pygbn._utils import check_random_state
 from pygbn.model.links import PoissonLink
 
-__all__ = ["split_tokens", "perplexity_from_sums"]
+__all__ = ["split_tokens", "perplexity_from_sums", "heldout_log_terms", "perplexity_from_terms"]
 
 
 def split_tokens(X, train_fraction: float = 0.3, random_state=None) -> Tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -86,7 +86,25 @@ def perplexity_from_sums(heldout_values: np.ndarray, indptr: np.ndarray, rate_su
     """
     if heldout_values.size == 0:
         return float("nan")
+    return perplexity_from_terms(heldout_log_terms(heldout_values, indptr, rate_sums, norm_sums),
+                                 np.sum(heldout_values))
+
+
+def heldout_log_terms(heldout_values: np.ndarray, indptr: np.ndarray, rate_sums: np.ndarray,
+                      norm_sums: np.ndarray) -> np.ndarray:
+    """The per-cell terms ``y_vj ln q_vj`` of :func:`perplexity_from_sums` (same arguments).
+
+    Each term depends on its own document only, so documents spread over
+    several machines give exactly the terms of one process.
+    """
     doc = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
     with np.errstate(divide="ignore"):
         logp = np.log(rate_sums) - np.log(norm_sums[doc])
-    return float(np.exp(-np.sum(heldout_values * logp) / np.sum(heldout_values)))
+    return heldout_values * logp
+
+
+def perplexity_from_terms(log_terms: np.ndarray, n_tokens: float) -> float:
+    """``exp(-sum(log_terms) / n_tokens)``: the perplexity from the per-cell terms of
+    :func:`heldout_log_terms` (all documents' cells, in CSR order, summed in one
+    call so that the rounding is that of one process) and the held-out token count."""
+    return float(np.exp(-np.sum(log_terms) / n_tokens))

@@ -34,7 +34,9 @@ API_SECTIONS = [
     ("pygbn", "The estimator, saving and loading it, and the top-level helpers. "
      "`pygbn.split_tokens` is documented under `pygbn.evaluation`; the "
      "object model is re-exported from `pygbn.model`; `pygbn.explore`, `pygbn.text`, "
-     "`pygbn.datasets` and `pygbn.random` are the modules below.", ["GBN", "save", "load"]),
+     "`pygbn.datasets` and `pygbn.random` are the modules below. `pygbn.dask.DaskGBN` (the "
+     "optional extra `[dask]`) is documented in [scaling.md](scaling.md).",
+     ["GBN", "save", "load", "get_include"]),
     ("pygbn.model", "The object model: a `Network` is a stack of `Layer`s under a top-layer "
      "shape `r`, observed through a `Link`.", None),
     ("pygbn.io", "Model files without pickle: networks and plain data (`pygbn.save` and "
@@ -52,6 +54,8 @@ API_SECTIONS = [
     ("pygbn.inference", "The Gibbs sampler itself (advanced use: the estimator drives it).",
      ["GibbsSampler", "fit_layerwise", "Schedule", "FitResult", "infer_local", "LocalInference",
       "HeldoutPredictive"]),
+    ("pygbn.inference.partition", "The chain split into a global part and local parts (what "
+     "`pygbn.dask` runs on the workers; see [engine.md](engine.md)).", None),
     ("pygbn.inference.geweke", "Geweke's getting-it-right test harness.", None),
     ("pygbn.cli", "The command line (see [cli.md](cli.md)).", ["main", "build_parser", "help_text"]),
 ]

@@ -11,7 +11,7 @@ fixed blocks of documents, block ``b`` drawing only from stream
 * :func:`sample_theta`: eq:step4 fused with its prior: the prior rows
   ``theta^(t+1) Phi^(t+1)^T`` of a document block are formed by BLAS into a
   per-block buffer (no J x K_t temporary) and the gamma draws are made by
-  :c:func:`pygbn.random._inline.gamma_scaled`; the row sums of theta come
+  :c:func:`pygbn.random._inline.gamma_row_scaled`; the row sums of theta come
   with it.
 * :func:`doc_prior`: the same prior rows, for the collapsed layer-one sweep.
 

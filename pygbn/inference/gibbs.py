@@ -38,9 +38,10 @@ from typing import List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import BlockStreams, block_bounds, check_random_state, spawn_generators
+from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
+from pygbn.inference.streams import ChainSeeds
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -48,13 +49,51 @@ from pygbn.random import crt
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GibbsSampler", "SufficientStats", "check_invariants", "BLOCK_SIZE"]
+__all__ = ["GibbsSampler", "SufficientStats", "check_invariants",
+           "check_global_invariants", "check_local_invariants", "check_chain_input", "BLOCK_SIZE"]
 
 #: documents per block of the parallel kernels (fixed: independent of n_jobs)
 BLOCK_SIZE = 128
 #: Phi columns per block of the parallel Dirichlet draws
 COLUMN_BLOCK = 8
 _TINY = np.finfo(np.float64).tiny
+
+
+def check_chain_input(network: Network, Y, values: bool = True) -> None:
+    """Raise ValueError unless ``network`` and the data ``Y`` fit together.
+
+    ``Y`` must be a scipy.sparse CSR matrix with ``network.n_features``
+    columns; the network's shapes must chain (:meth:`Network.check`: each
+    Phi^(t) has as many rows as layer t-1 has nodes, r one entry per top
+    node); every per-sample array present on a layer must have one row per
+    sample of ``Y`` (``theta`` (J, K_t), ``c`` (J,)) and ``counts`` the shape
+    of Phi^(t).  The message names the mismatch.  This runs before any
+    kernel, since the kernels do not check bounds.  With ``values=False``
+    only shapes are checked (not that Phi and r are finite and nonnegative).
+    """
+    if not (sp.issparse(Y) and Y.format == "csr"):
+        raise ValueError(f"Y must be a scipy.sparse CSR matrix (validated by the link's check_data), "
+                         f"got {type(Y).__name__}")
+    if values:
+        network.check()
+    else:
+        for t in range(2, network.depth + 1):
+            if network.layers[t - 1].n_inputs != network.layers[t - 2].width:
+                raise ValueError(f"Phi^({t}) has {network.layers[t - 1].n_inputs} rows but layer {t - 1} "
+                                 f"has width {network.layers[t - 2].width}")
+        if np.shape(network.r) != (network.layers[-1].width,):
+            raise ValueError(f"r must have shape ({network.layers[-1].width},), got {np.shape(network.r)}")
+    J, V = Y.shape
+    if V != network.n_features:
+        raise ValueError(f"Y has {V} columns but the network has {network.n_features} features "
+                         f"(Phi^(1) has {network.n_features} rows)")
+    for t, layer in enumerate(network.layers, start=1):
+        K = layer.width
+        for name, arr, shape in (("theta", layer.theta, (J, K)), ("c", layer.c, (J,)),
+                                 ("counts", layer.counts, (layer.n_inputs, K))):
+            if arr is not None and np.shape(arr) != shape:
+                raise ValueError(f"layer {t}'s {name} has shape {np.shape(arr)} but Y has {J} rows and the "
+                                 f"layer is {layer.n_inputs} x {K}: expected {shape}")
 
 
 def _as_kernel_csr(Y: sp.csr_matrix):
@@ -123,11 +162,36 @@ class GibbsSampler:
     tokens : CollapsedState or None
         The token labels of the collapsed layer one (method "collapsed");
         ``m[0]`` and ``layers[0].counts`` are its counts.
+    seeds : ChainSeeds
+        Entropy of the chain's streams (drawn from ``random_state`` unless given).
+    first_block : int
+        Index of the chain's first document block in the whole corpus (0 unless
+        the chain holds the local part of a larger one, see
+        :mod:`pygbn.inference.partition`).
+
+    Notes
+    -----
+    The state splits into a *global* part (each Phi^(t) and its counts, r,
+    gamma0, c0, the serial and column streams) and a *local* part (the rows
+    of the data, theta^(t), c^(t), m^(t), the link's aux and the block
+    streams of the chain's documents).  One process holds both for all
+    documents; a distributed driver holds the global part on a chain of no
+    documents and one local part per range of blocks elsewhere
+    (:mod:`pygbn.inference.partition`).
+
+    The constructor checks the network against the data
+    (:func:`check_chain_input`) and resolves ``n_jobs`` (None: 1, -1: all
+    cores); :meth:`sweep` and :meth:`local_upward` check that the per-sample
+    state they hand to the kernels is complete (:meth:`check_state`), so
+    that a mismatch raises ValueError instead of reaching the kernels, which
+    do not check bounds.
     """
 
     def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
-                 n_jobs: int = 1, random_state=None, update_globals: bool = True):
-        rng = check_random_state(random_state)
+                 n_jobs: int = 1, random_state=None, update_globals: bool = True,
+                 seeds: Optional[ChainSeeds] = None, first_block: int = 0):
+        check_chain_input(network, Y)
+        n_jobs = effective_n_jobs(n_jobs)
         self.network = network
         self.link: Link = network.link
         self.hyper: Hyperparameters = network.hyper
@@ -143,23 +207,19 @@ class GibbsSampler:
         # random streams: one private serial stream, per-block streams for documents
         # and for Phi columns, and separate streams for evaluation draws (so that
         # measuring held-out perplexity does not change the chain)
-        self.rng = spawn_generators(rng, 1)[0]
+        self.seeds = ChainSeeds.draw(check_random_state(random_state)) if seeds is None else seeds
+        self.first_block = int(first_block)
         self.bounds = block_bounds(self.n_docs, BLOCK_SIZE)
         n_blocks = max(1, len(self.bounds) - 1)
-        self.doc_streams = BlockStreams(rng, n_blocks)
-        max_width = max(network.widths)
-        self.col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
-        self.eval_streams = BlockStreams(rng, n_blocks)
-        self.eval_col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
+        n_col_blocks = -(-max(network.widths) // COLUMN_BLOCK) + 1
+        (self.rng, self.doc_streams, self.col_streams, self.eval_streams,
+         self.eval_col_streams) = self.seeds.streams(self.first_block, n_blocks, n_col_blocks)
         self.indptr, self.indices, self.values = _as_kernel_csr(Y)
         self.aux = np.empty(0, dtype=np.float64)
         self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
-        # values that only change with one array: theta^(t)'s row sums (kept by
-        # sample_theta) and the log rates (functions of the c's), each with the
-        # arrays it was computed from (checked by identity)
-        self._theta_sums: dict = {}
+        self._theta_sums: dict = {}     # t -> (theta^(t), its row sums); see theta_sums
         self._log_rates: Optional[tuple] = None
 
     # ------------------------------------------------------------ construction
@@ -178,18 +238,36 @@ class GibbsSampler:
         link = get_link(link)
         hyper = hyper or Hyperparameters()
         K = int(n_components)
-        J, V = Y.shape
+        V = Y.shape[1]
         init_rng = spawn_generators(rng, 1)[0]
         phi = init_rng.random((V, K))
         phi /= phi.sum(axis=0, keepdims=True)
-        # theta^(1) is integrated out by the collapsed sampler
-        theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
-        layer = Layer(phi=phi, eta=float(eta), theta=theta, c=np.ones(J),
-                      counts=np.zeros((V, K), dtype=np.int64))
+        layer = Layer(phi=phi, eta=float(eta), counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
-        s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True)
-        s.aux = link.init_aux(Y, s.rng, hyper)
+        return cls.starting_from(net, Y, method=method, n_jobs=n_jobs, random_state=rng)
+
+    @classmethod
+    def starting_from(cls, network: Network, Y: sp.csr_matrix, *, method: str = "blocked",
+                      n_jobs: int = 1, random_state=None, seeds: Optional[ChainSeeds] = None,
+                      first_block: int = 0) -> "GibbsSampler":
+        """A training chain on the one-layer ``network`` (its globals as given), with
+        the documents' state at the authors' initial values: theta^(1) = 1/K
+        (blocked; the collapsed sampler integrates it out, its labels are drawn
+        uniformly), c_j^(2) = 1 and the link's initial aux.
+
+        :meth:`for_training` draws the network; the local part of a distributed
+        chain passes the global part's network, its ``seeds`` and its
+        ``first_block`` (:mod:`pygbn.inference.partition`).
+        """
+        J = Y.shape[0]
+        layer = network.layers[0]
+        K = layer.width
+        layer.theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
+        layer.c = np.ones(J)
+        s = cls(network, Y, method=method, n_jobs=n_jobs, random_state=random_state,
+                update_globals=True, seeds=seeds, first_block=first_block)
+        s.aux = network.link.init_aux(Y, s.rng, network.hyper)
         if method == "collapsed":
             s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng))
         return s
@@ -221,6 +299,31 @@ class GibbsSampler:
         return s
 
     # ------------------------------------------------------------------ helpers
+    def check_state(self) -> None:
+        """Raise ValueError unless the chain's state has the shapes the kernels assume.
+
+        Every layer needs ``theta`` (J, K_t) (not a collapsed layer one) and
+        ``c`` (J,); ``m[t-1]`` is (J, K_t); a collapsed chain needs its
+        token labels and a link with per-sample parameters their J values.
+        """
+        check_chain_input(self.network, self.Y, values=False)
+        J = self.n_docs
+        for t, layer in enumerate(self.network.layers, start=1):
+            collapsed_one = t == 1 and self.method == "collapsed"
+            if layer.theta is None and not collapsed_one:
+                raise ValueError(f"layer {t} has no theta: set it (shape ({J}, {layer.width})) or build the "
+                                 "sampler with GibbsSampler.for_training / for_inference")
+            if layer.c is None:
+                raise ValueError(f"layer {t} has no c: set it (shape ({J},))")
+        if len(self.m) != self.depth or any(m.shape != (J, k) for m, k in zip(self.m, self.network.widths)):
+            raise ValueError(f"m must hold one ({J}, K_t) array per layer for widths {self.network.widths}, "
+                             f"got shapes {[m.shape for m in self.m]}")
+        if self.method == "collapsed" and self.tokens is None:
+            raise ValueError("a collapsed chain needs its token labels (set_tokens)")
+        n_aux = self.link.test_aux(J).size
+        if self.aux.shape != (n_aux,):
+            raise ValueError(f"aux must have shape ({n_aux},) for link {self.link.name!r}, got {self.aux.shape}")
+
     @property
     def depth(self) -> int:
         return self.network.depth
@@ -235,9 +338,7 @@ class GibbsSampler:
 
         ``L^(1) = 1`` (``p^(1) = 1 - e^-1``) and
         ``L^(t+1) = ln(1 + L^(t) / c^(t+1))``, which is eq:p written so that it
-        stays accurate for p near 0 or 1.  Computed again only when some
-        ``c^(t)`` has changed (the arrays are compared by identity: the
-        sampler replaces them, never writes into them).
+        stays accurate for p near 0 or 1.  Kept until some ``c^(t)`` array is replaced.
         """
         cs = [layer.c for layer in self.network.layers]
         cached = self._log_rates
@@ -250,20 +351,14 @@ class GibbsSampler:
         return L
 
     def theta_sums(self, t: int) -> np.ndarray:
-        """``theta^(t)_.j = sum_k theta^(t)_kj`` (eq:step6), summed left to right.
-
-        Kept from the last :meth:`sample_theta` of the layer (the kernel sums
-        the rows as it draws them); summed again only if ``layers[t-1].theta``
-        is another array since.
-        """
+        """``theta^(t)_.j`` (eq:step6), summed left to right: kept from the layer's last
+        :meth:`sample_theta`, summed again only if ``layers[t-1].theta`` was replaced."""
         theta = self.network.layers[t - 1].theta
-        cached = self._theta_sums.get(t)
-        if cached is not None and cached[0] is theta:
-            return cached[1]
-        sums = np.empty(theta.shape[0])
-        _upper.row_sums(np.ascontiguousarray(theta), sums)
-        self._theta_sums[t] = (theta, sums)
-        return sums
+        kept = self._theta_sums.get(t)
+        if kept is None or kept[0] is not theta:
+            kept = self._theta_sums[t] = (theta, np.empty(theta.shape[0]))
+            _upper.row_sums(np.ascontiguousarray(theta), kept[1])
+        return kept[1]
 
     def set_tokens(self, tokens: CollapsedState) -> None:
         """Use ``tokens`` as the collapsed layer-one state: ``m[0]`` becomes its
@@ -280,6 +375,8 @@ class GibbsSampler:
         if t == net.depth:
             return np.maximum(net.r, _TINY)[None, :]
         upper = net.layers[t]
+        # a block's rows come from the same BLAS calls whatever else the chain holds, so a
+        # part of the documents on another machine gets exactly the rows it gets here
         prior = np.empty((self.n_docs, upper.n_inputs))
         _upper.doc_prior(upper.theta, upper.phi, self.bounds, prior, self.n_threads)
         return prior
@@ -352,9 +449,7 @@ class GibbsSampler:
         n_out = np.zeros((nt if self.update_globals else 0, layer.n_inputs, layer.width), dtype=np.int64)
         _upper.propagate_counts(self.m[t - 2], layer.phi, layer.theta, bounds, streams,
                                 self.m[t - 1], n_out, nt)
-        if not self.update_globals:
-            return None
-        return n_out.sum(axis=0) if nt > 1 else n_out[0]
+        return None if not self.update_globals else n_out.sum(axis=0) if nt > 1 else n_out[0]
 
     def top_tables(self, blocks=None) -> np.ndarray:
         """``x^(T+1)_k = sum_j CRT(m^(T)(T+1)_kj, r_k)`` over the documents of
@@ -442,27 +537,17 @@ class GibbsSampler:
         rate = np.ascontiguousarray(layer.c + self.log_rates()[t - 1])
         if layer.theta is None or layer.theta.shape != (self.n_docs, layer.width):
             layer.theta = np.empty((self.n_docs, layer.width), dtype=np.float64)
-        cached = self._theta_sums.get(t)
-        if cached is None or cached[0] is not layer.theta:
-            cached = (layer.theta, np.zeros(self.n_docs) if t > 1 else np.empty(0))
-            if t > 1 and blocks is not None:
-                _upper.row_sums(layer.theta, cached[1])
-            self._theta_sums[t] = cached
         bounds, streams = self._blocks(blocks)
-        self._draw_theta(t, rate, bounds, streams, layer.theta, cached[1])
+        self._draw_theta(t, rate, bounds, streams, layer.theta, self.theta_sums(t) if t > 1 else np.empty(0))
 
-    def _draw_theta(self, t: int, rate: np.ndarray, bounds: np.ndarray, streams: np.ndarray,
-                    out: np.ndarray, row_sums: np.ndarray) -> None:
-        """``out[j] ~ Gam(prior_j + m^(t)_j, 1/rate_j)`` for the documents of ``bounds``
-        (eq:step4; the prior of :meth:`_doc_prior`, formed block by block inside
-        the kernel), with their row sums in ``row_sums`` unless it is empty."""
+    def _draw_theta(self, t, rate, bounds, streams, out, row_sums) -> None:
+        """eq:step4 for the blocks ``bounds`` into ``out`` (row sums too unless ``row_sums`` is empty)."""
         net = self.network
         if t == net.depth:
-            up_theta, up_phi = np.empty((0, 0)), np.empty((0, 0))
+            up_theta = up_phi = np.empty((0, 0))
             prior_row = np.ascontiguousarray(np.maximum(net.r, _TINY))
         else:
-            upper = net.layers[t]
-            up_theta, up_phi, prior_row = upper.theta, upper.phi, np.empty(0)
+            up_theta, up_phi, prior_row = net.layers[t].theta, net.layers[t].phi, np.empty(0)
         _upper.sample_theta(up_theta, up_phi, prior_row, self.m[t - 1], rate, bounds, streams,
                             out, row_sums, self.n_threads)
 
@@ -478,6 +563,7 @@ class GibbsSampler:
         so calling this on disjoint sets of blocks (on several workers) and
         summing the statistics gives exactly the result of one call on all.
         """
+        self.check_state()
         T = self.depth
         counts: List[Optional[np.ndarray]] = [None] * T
         if self.method == "blocked":
@@ -488,11 +574,9 @@ class GibbsSampler:
         if update_p_c:
             self.sample_p_c(blocks)
         bounds, _ = self._blocks(blocks)
-        sum_L = np.zeros(0)
-        if self.update_globals:
-            L_top = self.log_rates()[-1]
-            sum_L = np.array([L_top[bounds[i]:bounds[i + 1]].sum() for i in range(len(bounds) - 1)])
-        first = 0 if blocks is None else blocks[0]
+        L_top = self.log_rates()[-1]
+        sum_L = np.array([L_top[bounds[i]:bounds[i + 1]].sum() for i in range(len(bounds) - 1)])
+        first = self.first_block + (0 if blocks is None else blocks[0])
         return SufficientStats(counts=counts, x_top=x_top, sum_L_blocks=sum_L, first_block=first)
 
     def update_globals_from(self, stats: "SufficientStats") -> None:
@@ -522,6 +606,7 @@ class GibbsSampler:
         with theta^(T) integrated out, so nothing that conditions on theta^(T)
         may come between the two; Geweke's test confirms it).
         """
+        self.check_state()
         if self.method == "collapsed":
             self.sample_layer_one_collapsed()
         stats = self.local_upward(update_p_c=update_p_c)
@@ -531,21 +616,36 @@ class GibbsSampler:
         self.iteration += 1
 
     # -------------------------------------------------------- structure changes
-    def prune_top(self) -> int:
+    def top_usage(self) -> np.ndarray:
+        """``sum_j m^(T)(T+1)_kj`` over the chain's documents (int64, one entry per top factor)."""
+        return self.m[-1].sum(axis=0)
+
+    def prune_top(self, used: Optional[np.ndarray] = None) -> int:
         """Remove the top layer's inactive factors (Algorithm 1, line 13).
 
         A factor is inactive when no count is assigned to it
-        (``sum_j m^(T)(T+1)_kj = 0``).  Its column of Phi^(T), row of theta^(T)
-        and entry of r are removed, and gamma0 is scaled by the kept fraction.
-        At least one factor is kept.  Returns the new width.
+        (``sum_j m^(T)(T+1)_kj = 0``; ``used`` gives those sums when the
+        documents live elsewhere, default :meth:`top_usage`).  Its column of
+        Phi^(T), row of theta^(T) and entry of r are removed, and gamma0 is
+        scaled by the kept fraction (:meth:`keep_top`).  At least one factor
+        is kept.  Returns the new width.
         """
+        return self.keep_top(self.top_keep(used))
+
+    def top_keep(self, used: Optional[np.ndarray] = None) -> np.ndarray:
+        """The top factors :meth:`prune_top` keeps: those with ``used > 0``, or
+        the one with the largest r_k when none is used (bool mask)."""
+        keep = (self.top_usage() if used is None else np.asarray(used)) > 0
+        if not keep.any():
+            keep[int(np.argmax(self.network.r))] = True
+        return keep
+
+    def keep_top(self, keep: np.ndarray) -> int:
+        """Keep the top layer's factors where ``keep`` is True (both parts of the
+        state); nothing changes when all are kept.  Returns the new width."""
         net = self.network
         T = net.depth
         top = net.layers[-1]
-        used = self.m[-1].sum(axis=0)
-        keep = used > 0
-        if not keep.any():
-            keep[int(np.argmax(net.r))] = True
         K = keep.size
         n_keep = int(keep.sum())
         if n_keep == K:
@@ -564,17 +664,20 @@ class GibbsSampler:
         logger.debug("pruned layer %d from %d to %d factors", T, K, n_keep)
         return n_keep
 
-    def add_layer(self, eta: float) -> None:
+    def add_layer(self, eta: float, phi: Optional[np.ndarray] = None) -> None:
         """Add a hidden layer on top (Algorithm 1, line 2).
 
         Its width bound is the width of the current top layer; Phi^(T+1) has
-        uniform(0, 1) entries with normalised columns, theta^(T+1) = 1/K,
-        r_k = 1/K, gamma0 = K / K_1, c0 = 1 and c_j^(T+2) = 1.
+        uniform(0, 1) entries with normalised columns (drawn from the serial
+        stream unless given: the local part of a chain gets the global part's
+        draw), theta^(T+1) = 1/K, r_k = 1/K, gamma0 = K / K_1, c0 = 1 and
+        c_j^(T+2) = 1.
         """
         net = self.network
         K = net.layers[-1].width
-        phi = self.rng.random((K, K))
-        phi /= phi.sum(axis=0, keepdims=True)
+        if phi is None:
+            phi = self.rng.random((K, K))
+            phi /= phi.sum(axis=0, keepdims=True)
         net.layers.append(Layer(phi=np.ascontiguousarray(phi), eta=float(eta),
                                 theta=np.full((self.n_docs, K), 1.0 / K), c=np.ones(self.n_docs),
                                 counts=np.zeros((K, K), dtype=np.int64)))
@@ -584,22 +687,27 @@ class GibbsSampler:
         self.m.append(np.zeros((self.n_docs, K), dtype=np.int64))
 
     # ----------------------------------------------------------------- outputs
-    def snapshot(self) -> Network:
+    def snapshot(self, c: Optional[Sequence[np.ndarray]] = None,
+                 aux: Optional[np.ndarray] = None) -> Network:
         """The fitted network at this point of the chain (Algorithm 1, output).
 
         Each Phi^(t) is the posterior mean given the last sample's counts,
         ``(eta + x^(t)_{:.k}) / sum``; r, gamma0 and c0 are the last sample;
-        each layer keeps the median over samples of c_j^(t+1).
+        each layer keeps the median over samples of c_j^(t+1) (and the link
+        its summary of the aux).  ``c`` (one array per layer) and ``aux`` give
+        the per-sample values of all documents when they live elsewhere
+        (default: the chain's own).
         """
         net = self.network
+        c = [layer.c for layer in net.layers] if c is None else c
         layers = []
-        for layer in net.layers:
+        for layer, c_t in zip(net.layers, c):
             phi = layer.posterior_mean_phi() if (self.update_globals and layer.counts is not None) \
                 else layer.phi.copy()
-            c_med = float(np.median(layer.c)) if layer.c is not None and layer.c.size else layer.c_median
+            c_med = float(np.median(c_t)) if c_t is not None and c_t.size else layer.c_median
             layers.append(Layer(phi=np.ascontiguousarray(phi), eta=layer.eta, c_median=c_med))
         link = net.link.from_dict(net.link.to_dict())
-        link.summarize_aux(self.aux)
+        link.summarize_aux(self.aux if aux is None else aux)
         return Network(layers=layers, r=net.r.copy(), gamma0=net.gamma0, c0=net.c0,
                        hyper=net.hyper, link=link,
                        vocabulary=None if net.vocabulary is None else list(net.vocabulary))
@@ -633,7 +741,16 @@ def check_invariants(sampler: GibbsSampler) -> None:
     the layer-one counts adds up to the data (Poisson link) or to the
     latent counts; counts propagated up never exceed the counts below
     (``1 <= CRT(m) <= m``); the collapsed counts agree with the labels.
+    :func:`check_global_invariants` then :func:`check_local_invariants`.
     """
+    check_global_invariants(sampler)
+    check_local_invariants(sampler)
+
+
+def check_global_invariants(sampler: GibbsSampler) -> None:
+    """The checks of :func:`check_invariants` on the global part: Phi^(t), r,
+    gamma0, c0, and (when the chain holds documents) the layer-one term counts
+    against the data."""
     net = sampler.network
     for t, layer in enumerate(net.layers, start=1):
         phi = layer.phi
@@ -643,25 +760,33 @@ def check_invariants(sampler: GibbsSampler) -> None:
             err = np.abs(phi.sum(axis=0) - 1.0).max()
             if err > 1e-9:
                 raise AssertionError(f"Phi^({t}) columns do not sum to 1 (max error {err:g})")
-        if layer.theta is not None and not (sampler.method == "collapsed" and t == 1):
-            if not np.isfinite(layer.theta).all() or (layer.theta <= 0).any():
-                raise AssertionError(f"theta^({t}) not finite and positive")
-        if layer.c is not None and (not np.isfinite(layer.c).all() or (layer.c <= 0).any()):
-            raise AssertionError(f"c^({t + 1}) not finite and positive")
     if not np.isfinite(net.r).all() or (net.r <= 0).any():
         raise AssertionError("r not finite and positive")
     for name, v in (("gamma0", net.gamma0), ("c0", net.c0)):
         if not (np.isfinite(v) and v > 0):
             raise AssertionError(f"{name} = {v} not finite and positive")
+    if sampler.link.latent_mode == LATENT_COUNTS and sampler.n_docs \
+            and (sampler.update_globals or sampler.method == "collapsed"):
+        col = np.asarray(sampler.Y.sum(axis=0)).ravel().astype(np.int64)
+        if not np.array_equal(net.layers[0].counts.sum(axis=1), col):
+            raise AssertionError("layer-one term counts do not add up to the data")
+
+
+def check_local_invariants(sampler: GibbsSampler) -> None:
+    """The checks of :func:`check_invariants` on the local part: theta^(t), c^(t)
+    and the counts m^(t) of the chain's documents, and the collapsed tokens."""
+    net = sampler.network
+    for t, layer in enumerate(net.layers, start=1):
+        if layer.theta is not None and not (sampler.method == "collapsed" and t == 1):
+            if not np.isfinite(layer.theta).all() or (layer.theta <= 0).any():
+                raise AssertionError(f"theta^({t}) not finite and positive")
+        if layer.c is not None and (not np.isfinite(layer.c).all() or (layer.c <= 0).any()):
+            raise AssertionError(f"c^({t + 1}) not finite and positive")
     m1 = sampler.m[0]
     if sampler.link.latent_mode == LATENT_COUNTS:
         row = np.asarray(sampler.Y.sum(axis=1)).ravel()
         if not np.array_equal(m1.sum(axis=1), row.astype(np.int64)):
             raise AssertionError("sum_k x_vjk != x_vj (layer-one split does not add up)")
-        if sampler.update_globals or sampler.method == "collapsed":
-            col = np.asarray(sampler.Y.sum(axis=0)).ravel().astype(np.int64)
-            if not np.array_equal(net.layers[0].counts.sum(axis=1), col):
-                raise AssertionError("layer-one term counts do not add up to the data")
     for t in range(2, net.depth + 1):
         below, here = sampler.m[t - 2], sampler.m[t - 1]
         tot_below = below.sum(axis=1)

@@ -3,26 +3,30 @@
 One Gibbs chain grows the network a layer at a time: at depth T it runs
 ``B_T`` burn-in iterations, prunes the new top layer's inactive factors,
 runs ``C_T`` more and keeps the network of that depth.  :class:`Schedule`
-holds those numbers; :func:`fit_layerwise` runs them.
+holds those numbers; :func:`run_layerwise` runs them on any chain that has
+the methods of :class:`LayerwiseChain` (:class:`SamplerChain`: one process;
+:class:`pygbn.inference.partition.PartitionedChain`: documents spread over
+workers); :func:`fit_layerwise` is the one-process fit.
 """
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Protocol, Tuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int
+from pygbn._utils import check_int, effective_n_jobs
 from pygbn.inference.gibbs import GibbsSampler, check_invariants
-from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive
+from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive, check_heldout
 from pygbn.model.network import Hyperparameters, Network
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["Schedule", "FitResult", "fit_layerwise", "per_layer"]
+__all__ = ["Schedule", "FitResult", "fit_layerwise", "run_layerwise", "LayerwiseChain",
+           "SamplerChain", "per_layer"]
 
 
 def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
@@ -60,6 +64,8 @@ class Schedule:
         Its length is the maximum depth ``T_max``.
     n_collect : tuple of int
         ``C_T``: iterations at depth T after pruning (same length).
+        ``B_T + C_T`` must be at least 1 at every depth (a depth without an
+        iteration would keep an untrained layer).
     prune : bool, default=True
         Prune the inactive factors of each new top layer at iteration ``B_T``.
     min_width : int, default=4
@@ -85,6 +91,10 @@ class Schedule:
         if not burn or len(burn) != len(coll):
             raise ValueError(f"burn_in and n_collect must hold one value per layer (at least one), "
                              f"got {self.burn_in!r} and {self.n_collect!r}")
+        for t, (b, c) in enumerate(zip(burn, coll), start=1):
+            if b + c == 0:
+                raise ValueError(f"every layer needs at least one iteration (burn_in + n_collect >= 1); "
+                                 f"layer {t} has burn_in={b} and n_collect={c}")
         object.__setattr__(self, "burn_in", burn)
         object.__setattr__(self, "n_collect", coll)
         object.__setattr__(self, "prune", bool(self.prune))
@@ -156,8 +166,9 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
         Dirichlet concentration of each layer's Phi (one value, or one per layer).
     method : {"collapsed", "blocked"}, default="collapsed"
         Layer-one update (see :class:`GibbsSampler`).
-    n_jobs : int, default=1
-        Threads of the document-parallel kernels (results do not depend on it).
+    n_jobs : int or None, default=1
+        Threads of the document-parallel kernels (None: 1, -1: all cores;
+        results do not depend on it).
     random_state : None, int, SeedSequence or Generator
     hyper : Hyperparameters, optional
     heldout : csr_matrix, optional
@@ -181,48 +192,174 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
         mean seconds per iteration of each depth, and the sampler.
     """
     sched = Schedule.for_layers() if schedule is None else schedule
+    if not isinstance(sched, Schedule):
+        raise ValueError(f"schedule must be a Schedule (Schedule.for_layers(...)), got {schedule!r}")
+    n_jobs = effective_n_jobs(n_jobs)
+    check_heldout(heldout, Y)
     etas = per_layer(eta, sched.n_layers, "eta")
     sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
                                         method=method, n_jobs=n_jobs, random_state=random_state)
-    result = FitResult(sampler=sampler)
+    return run_layerwise(SamplerChain(sampler, heldout), sched, etas, heldout=heldout is not None,
+                         callback=callback, check=check)
+
+
+class LayerwiseChain(Protocol):
+    """What :func:`run_layerwise` needs of a chain (one process or distributed).
+
+    Attributes
+    ----------
+    sampler : GibbsSampler or None
+        The chain's sampler when it lives in this process (given to callbacks).
+    widths : list of int
+        The current widths ``[K_1, ..., K_T]``.
+    """
+
+    sampler: Optional[GibbsSampler]
+
+    @property
+    def widths(self) -> List[int]: ...
+
+    def add_layer(self, eta: float) -> None:
+        """:meth:`GibbsSampler.add_layer`."""
+
+    def sweep(self, update_p_c: bool) -> None:
+        """One iteration, :meth:`GibbsSampler.sweep`."""
+
+    def prune_top(self) -> int:
+        """:meth:`GibbsSampler.prune_top`; returns the new width."""
+
+    def check(self) -> None:
+        """:func:`check_invariants` on the whole state."""
+
+    def start_heldout(self) -> None:
+        """Start a new held-out predictive (:class:`HeldoutPredictive`)."""
+
+    def add_heldout(self) -> None:
+        """Add the current sample of (Phi^(1), theta^(1)) to the predictive."""
+
+    def heldout_perplexity(self) -> float:
+        """The predictive's held-out perplexity."""
+
+    def snapshot(self) -> Network:
+        """:meth:`GibbsSampler.snapshot` of all documents."""
+
+
+class SamplerChain:
+    """The chain of one process: a :class:`GibbsSampler` holding the global part
+    of the state and the local part of every document (see :class:`LayerwiseChain`).
+
+    Parameters
+    ----------
+    sampler : GibbsSampler
+    heldout : csr_matrix, optional
+        Held-out counts of the sampler's documents.
+    """
+
+    def __init__(self, sampler: GibbsSampler, heldout: Optional[sp.csr_matrix] = None):
+        self.sampler = sampler
+        self.heldout = heldout
+        self.predictive: Optional[HeldoutPredictive] = None
+
+    @property
+    def widths(self) -> List[int]:
+        return self.sampler.network.widths
+
+    def add_layer(self, eta: float) -> None:
+        self.sampler.add_layer(eta)
+
+    def sweep(self, update_p_c: bool) -> None:
+        self.sampler.sweep(update_p_c=update_p_c)
+
+    def prune_top(self) -> int:
+        return self.sampler.prune_top()
+
+    def check(self) -> None:
+        check_invariants(self.sampler)
+
+    def start_heldout(self) -> None:
+        self.predictive = HeldoutPredictive(self.heldout, self.sampler.n_threads)
+
+    def add_heldout(self) -> None:
+        self.predictive.add(*self.sampler.layer_one_sample())
+
+    def heldout_perplexity(self) -> float:
+        return self.predictive.perplexity()
+
+    def snapshot(self) -> Network:
+        return self.sampler.snapshot()
+
+
+def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], *,
+                  heldout: bool = False, callback: Optional[Callable] = None,
+                  check: bool = False) -> FitResult:
+    """Run the layer-wise schedule of Algorithms 1 and 2 on ``chain``.
+
+    The loop of :func:`fit_layerwise` (which see), for any
+    :class:`LayerwiseChain`: add a layer (T > 1, unless the top layer is
+    already at most ``schedule.min_width`` wide), ``B_T`` sweeps, pruning,
+    ``C_T`` sweeps with a held-out sample every ``schedule.heldout_every``
+    (when ``heldout``), a snapshot per depth.
+
+    Parameters
+    ----------
+    chain : LayerwiseChain
+        A chain on a one-layer network (e.g. :meth:`GibbsSampler.for_training`
+        in a :class:`SamplerChain`).
+    schedule : Schedule
+    etas : list of float
+        The Dirichlet concentration of each layer (one per layer of the schedule).
+    heldout : bool, default=False
+        Record each depth's held-out perplexity.
+    callback : callable, optional
+        As in :func:`fit_layerwise`; ``info["sampler"]`` is ``chain.sampler``.
+    check : bool, default=False
+        Call ``chain.check()`` after every iteration.
+
+    Returns
+    -------
+    FitResult
+    """
+    sched = schedule
+    result = FitResult(sampler=getattr(chain, "sampler", None))
     stop = False
     for T in range(1, sched.n_layers + 1):
         if T > 1:
-            width = sampler.network.layers[-1].width
+            width = chain.widths[-1]
             if width <= sched.min_width:
                 logger.info("stopping at %d layers: width %d <= min_width %d", T - 1, width,
                             sched.min_width)
                 break
-            sampler.add_layer(float(etas[T - 1]))
+            chain.add_layer(float(etas[T - 1]))
         burn = sched.burn_in[T - 1]
         n_iter = burn + sched.n_collect[T - 1]
-        predictive = None if heldout is None else HeldoutPredictive(heldout, sampler.n_threads)
+        if heldout:
+            chain.start_heldout()
         t_start = time.perf_counter()
         n_done = 0
         for it in range(1, n_iter + 1):
             t0 = time.perf_counter()
-            sampler.sweep(update_p_c=it > sched.pc_start)
+            chain.sweep(update_p_c=it > sched.pc_start)
             if sched.prune and it == burn:
-                sampler.prune_top()
+                chain.prune_top()
             if check:
-                check_invariants(sampler)
-            if predictive is not None and it > burn and (it - burn) % sched.heldout_every == 0:
-                predictive.add(*sampler.layer_one_sample())
+                chain.check()
+            if heldout and it > burn and (it - burn) % sched.heldout_every == 0:
+                chain.add_heldout()
             n_done = it
             if callback is not None:
                 ret = callback({"depth": T, "iteration": it, "n_iterations": n_iter,
-                                "widths": sampler.network.widths,
-                                "seconds": time.perf_counter() - t0, "sampler": sampler})
+                                "widths": chain.widths,
+                                "seconds": time.perf_counter() - t0, "sampler": result.sampler})
                 if ret is False:
                     stop = True
                     break
         result.seconds_per_iteration.append((time.perf_counter() - t_start) / max(n_done, 1))
-        result.networks.append(sampler.snapshot())
-        result.widths.append(sampler.network.widths)
-        if predictive is not None:
-            result.perplexity.append(predictive.perplexity())
-        ppl = "" if predictive is None else ", held-out perplexity %.2f" % result.perplexity[-1]
-        logger.info("depth %d done: widths %s, %.4f s/iteration%s", T, sampler.network.widths,
+        result.networks.append(chain.snapshot())
+        result.widths.append(chain.widths)
+        if heldout:
+            result.perplexity.append(chain.heldout_perplexity())
+        ppl = "" if not heldout else ", held-out perplexity %.2f" % result.perplexity[-1]
+        logger.info("depth %d done: widths %s, %.4f s/iteration%s", T, chain.widths,
                     result.seconds_per_iteration[-1], ppl)
         if stop:
             break

@@ -10,8 +10,10 @@ Each one is exact given ideal uniforms (``docs/samplers.md``, "Gamma" and
 * :c:func:`random_gamma_fast`: Gam(a, 1) for every ``a >= 0``: Ahrens &
   Dieter's GS for small shapes, the Marsaglia-Tsang draw of Gam(a + 1) times
   ``U^(1/a)`` up to 1, Marsaglia-Tsang with a cancellation-free test above.
-* :c:func:`gamma_scaled`: ``max(G / rate, DBL_MIN)`` for ``G ~ Gam(a, 1)``,
-  divided in log space when G itself underflows.
+* :c:func:`gamma_row_scaled`: ``max(G_i / rate, DBL_MIN)`` for a row of
+  shapes (the theta draws of eq:step4): GS's first proposals formed by one
+  vectorised pass of exp and log (:c:func:`gs_first`), quotients in log
+  space where a draw underflows on its own.
 * :c:func:`crt_inversion`: CRT(n, r) by inversion over the index of the next
   new table (one uniform per table, O(n) multiplications).
 
@@ -41,6 +43,8 @@ cdef extern from *:
     #define PYGBN_GS_MAX_SHAPE 0.5
     /* below this a gamma draw is rescaled in log space (its own value may be subnormal) */
     #define PYGBN_GAMMA_TINY 1e-280
+    /* log(DBL_MIN): below it a quotient is floored without being formed */
+    #define PYGBN_LOG_DBL_MIN -708.3964185322641
     /* 2^600 and 2^-600: exact rescaling of the CRT inversion's running products */
     #define PYGBN_TWO600 4.149515568880993e+180
     #define PYGBN_TWO_M600 2.409919865102884e-181
@@ -49,6 +53,7 @@ cdef extern from *:
     const double INV_E "PYGBN_INV_E"
     const double GS_MAX_SHAPE "PYGBN_GS_MAX_SHAPE"
     const double GAMMA_TINY "PYGBN_GAMMA_TINY"
+    const double LOG_DBL_MIN "PYGBN_LOG_DBL_MIN"
     const double TWO600 "PYGBN_TWO600"
     const double TWO_M600 "PYGBN_TWO_M600"
 
@@ -258,45 +263,27 @@ cdef inline double random_gamma_fast(bitgen_t *g, double a) noexcept nogil:
     return gamma_mt(g, a)
 
 
-cdef inline double gamma_scaled(bitgen_t *g, double a, double rate) noexcept nogil:
-    """``max(G / rate, DBL_MIN)`` for ``G ~ Gam(a, 1)``, ``a > 0``, ``0 < rate < inf``.
-
-    Where G is below 1e-280 (only for a < 1) the quotient is formed in log
-    space, so a draw that underflows on its own but not after the division
-    keeps its full precision.
-    """
-    cdef double x, lx = 0.0, v
-    if a < 1.0:
-        x = gamma_small(g, a, &lx)
-        if x < GAMMA_TINY:
-            v = exp(lx - log(rate))
-        else:
-            v = x / rate
-    else:
-        v = gamma_mt(g, a) / rate
-    return v if v > DBL_MIN else DBL_MIN
-
-
 cdef inline double gamma_row_scaled(bitgen_t *g, const double *a, Py_ssize_t k, double rate,
                                    double *out, double *scratch) noexcept nogil:
-    """``out[i] = max(G_i / rate, DBL_MIN)``, ``G_i ~ Gam(a[i], 1)`` independent, ``a[i] > 0``;
-    returns ``sum(out)`` (left to right).
+    """``out[i] = max(G_i / rate, DBL_MIN)``, ``G_i ~ Gam(a[i], 1)`` independent, ``a[i] > 0``,
+    ``0 < rate < inf``; returns ``sum(out)`` (left to right).
 
-    The same laws as :c:func:`gamma_scaled` drawn a row at a time: the first
+    Drawn a row at a time: the first
     GS proposal of every shape below 1 is formed by one vectorised pass
     (:c:func:`gs_first`: uniforms drawn first, then all logs and exps), its
     test and any further proposal one shape at a time (a rejected first
     proposal is followed by :c:func:`gamma_small`, an independent exact
-    draw).  Shapes from 1 up use :c:func:`gamma_mt`.  ``scratch`` holds
-    ``4 k`` doubles.
+    draw).  Shapes from 1 up use :c:func:`gamma_mt`.  Where a draw below
+    1e-280 would lose precision (or underflow) before the division, the
+    quotient is formed from its log.  ``scratch`` holds ``4 k`` doubles.
     """
     cdef double *u = scratch
     cdef double *p = scratch + k
     cdef double *lx = scratch + 2 * k
     cdef double *x = scratch + 3 * k
     cdef Py_ssize_t i
-    cdef double v, xi, li = 0.0, total = 0.0, log_rate = 0.0
-    cdef bint have_log_rate = False
+    cdef double v, xi, li = 0.0, total = 0.0
+    cdef double log_rate = log(rate)
     for i in range(k):
         u[i] = random_standard_uniform(g) if a[i] < 1.0 else 0.5
     gs_first(a, u, p, lx, x, k)
@@ -307,13 +294,12 @@ cdef inline double gamma_row_scaled(bitgen_t *g, const double *a, Py_ssize_t k, 
             xi = _gs_try(g, a[i], p[i], lx[i], x[i], &li)
             if xi < 0.0:
                 xi = gamma_small(g, a[i], &li)
-            if xi < GAMMA_TINY:
-                if not have_log_rate:
-                    log_rate = log(rate)
-                    have_log_rate = True
+            if xi >= GAMMA_TINY:
+                v = xi / rate
+            elif li - log_rate > LOG_DBL_MIN:
                 v = exp(li - log_rate)
             else:
-                v = xi / rate
+                v = DBL_MIN
         out[i] = v if v > DBL_MIN else DBL_MIN
         total = total + out[i]
     return total

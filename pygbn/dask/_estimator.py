@@ -1,0 +1,283 @@
+"""DaskGBN: the GBN estimator with its documents on a Dask cluster."""
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Optional, Sequence
+
+import numpy as np
+
+from pygbn._utils import check_int, check_random_state, draw_entropy, effective_n_jobs
+from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
+from pygbn.dask._transport import ActorTransport
+from pygbn.estimator import GBN
+from pygbn.inference import infer_local
+from pygbn.inference.layerwise import run_layerwise
+from pygbn.inference.partition import PartitionedChain
+from pygbn.model.links import PoissonLink
+
+logger = logging.getLogger("pygbn")
+
+__all__ = ["DaskGBN"]
+
+
+class DaskGBN(GBN):
+    """Augmentable gamma belief network fitted on a Dask cluster.
+
+    The estimator of :class:`pygbn.GBN` with the documents spread over the
+    workers of a ``dask.distributed`` cluster, after the Dask estimators of
+    LightGBM and XGBoost.  Layer one is sampled with the blocked method
+    (every link); the data and every document's state stay on the workers
+    for the whole fit, and each iteration only the global parameters go out
+    and the sufficient statistics (their non-zero entries) come back.  For
+    the same ``random_state`` the fitted networks are bit-identical to
+    ``GBN(method="blocked")`` in one process, whatever the partitioning.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The cluster to use (default: ``distributed.default_client()``, the
+        most recently created client).  A dask-jobqueue, Kubernetes or any
+        other cluster is used through its ``Client``.
+    checkpoint_every : int, optional
+        Copy every partition's state to another worker after every this many
+        iterations, so that a partition lost with its worker is rebuilt (its
+        data read again, its state restored, the iterations since replayed:
+        the result is unchanged).  Each copy moves the documents' state
+        (about the size of theta and m) between workers, and the driver keeps
+        the globals of the iterations since the last copy.  Default None: a
+        lost worker stops the fit with :class:`~pygbn.dask.PartitionLostError`.
+    **params
+        The parameters of :class:`pygbn.GBN` (``link``, ``n_components``,
+        ``n_layers``, ``eta``, ``burn_in``, ``n_collect``, ``n_jobs`` (kernel
+        threads on each worker, and of the global update in this process;
+        -1: all the cores of each machine), ``random_state``, ``verbose``,
+        ``callback``, ``prune``, ``min_width``, ``hyperparameters``,
+        ``transform_iter``, ``check``).  ``method`` may be "auto" or
+        "blocked" (both mean blocked here); "collapsed" is refused: its
+        layer-one sweep shares the term counts of all documents and cannot
+        be split.  ``callback`` gets ``info["sampler"] = None`` (no sampler in
+        this process holds the documents).
+
+    Attributes
+    ----------
+    networks_, network_, widths_, perplexity_, seconds_per_iteration_, n_features_in_
+        As for :class:`pygbn.GBN`.
+    n_partitions_ : int
+        Training partitions of the last fit.
+    n_rebuilt_ : int
+        Partitions rebuilt after a lost worker in the last fit.
+
+    Notes
+    -----
+    The training partitions follow the input: they are cut where the dask
+    array's row chunks (or the files) end, each cut rounded to a whole block
+    of ``BLOCK_SIZE`` = 128 documents, and partition ``p`` lives on worker
+    ``p mod n_workers``.  Rechunk the array (or split the files) to choose
+    how many there are; their number changes nothing in the result.
+    ``perplexity``, ``score`` and ``generate`` run in the client process, on
+    in-memory data (as :meth:`to_local`'s ``GBN`` does).
+    """
+
+    def __init__(self, client=None, *, checkpoint_every: Optional[int] = None, **params):
+        super().__init__(**params)
+        self.client = client
+        self.checkpoint_every = checkpoint_every
+
+    # --------------------------------------------------------------- params
+    def get_params(self, deep: bool = True) -> dict:
+        """Parameters of the estimator: ``client``, ``checkpoint_every`` and those of GBN."""
+        return {"client": self.client, "checkpoint_every": self.checkpoint_every,
+                **super().get_params(deep)}
+
+    def set_params(self, **params) -> "DaskGBN":
+        """Set parameters (scikit-learn convention)."""
+        for k in ("client", "checkpoint_every"):
+            if k in params:
+                setattr(self, k, params.pop(k))
+        return super().set_params(**params)
+
+    def __repr__(self) -> str:
+        defaults = DaskGBN().get_params()
+        shown = [f"{k}={v!r}" for k, v in self.get_params().items() if repr(v) != repr(defaults[k])]
+        return f"DaskGBN({', '.join(shown)})"
+
+    def _validated(self) -> dict:
+        if self.method == "collapsed":
+            raise ValueError(
+                "method='collapsed' cannot be distributed (its layer-one sweep shares the term "
+                "counts of all documents); DaskGBN samples layer one with method='blocked' "
+                "(use method='auto' or 'blocked')")
+        p = super()._validated()
+        p["method"] = "blocked"
+        if self.checkpoint_every is not None:
+            check_int(self.checkpoint_every, "checkpoint_every", 1)
+        return p
+
+    @property
+    def client_(self):
+        """The client in use: ``client``, or ``distributed.default_client()``."""
+        if self.client is not None:
+            return self.client
+        from distributed import default_client
+
+        try:
+            return default_client()
+        except ValueError:
+            raise ValueError("DaskGBN needs a dask.distributed Client: pass client=... or create "
+                             "one first (distributed.Client(...))") from None
+
+    # ----------------------------------------------------------------- fit
+    def fit(self, X, y=None, *, heldout=None, vocabulary: Optional[Sequence[str]] = None) -> "DaskGBN":
+        """Fit networks of depth 1..n_layers on the cluster.
+
+        Parameters
+        ----------
+        X : dask.array.Array or list of str
+            Documents as rows: a dask array whose chunks are scipy.sparse
+            matrices (any row chunking; several column chunks are put side
+            by side on the workers), or the paths of ``.npz``
+            (``scipy.sparse.save_npz``) or ``.mtx`` (Matrix Market) files,
+            one block of consecutive documents each, which the workers read
+            themselves (the data never pass through the client).  Values as
+            for :meth:`pygbn.GBN.fit`.
+        y : ignored
+        heldout : same kind as X, optional
+            Held-out counts of the same documents (Poisson link): the
+            held-out perplexity of each depth is recorded in ``perplexity_``
+            (the same numbers as one process).
+        vocabulary : sequence of str, optional
+            Feature names, kept on the fitted networks.
+
+        Raises
+        ------
+        ValueError
+            For bad input, naming the input partition (the chunk or the
+            file): a chunk whose width differs, negative or non-integer
+            counts, a file that cannot be read.  Raised before the first
+            iteration: every input partition is validated on the workers.
+        PartitionLostError
+            When a worker is lost and ``checkpoint_every`` is None.
+        """
+        p = self._validated()
+        link = p["link"]
+        client = self.client_
+        if not client.scheduler_info()["workers"]:
+            raise ValueError(f"the cluster of {client!r} has no workers")
+        Xc = InputChunks.from_input(X, "X")
+        Hc = None
+        if heldout is not None:
+            if not isinstance(link, PoissonLink):
+                raise ValueError(f"heldout perplexity is defined for counts (link='poisson'), "
+                                 f"not link={link.name!r}")
+            Hc = InputChunks.from_input(heldout, "heldout")
+        x_chunks = Xc.load(client, link)
+        h_chunks = None if Hc is None else Hc.load(client, PoissonLink())
+        J, V, nnz = Xc.check(client, x_chunks)
+        if J == 0 or V == 0:
+            raise ValueError(f"X must have at least one sample and one feature, got shape {(J, V)}")
+        if nnz == 0:
+            raise ValueError("X has no non-zero entry: there is nothing to fit")
+        if Hc is not None:
+            HJ, HV, _ = Hc.check(client, h_chunks)
+            if (HJ, HV) != (J, V):
+                raise ValueError(f"heldout must have the shape of X {(J, V)}, got {(HJ, HV)}")
+        if vocabulary is not None:
+            vocabulary = [str(v) for v in vocabulary]
+            if len(vocabulary) != V:
+                raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {V} features")
+        partitions = plan_partitions(Xc.rows)
+        transport = ActorTransport(client, partitions, Xc, Hc, link, self.n_jobs,
+                                   checkpoint_every=self.checkpoint_every)
+        try:
+            transport.start(x_chunks, h_chunks)
+            del x_chunks, h_chunks  # the actors hold their own rows now
+            logger.info("DaskGBN: %d documents, %d terms in %d partitions on %d workers", J, V,
+                        len(partitions), len(set(transport.workers)))
+            rng = check_random_state(self.random_state)
+            chain = PartitionedChain.for_training(transport.send, V, p["K"], link=link,
+                                                  eta=p["etas"][0], hyper=p["hyper"],
+                                                  n_jobs=p["n_jobs"], random_state=rng)
+            res = self._run_training(p, lambda callback: run_layerwise(
+                chain, p["schedule"], p["etas"], heldout=Hc is not None, callback=callback,
+                check=self.check))
+        finally:
+            transport.close()
+        for net in res.networks:
+            net.vocabulary = vocabulary
+        self.n_partitions_ = len(partitions)
+        self.n_rebuilt_ = transport.n_rebuilt
+        return self._set_state(res.networks, method="blocked",
+                               seconds_per_iteration=res.seconds_per_iteration,
+                               perplexity=res.perplexity if Hc is not None else None)
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X, *, depth: Optional[int] = None, compute: bool = False):
+        """Features of documents, computed on the workers chunk by chunk.
+
+        Each input partition (row chunk or file) runs its own test-time
+        chain (:func:`pygbn.inference.infer_local`, ``transform_iter``
+        iterations) seeded by ``random_state`` and the partition's index, so
+        the features depend on the seed and on the chunking, not on the
+        cluster.
+
+        Parameters
+        ----------
+        X : dask.array.Array or list of str
+            As for :meth:`fit`.
+        depth : int, optional
+            Which fitted network (default the deepest).
+        compute : bool, default=False
+            Return a numpy array (computed now) instead of a lazy dask array.
+
+        Returns
+        -------
+        dask.array.Array or ndarray of shape (n_samples, K_1)
+        """
+        import dask
+        import dask.array as da
+
+        net = self._network(depth)
+        p = self._validated()
+        chunks = InputChunks.from_input(X, "X")
+        if np.isfinite(chunks.n_columns) and int(chunks.n_columns) != net.n_features:
+            raise ValueError(f"X has {int(chunks.n_columns)} features but the network was fitted "
+                             f"with {net.n_features}")
+        client = self.client_
+        entropy = draw_entropy(check_random_state(self.random_state))
+        net_future = client.scatter(net, broadcast=True)
+        K1 = net.layers[0].width
+        parts = []
+        for i, (src, rows) in enumerate(zip(chunks.sources, chunks.declared_rows)):
+            chunk = dask.delayed(read_matrix)(src) if chunks.from_files else src
+            feats = dask.delayed(_transform_chunk, pure=True)(net_future, chunk, i, chunks.labels[i],
+                                                              p["t_burn"], p["t_coll"], self.n_jobs,
+                                                              entropy)
+            parts.append(da.from_delayed(feats, shape=(rows, K1), dtype=np.float64))
+        out = da.concatenate(parts, axis=0)
+        return client.compute(out).result() if compute else out
+
+    # ----------------------------------------------------------------- local
+    def to_local(self) -> GBN:
+        """The fitted model as a :class:`pygbn.GBN` in this process (same networks and
+        fitted attributes, ``method="blocked"``), for ``save``, exploration and the CLI."""
+        self._check_fitted()
+        params = GBN.get_params(self)
+        params["method"] = "blocked"
+        return GBN._from_state(copy.deepcopy(self.networks_), params, self._get_state())
+
+    def save(self, path) -> None:
+        """Save the fitted model (as :meth:`to_local`'s GBN; ``pygbn.load`` returns a GBN)."""
+        self.to_local().save(path)
+
+
+def _transform_chunk(network, chunk, index: int, label: str, burn_in: int, n_collect: int,
+                     n_jobs: int, entropy) -> np.ndarray:
+    """Features of one input partition (on a worker)."""
+    Y = network.link.check_data(chunk, label)
+    if Y.shape[1] != network.n_features:
+        raise ValueError(f"{label} has {Y.shape[1]} features but the network was fitted with "
+                         f"{network.n_features}")
+    seed = np.random.SeedSequence(list(entropy), spawn_key=(index,))
+    return infer_local(network, Y, burn_in=burn_in, n_collect=n_collect,
+                       n_jobs=effective_n_jobs(n_jobs), random_state=seed).features

@@ -1,0 +1,227 @@
+"""DaskGBN on a real two-process LocalCluster: the same networks as one process,
+file input, a worker killed mid-fit, bad input named by partition."""
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+import dask  # noqa: E402
+
+import pygbn  # noqa: E402
+from pygbn.datasets import load_demo  # noqa: E402
+from pygbn.dask import DaskGBN, PartitionLostError  # noqa: E402
+
+PARAMS = dict(n_components=8, n_layers=2, burn_in=(8, 4), n_collect=5, random_state=5,
+              transform_iter=(3, 3))
+
+
+@pytest.fixture(scope="module")
+def client():
+    # a killed worker's address refuses connections: give up on it after 5 s, not 30
+    with dask.config.set({"distributed.comm.timeouts.connect": "5s"}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+        client = distributed.Client(cluster)
+        yield client
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    X = load_demo().counts[:400].tocsr()
+    X = X[:, np.asarray(X.sum(axis=0)).ravel() > 0].tocsr()
+    obs, held = pygbn.split_tokens(X, 0.7, random_state=2)
+    return obs, held
+
+
+@pytest.fixture(scope="module")
+def reference(data):
+    obs, held = data
+    return pygbn.GBN(method="blocked", **PARAMS).fit(obs, heldout=held)
+
+
+def assert_same_networks(a, b):
+    assert a.widths_ == b.widths_ and len(a.networks_) == len(b.networks_)
+    for na, nb in zip(a.networks_, b.networks_):
+        for la, lb in zip(na.layers, nb.layers):
+            np.testing.assert_array_equal(la.phi, lb.phi)
+            assert la.c_median == lb.c_median and la.eta == lb.eta
+        np.testing.assert_array_equal(na.r, nb.r)
+        assert (na.gamma0, na.c0) == (nb.gamma0, nb.c0)
+        assert na.link == nb.link
+
+
+def dask_array(X, rows):
+    return da.from_array(X, chunks=(rows, -1), asarray=False)
+
+
+@pytest.mark.parametrize("chunks,n_partitions", [((200, -1), 2), ((60, 100), 4)])
+def test_poisson_bit_identical_to_one_process(client, data, reference, chunks, n_partitions):
+    """Two partitionings (the second from row chunks of 60 documents, each cut
+    rounded to a 128-document block, and columns in chunks of 100) give the
+    networks and the held-out perplexities of one process, bit for bit."""
+    obs, held = data
+    X = da.from_array(obs, chunks=chunks, asarray=False)
+    model = DaskGBN(client=client, **PARAMS).fit(X, heldout=dask_array(held, 250))
+    assert model.n_partitions_ == n_partitions
+    assert_same_networks(model, reference)
+    assert model.perplexity_ == reference.perplexity_
+
+
+@pytest.mark.parametrize("rows", [200, 70])
+def test_bernoulli_bit_identical_to_one_process(client, data, rows):
+    B = data[0].copy()
+    B.data[:] = 1.0
+    ref = pygbn.GBN(link="bernoulli", **PARAMS).fit(B)
+    model = DaskGBN(client=client, link="bernoulli", **PARAMS).fit(dask_array(B, rows))
+    assert_same_networks(model, ref)
+
+
+def test_file_input_npz_and_mtx(client, data, reference, tmp_path):
+    """The workers read .npz and .mtx files themselves; cuts fall inside files."""
+    obs, held = data
+    paths = []
+    for i, (a, b) in enumerate([(0, 100), (100, 290), (290, obs.shape[0])]):
+        if i == 1:
+            p = tmp_path / f"part{i}.mtx"
+            scipy.io.mmwrite(str(p), obs[a:b])
+        else:
+            p = tmp_path / f"part{i}.npz"
+            sp.save_npz(p, obs[a:b])
+        paths.append(str(p))
+    hpath = tmp_path / "held.npz"
+    sp.save_npz(hpath, held)
+    model = DaskGBN(client=client, **PARAMS).fit(paths, heldout=[str(hpath)])
+    assert model.n_partitions_ == 3
+    assert_same_networks(model, reference)
+    assert model.perplexity_ == reference.perplexity_
+
+
+def _kill_a_worker_at(client, iteration):
+    state = {"killed": False}
+
+    def callback(info):
+        if not state["killed"] and info["depth"] == 1 and info["iteration"] == iteration:
+            pids = client.run(os.getpid)
+            os.kill(pids[sorted(pids)[-1]], signal.SIGKILL)
+            state["killed"] = True
+    return callback, state
+
+
+def test_worker_killed_mid_fit_is_rebuilt(client, data, reference):
+    """With checkpoints, the lost partition is rebuilt on the other worker and the
+    fit ends with the networks it would have had."""
+    obs, held = data
+    client.wait_for_workers(2, timeout=60)
+    callback, state = _kill_a_worker_at(client, 7)
+    model = DaskGBN(client=client, checkpoint_every=3, callback=callback, **PARAMS)
+    model.fit(dask_array(obs, 200), heldout=dask_array(held, 200))
+    assert state["killed"] and model.n_rebuilt_ == 1
+    assert_same_networks(model, reference)
+    assert model.perplexity_ == reference.perplexity_
+
+
+def test_worker_killed_without_checkpoints_stops_naming_the_partition(client, data):
+    client.wait_for_workers(2, timeout=60)
+    callback, state = _kill_a_worker_at(client, 3)
+    model = DaskGBN(client=client, callback=callback, **PARAMS)
+    with pytest.raises(PartitionLostError, match=r"partition 1 of 2 \(documents 256 to 399"):
+        model.fit(dask_array(data[0], 200))
+    assert state["killed"] and not hasattr(model, "networks_")
+    client.wait_for_workers(2, timeout=60)
+
+
+def _lying_width_array(X):
+    """A dask array whose second chunk really has one column fewer than it declares."""
+    good = dask.delayed(lambda: X[:200])()
+    bad = dask.delayed(lambda: X[200:, :-1])()
+    return da.concatenate([da.from_delayed(good, shape=(200, X.shape[1]), meta=X[:0]),
+                           da.from_delayed(bad, shape=(X.shape[0] - 200, X.shape[1]), meta=X[:0])])
+
+
+def _with_value(X, row, value):
+    Y = X.copy().astype(np.float64)
+    Y.data[Y.indptr[row]] = value
+    return Y
+
+
+@pytest.mark.parametrize("case,pattern", [
+    ("width", r"X partition 1 of 2 \(documents 200 to 399\) has \d+ columns but"),
+    ("negative", r"X partition 1 of 2 \(documents 200 to 399\): X must hold nonnegative counts"),
+    ("fraction", r"X partition 0 of 2 \(documents 0 to 199\): X must hold integer counts"),
+    ("file_width", r"X partition 1 of 2 \(file '.*b\.npz'\) has \d+ columns"),
+    ("missing", r"X partition 1 of 2 \(file '.*missing\.npz'\): cannot read"),
+], ids=lambda v: v if v.isidentifier() else "")
+def test_bad_input_is_a_value_error_naming_the_partition(client, data, tmp_path, case, pattern):
+    obs = data[0]
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    sp.save_npz(a, obs[:200])
+    X = {"width": lambda: _lying_width_array(obs),
+         "negative": lambda: dask_array(_with_value(obs, 250, -1.0), 200),
+         "fraction": lambda: dask_array(_with_value(obs, 10, 0.5), 200),
+         "file_width": lambda: (sp.save_npz(b, obs[200:, :-3]), [str(a), str(b)])[1],
+         "missing": lambda: [str(a), str(tmp_path / "missing.npz")]}[case]()
+    calls = []
+    model = DaskGBN(client=client, callback=calls.append, **PARAMS)
+    with pytest.raises(ValueError, match=pattern):
+        model.fit(X)
+    assert calls == []  # raised before the first iteration
+
+
+def test_transform_to_local_and_save(client, data, reference, tmp_path):
+    obs, held = data
+    model = DaskGBN(client=client, **PARAMS).fit(dask_array(obs, 150), heldout=dask_array(held, 150))
+    feats = model.transform(dask_array(obs, 150))
+    assert isinstance(feats, da.Array) and feats.shape == (obs.shape[0], model.widths_[0])
+    computed = model.transform(dask_array(obs, 150), compute=True)
+    assert isinstance(computed, np.ndarray)
+    np.testing.assert_array_equal(computed, feats.compute())  # same seed, same chunks
+    np.testing.assert_allclose(computed.sum(axis=1), 1.0)
+    local = model.to_local()
+    assert type(local) is pygbn.GBN and local.method == "blocked"
+    assert_same_networks(local, reference)
+    assert local.perplexity_ == reference.perplexity_
+    model.save(tmp_path / "m.npz")
+    assert_same_networks(pygbn.load(tmp_path / "m.npz"), reference)
+
+
+def test_parameters(client):
+    with pytest.raises(ValueError, match="collapsed"):
+        DaskGBN(client=client, method="collapsed").fit([])
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        DaskGBN(client=client, checkpoint_every=0).fit([])
+    with pytest.raises(ValueError, match="dask.array.Array .* or a list of .npz/.mtx"):
+        DaskGBN(client=client).fit(np.ones((3, 3)))
+    m = DaskGBN(checkpoint_every=4, n_components=3)
+    assert m.get_params()["checkpoint_every"] == 4 and m.get_params()["client"] is None
+    assert repr(m) == "DaskGBN(checkpoint_every=4, n_components=3)"
+    assert m.set_params(n_layers=2, checkpoint_every=None).n_layers == 2
+
+
+def _python(code, tmp_path):
+    """Run ``code`` in a fresh interpreter importing this pygbn; the cwd is outside the
+    checkout ("-c" puts the cwd first on sys.path, and the checkout's pygbn/ has no
+    compiled kernels when pygbn is installed, as in CI)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(pygbn.__file__).resolve().parent.parent)}
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+
+
+def test_import_pygbn_does_not_import_dask(tmp_path):
+    _python("import pygbn, sys; assert 'dask' not in sys.modules and 'distributed' not in sys.modules",
+            tmp_path)
+
+
+def test_missing_dask_says_how_to_install(tmp_path):
+    out = _python("import sys; sys.modules['distributed'] = None\n"
+                  "try:\n    import pygbn.dask\nexcept ImportError as e:\n    print(e)\n", tmp_path)
+    assert 'pip install "augmentable-gbn[dask]"' in out.stdout
