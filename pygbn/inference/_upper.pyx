@@ -148,12 +148,12 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         nrows = bounds[b + 1] - bounds[b]
-        # the row's shapes and the row kernel's scratch (5 k), then the block's prior rows
-        work = <double *> malloc((5 * k + (0 if shared else max_rows * k)) * sizeof(double))
+        # the row's shapes and the row kernel's scratch (7 k), then the block's prior rows
+        work = <double *> malloc((7 * k + (0 if shared else max_rows * k)) * sizeof(double))
         if work == NULL:
             n_failed += 1
         else:
-            buf = work + 5 * k
+            buf = work + 7 * k
             if not shared:
                 _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], <int> k, kup, <int> nrows, buf)
             for j in range(bounds[b], bounds[b + 1]):

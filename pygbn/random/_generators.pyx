@@ -64,7 +64,7 @@ cdef double _gamma_fast(bitgen_t *bitgen, double a) noexcept nogil:
 
 cdef void _block_gamma_row(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f) noexcept nogil:
     # rows of at most 64 items through the row kernel (rate 1): the theta kernel's draws
-    cdef double scratch[256]
+    cdef double scratch[384]
     cdef Py_ssize_t i, n
     i = lo
     while i < hi:

@@ -263,44 +263,63 @@ cdef inline double random_gamma_fast(bitgen_t *g, double a) noexcept nogil:
     return gamma_mt(g, a)
 
 
+cdef inline double _scaled(double x, double log_x, double inv_rate, double log_rate) noexcept nogil:
+    """``max(x / rate, DBL_MIN)`` as ``x * (1 / rate)``, or from ``log_x`` where x < 1e-280."""
+    cdef double v
+    if x >= GAMMA_TINY:
+        v = x * inv_rate
+    elif log_x - log_rate > LOG_DBL_MIN:
+        v = exp(log_x - log_rate)
+    else:
+        return DBL_MIN
+    return v if v > DBL_MIN else DBL_MIN
+
+
 cdef inline double gamma_row_scaled(bitgen_t *g, const double *a, Py_ssize_t k, double rate,
                                    double *out, double *scratch) noexcept nogil:
     """``out[i] = max(G_i / rate, DBL_MIN)``, ``G_i ~ Gam(a[i], 1)`` independent, ``a[i] > 0``,
     ``0 < rate < inf``; returns ``sum(out)`` (left to right).
 
-    Drawn a row at a time: the first
-    GS proposal of every shape below 1 is formed by one vectorised pass
-    (:c:func:`gs_first`: uniforms drawn first, then all logs and exps), its
-    test and any further proposal one shape at a time (a rejected first
-    proposal is followed by :c:func:`gamma_small`, an independent exact
-    draw).  Shapes from 1 up use :c:func:`gamma_mt`.  Where a draw below
-    1e-280 would lose precision (or underflow) before the division, the
-    quotient is formed from its log.  ``scratch`` holds ``4 k`` doubles.
+    Drawn a row at a time: shapes from 1 up by :c:func:`gamma_mt` and those in
+    [GS_MAX_SHAPE, 1) by :c:func:`gamma_boost` as they come; the smaller
+    shapes are gathered and the first GS proposal of each is
+    formed by one vectorised pass (:c:func:`gs_first`: their uniforms drawn
+    first, then all logs and exps), its test and any further proposal one
+    shape at a time (a rejected first proposal is followed by
+    :c:func:`gamma_small`, an independent exact draw).  The quotient is
+    ``G * (1 / rate)``; where a draw below 1e-280 would lose precision (or
+    underflow) before that, it is formed from its log.  ``scratch`` holds
+    ``6 k`` doubles.
     """
-    cdef double *u = scratch
-    cdef double *p = scratch + k
-    cdef double *lx = scratch + 2 * k
-    cdef double *x = scratch + 3 * k
-    cdef Py_ssize_t i
+    cdef double *ac = scratch
+    cdef double *u = scratch + k
+    cdef double *p = scratch + 2 * k
+    cdef double *lx = scratch + 3 * k
+    cdef double *x = scratch + 4 * k
+    cdef Py_ssize_t *idx = <Py_ssize_t *> (scratch + 5 * k)
+    cdef Py_ssize_t i, q, n = 0
     cdef double v, xi, li = 0.0, total = 0.0
-    cdef double log_rate = log(rate)
+    cdef double inv_rate = 1.0 / rate, log_rate = log(rate)
     for i in range(k):
-        u[i] = random_standard_uniform(g) if a[i] < 1.0 else 0.5
-    gs_first(a, u, p, lx, x, k)
-    for i in range(k):
-        if a[i] >= 1.0:
-            v = gamma_mt(g, a[i]) / rate
+        if a[i] < GS_MAX_SHAPE:
+            idx[n] = i
+            ac[n] = a[i]
+            u[n] = random_standard_uniform(g)
+            n += 1
         else:
-            xi = _gs_try(g, a[i], p[i], lx[i], x[i], &li)
-            if xi < 0.0:
-                xi = gamma_small(g, a[i], &li)
-            if xi >= GAMMA_TINY:
-                v = xi / rate
-            elif li - log_rate > LOG_DBL_MIN:
-                v = exp(li - log_rate)
+            if a[i] >= 1.0:
+                v = gamma_mt(g, a[i]) * inv_rate
+                out[i] = v if v > DBL_MIN else DBL_MIN
             else:
-                v = DBL_MIN
-        out[i] = v if v > DBL_MIN else DBL_MIN
+                xi = gamma_boost(g, a[i], &li)
+                out[i] = _scaled(xi, li, inv_rate, log_rate)
+    gs_first(ac, u, p, lx, x, n)
+    for q in range(n):
+        xi = _gs_try(g, ac[q], p[q], lx[q], x[q], &li)
+        if xi < 0.0:
+            xi = gamma_small(g, ac[q], &li)
+        out[idx[q]] = _scaled(xi, li, inv_rate, log_rate)
+    for i in range(k):
         total = total + out[i]
     return total
 
