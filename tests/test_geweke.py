@@ -73,15 +73,11 @@ def _break_theta_rate(sampler):
     """Plant a wrong conditional: theta's gamma rate with -2 ln(1 - p) for -ln(1 - p)."""
     import types
 
-    from pygbn.inference import _blocked
-
     def wrong_sample_theta(self, t, blocks=None):
         layer = self.network.layers[t - 1]
         rate = np.ascontiguousarray(layer.c + 2.0 * self.log_rates()[t - 1])  # should be 1 x L^(t)
-        prior = np.ascontiguousarray(self._doc_prior(t))
         out = np.empty((self.n_docs, layer.width))
-        _blocked.sample_gamma_rows(prior, self.m[t - 1], rate, self.bounds,
-                                   self.doc_streams.addresses, out, 1)
+        self._draw_theta(t, rate, self.bounds, self.doc_streams.addresses, out, np.empty(0))
         layer.theta = out
 
     sampler.sample_theta = types.MethodType(wrong_sample_theta, sampler)

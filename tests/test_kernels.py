@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from pygbn._utils import BlockStreams
-from pygbn.inference import _blocked, _collapsed
+from pygbn.inference import _blocked, _collapsed, _upper
 from pygbn.stats import crt_pmf_table
 
 ALPHA = 1e-6
@@ -127,7 +127,7 @@ def _crt_pmf(n, r):
     return np.exp(crt_pmf_table(n, r))
 
 
-def test_split_dense_crt_is_crt_then_multinomial():
+def test_propagate_counts_is_crt_then_multinomial():
     """Equivalent to: x = CRT(m, phi[v] @ theta[j]); split x by phi[v] * theta[j]."""
     J, kin, K = 4000, 2, 3
     m_in = np.zeros((J, kin), dtype=np.int64)
@@ -141,9 +141,8 @@ def test_split_dense_crt_is_crt_then_multinomial():
     for rep in range(10):
         m_out = np.empty((J, K), dtype=np.int64)
         n_out = np.zeros((2, kin, K), dtype=np.int64)
-        tables = np.empty(J, dtype=np.int64)
-        _blocked.split_dense_crt(m_in, phi, theta, bounds, streams.addresses, m_out, n_out, tables, 2)
-        np.testing.assert_array_equal(m_out.sum(axis=1), tables)
+        _upper.propagate_counts(m_in, phi, theta, bounds, streams.addresses, m_out, n_out, 2)
+        tables = m_out.sum(axis=1)
         np.testing.assert_array_equal(n_out.sum(axis=0)[0], m_out.sum(axis=0))
         assert n_out.sum(axis=0)[1].sum() == 0
         totals.append(tables)
@@ -153,6 +152,133 @@ def test_split_dense_crt_is_crt_then_multinomial():
     pmf = _crt_pmf(6, w.sum())
     assert _chisq_p(np.bincount(totals, minlength=7), pmf) > ALPHA
     assert _chisq_p(splits, w / w.sum()) > ALPHA
+
+
+def _propagate(m_in, phi, theta, n_threads, stats=True, seed=3):
+    J, K = theta.shape
+    bounds = np.linspace(0, J, 5).astype(np.int64)
+    streams = BlockStreams(np.random.default_rng(seed), 4)
+    m_out = np.empty((J, K), dtype=np.int64)
+    n_out = np.zeros((n_threads if stats else 0, phi.shape[0], K), dtype=np.int64)
+    _upper.propagate_counts(m_in, phi, theta, bounds, streams.addresses, m_out, n_out, n_threads)
+    return m_out, n_out.sum(axis=0)
+
+
+def test_propagate_counts_count_types_threads_and_no_statistics_agree():
+    """The draws do not depend on the count type of m_in, on the thread count, or
+    on whether the statistics of Phi are gathered."""
+    rng = np.random.default_rng(11)
+    J, kin, K = 600, 7, 21
+    m_in = rng.poisson(1.5, size=(J, kin)) * (rng.random((J, kin)) < 0.4)
+    m_in[0, 0] = 2000                                   # a large count: CRT by random_crt, binomial split
+    phi = rng.dirichlet(np.ones(kin), size=K).T.copy()
+    theta = rng.gamma(0.3, size=(J, K)) * 50
+    ref, n_ref = _propagate(m_in.astype(np.int64), phi, theta, 1)
+    for dtype in (np.uint16, np.int32):
+        got, n_got = _propagate(m_in.astype(dtype), phi, theta, 3)
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(n_got, n_ref)
+    got, _ = _propagate(m_in, phi, theta, 2, stats=False)
+    np.testing.assert_array_equal(got, ref)
+    # every document's tables: 1 <= CRT(m) <= m per non-zero cell
+    assert np.all(ref.sum(axis=1) >= (m_in > 0).sum(axis=1))
+    assert np.all(ref.sum(axis=1) <= m_in.sum(axis=1))
+    np.testing.assert_array_equal(n_ref.sum(axis=0), ref.sum(axis=0))
+
+
+def test_propagate_counts_large_tables_split_binomially():
+    """Many tables (x >= 32: conditional binomials): E[m_jk] = E[x] w_k / sum(w)."""
+    J, kin, K = 2000, 1, 5
+    m_in = np.full((J, kin), 400, dtype=np.int64)
+    phi = np.array([[0.1, 0.2, 0.3, 0.15, 0.25]])
+    theta = np.tile([40.0, 10.0, 20.0, 5.0, 30.0], (J, 1))
+    m_out, _ = _propagate(m_in, phi, theta, 2)
+    w = phi[0] * theta[0]
+    r = w.sum()
+    pmf = np.exp(crt_pmf_table(400, r))
+    mean_x = (np.arange(401) * pmf).sum()
+    assert mean_x > 32
+    tot = m_out.sum(axis=1)
+    var_x = (np.arange(401) ** 2 * pmf).sum() - mean_x**2
+    assert abs(tot.mean() - mean_x) < 5 * np.sqrt(var_x / J)
+    assert _chisq_p(m_out.sum(axis=0), w / r) > ALPHA
+
+
+def test_propagate_counts_underflowing_products_one_table_split_in_log_space():
+    phi = np.array([[1e-200, 1e-200, 1e-200]])
+    theta = np.tile([1e-200, 3e-200, 1e-300], (4000, 1))     # every product underflows
+    m_in = np.full((4000, 1), 5, dtype=np.int64)
+    m_out, _ = _propagate(m_in, phi, theta, 2)
+    np.testing.assert_array_equal(m_out.sum(axis=1), 1)     # CRT(m, r -> 0) = 1
+    assert m_out[:, 2].sum() == 0                           # weight 1e-100 of the others
+    assert _chisq_p(m_out.sum(axis=0)[:2], [0.25, 0.75]) > ALPHA
+
+
+def test_doc_prior_is_the_floored_product_by_blocks():
+    rng = np.random.default_rng(12)
+    J, kin, kup = 700, 30, 9
+    theta_up = rng.gamma(0.2, size=(J, kup))
+    theta_up[5] = 1e-310
+    phi_up = rng.dirichlet(np.ones(kin), size=kup).T.copy()
+    bounds = np.array([0, 128, 256, 300, 700], dtype=np.int64)
+    out = np.empty((J, kin))
+    _upper.doc_prior(theta_up, phi_up, bounds, out, 2)
+    np.testing.assert_allclose(out, np.maximum(theta_up @ phi_up.T, np.finfo(float).tiny), rtol=1e-13)
+    assert np.all(out[5] == np.finfo(float).tiny)
+    part = np.empty((700 - 256, kin))
+    _upper.doc_prior(theta_up, phi_up, bounds[2:], part, 1)   # the same rows from a part of the blocks
+    np.testing.assert_array_equal(part, out[256:])
+
+
+def test_sample_theta_with_its_product_prior():
+    """Equivalent to: out[j] = rng.gamma(max(theta_up[j] @ phi_up.T, tiny) + m[j], 1 / rate[j]);
+    the row sums come with it; any thread count gives the same draws."""
+    rng = np.random.default_rng(13)
+    J, kin, kup = 6000, 4, 3
+    theta_up = np.tile([0.5, 2.0, 0.01], (J, 1))
+    phi_up = np.array([[0.7, 0.1, 0.2], [0.1, 0.1, 0.2], [0.1, 0.5, 0.3], [0.1, 0.3, 0.3]])
+    m = np.tile(np.array([0, 2, 0, 7], dtype=np.int32), (J, 1))
+    rate = 0.5 + rng.random(J)
+    bounds = np.arange(0, J + 1, 500, dtype=np.int64)
+    outs = []
+    for nt in (1, 3):
+        streams = BlockStreams(np.random.default_rng(14), len(bounds) - 1)
+        out, sums = np.empty((J, kin)), np.empty(J)
+        _upper.sample_theta(theta_up, phi_up, np.empty(0), m, rate, bounds, streams.addresses, out,
+                            sums, nt)
+        outs.append((out, sums))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    out, sums = outs[0]
+    check = np.empty(J)
+    _upper.row_sums(out, check)
+    np.testing.assert_array_equal(sums, check)
+    shape = theta_up[0] @ phi_up.T + m[0]
+    g = out * rate[:, None]
+    z_mean = (g.mean(axis=0) - shape) / np.sqrt(shape / J)
+    assert np.all(np.abs(z_mean) < 5), z_mean
+
+
+def test_sample_theta_tiny_draws_keep_their_precision():
+    """Gamma draws that underflow on their own but not once divided by a tiny rate:
+    P(out <= q) = P(a, q rate) (the regularised incomplete gamma)."""
+    from scipy import special
+
+    J, a, rate = 200000, 2e-3, 1e-280
+    bounds = np.arange(0, J + 1, 10000, dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(15), len(bounds) - 1)
+    out = np.empty((J, 1))
+    _upper.sample_theta(np.empty((0, 0)), np.empty((0, 0)), np.array([a]), np.zeros((J, 1), np.int64),
+                        np.full(J, rate), bounds, streams.addresses, out, np.empty(0), 2)
+    q = np.array([1e-200, 1e-100, 1e-20, 1e-5, 1.0, 1e10, 1e100, 1e250])
+    # P(a, x) = x^a e^-x / Gamma(a + 1) (1 + x / (a + 1) + ...) -> x^a / Gamma(a + 1) for x < 1e-30
+    log_x = np.log(q) + np.log(rate)
+    expected = np.where(log_x < np.log(1e-30), np.exp(a * log_x - special.gammaln(a + 1)),
+                        special.gammainc(a, np.exp(np.maximum(log_x, -700.0))))
+    observed = (out[:, 0][:, None] <= q[None, :]).mean(axis=0)
+    assert np.all(np.abs(observed - expected) < 5 * np.sqrt(expected * (1 - expected) / J)), \
+        (observed, expected)
+    # below the floor G / rate < DBL_MIN: P(a, DBL_MIN rate) of the draws (about 7%), the rest distinct
+    assert np.unique(out).size > 0.9 * J
 
 
 @pytest.mark.parametrize("count", [1, 3, 31, 32, 500])
@@ -193,7 +319,7 @@ def test_split_sparse_underflowing_weights_split_in_log_space():
     assert abs(m_out[0, 1] / 40000 - 0.75) < 0.02
 
 
-def test_sample_gamma_rows_moments():
+def test_sample_theta_moments():
     """Equivalent to: out[j, k] = rng.gamma(prior[j, k] + m[j, k], 1 / rate[j])."""
     J, K = 20000, 3
     prior = np.array([[0.3, 2.0, 1e-3]])
@@ -202,7 +328,9 @@ def test_sample_gamma_rows_moments():
     out = np.empty((J, K))
     bounds = np.arange(0, J + 1, 1000, dtype=np.int64)
     streams = BlockStreams(np.random.default_rng(5), len(bounds) - 1)
-    _blocked.sample_gamma_rows(prior, m, rate, bounds, streams.addresses, out, 2)
+    sums = np.empty(J)
+    _upper.sample_theta(np.empty((0, 0)), np.empty((0, 0)), prior[0], m, rate, bounds,
+                        streams.addresses, out, sums, 2)
     shape = prior[0] + m[0]
     g = out * rate[:, None]  # standard gamma draws
     z_mean = (g.mean(axis=0) - shape) / np.sqrt(shape / J)

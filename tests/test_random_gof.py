@@ -89,11 +89,11 @@ def test_crt_gof(n, r):
                         support=(0, n), alpha=ALPHA)
 
 
-@pytest.mark.parametrize("algorithm", ["crt_loop", "crt_thinning", "crt_blocks"])
+@pytest.mark.parametrize("algorithm", ["crt_loop", "crt_inversion", "crt_thinning", "crt_blocks"])
 @pytest.mark.parametrize("n,r", [(2, 0.7), (9, 1e-3), (30, 1.0), (30, 500.0), (300, 0.2),
                                  (300, 12.0), (1500, 2.0), (1500, 90.0)])
 def test_crt_single_algorithms(algorithm, n, r):
-    size = N_DEAR if not (algorithm == "crt_loop" and n > 1000) else N_DEAR // 2
+    size = N_DEAR if not (algorithm in ("crt_loop", "crt_inversion") and n > 1000) else N_DEAR // 2
     x = _kernel(algorithm, n, r, size=size, random_state=seed(algorithm, n, r))
     table = S.crt_pmf_table(n, r)
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)

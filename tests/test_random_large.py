@@ -257,6 +257,80 @@ def test_log_gamma_kernel(a):
     assert_gof_binned(y, edges, cdf, alpha=ALPHA)
 
 
+# --- our gamma kernels for every shape (pygbn/random/_inline.pxd) -----------------
+
+SMALL_SHAPES = [1e-3, 0.015, 0.1, 0.3, 0.4999, 0.5001, 0.7, 0.9, 0.9999]
+
+
+def _assert_gamma_gof(x, a):
+    """Binned chi-square of Gam(a, 1) draws, on the scale of a log(x) (draws that
+    underflow to 0 fall in the lowest bin)."""
+    with np.errstate(divide="ignore"):
+        y = a * np.log(x)
+    cdf = _log_gamma_cdf(a)
+    grid = np.linspace(-30 * max(a, 0.05), np.log(a + 30) * a, 6000)
+    c = cdf(grid)
+    edges = np.unique(np.interp(np.linspace(0.01, 0.99, 40), c, grid))
+    edges = edges[edges > a * np.log(1e-300)]      # a bin edge above the underflow
+    assert_gof_binned(y, edges, cdf, alpha=ALPHA)
+
+
+@pytest.mark.parametrize("kernel", ["gamma_gs", "gamma_boost"])
+@pytest.mark.parametrize("a", SMALL_SHAPES)
+def test_gamma_small_shape_algorithms(kernel, a):
+    x = _kernel(kernel, a, size=4 * N, random_state=seed(kernel, a))
+    assert np.all(x >= 0) and np.all(np.isfinite(x))
+    _assert_gamma_gof(x, a)
+
+
+@pytest.mark.parametrize("kernel", ["gamma_fast", "gamma_row", "gamma"])
+@pytest.mark.parametrize("a", SMALL_SHAPES[::2] + [1.0, 1.5, 7.0, 1e3, 1e12])
+def test_gamma_kernels_every_shape(kernel, a):
+    x = _kernel(kernel, a, size=4 * N, random_state=seed(kernel, a))
+    if kernel == "gamma_row":
+        assert np.all(x >= np.finfo(float).tiny)     # floored, as theta is
+    if a < 1e6:
+        _assert_gamma_gof(x, a)
+    else:
+        qs = a + np.sqrt(a) * st.norm.ppf(np.linspace(0.01, 0.99, 40))
+        assert_gof_binned(x, np.unique(qs), lambda e: special.gammainc(a, e), alpha=ALPHA)
+
+
+def test_gamma_row_mixed_shapes_match_their_laws():
+    """A row kernel draw depends only on its own shape, whatever the row holds."""
+    shapes = np.tile([1e-3, 0.3, 0.8, 1.0, 4.0], 4 * N // 5)
+    x = _kernel("gamma_row", shapes, random_state=seed("row-mixed"))
+    for i, a in enumerate([1e-3, 0.3, 0.8, 1.0, 4.0]):
+        _assert_gamma_gof(x[i::5], a)
+
+
+def test_vector_exp_log_within_one_ulp():
+    import mpmath
+
+    from pygbn.random import _generators as gen
+
+    mpmath.mp.prec = 113
+    rng = np.random.default_rng(seed("vmath"))
+    x = np.concatenate([-rng.random(4000) * 745.0, -rng.random(2000), -rng.random(500) * 1e-12,
+                        [0.0, -1e-300, -708.39, -708.4, -745.1, -745.2, -746.0, -1e4, -np.inf]])
+    out = np.empty_like(x)
+    gen.vector_math("exp_neg", x, out)
+    ref = np.array([float(mpmath.exp(mpmath.mpf(v))) if np.isfinite(v) else 0.0 for v in x])
+    # within one ulp of the correctly rounded value (one unit of the smallest subnormal below)
+    err = np.abs(out - ref) / np.maximum(np.spacing(np.abs(ref)), 5e-324)
+    assert err.max() <= 1.0, (x[np.argmax(err)], err.max())
+    u = np.concatenate([rng.random(4000), 0.6 + 0.8 * rng.random(2000), 1 + rng.random(500) * 1e-9,
+                        1 - rng.random(500) * 1e-9, 2.0 ** -rng.integers(1, 1000, 1000),
+                        [1.0, 2.0 ** -53, np.sqrt(0.5), np.sqrt(2.0), 1.9999999999999998]])
+    out = np.empty_like(u)
+    gen.vector_math("log_pos", u, out)
+    ref = np.array([float(mpmath.log(mpmath.mpf(v))) for v in u])
+    err = np.abs(out - ref) / np.spacing(np.maximum(np.abs(ref), 1e-300))
+    assert err.max() <= 1.0, (u[np.argmax(err)], err.max())
+    gen.vector_math("log_pos", np.zeros(1), out[:1])
+    assert out[0] == -np.inf
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("alpha", [1e12])
 def test_truncated_bessel_huge_binned_slow(alpha):

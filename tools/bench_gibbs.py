@@ -1,21 +1,26 @@
-"""Seconds per Gibbs iteration of pygbn on the Debian corpus, beside tomotopy's LDA.
+"""Seconds per Gibbs iteration of pygbn on the Debian corpus, depth by depth, beside numpy's gamma floor.
 
 Usage::
 
-    python tools/bench_gibbs.py                      # the default grid (minutes)
-    python tools/bench_gibbs.py --vocab top2000 --K 100 --T 1 3 --iters 5
-    python tools/bench_gibbs.py --links              # Bernoulli-Poisson and PRG rows
+    python tools/bench_gibbs.py                              # Debian top-2000, K1max = 100, T = 1..5
+    python tools/bench_gibbs.py --K 100 400 --methods collapsed blocked --jobs 1 2
+    python tools/bench_gibbs.py --first 300 --per-layer 50   # later in the chain
+    python tools/bench_gibbs.py --links                      # Bernoulli-Poisson and PRG rows too
+    python tools/bench_gibbs.py --widths halving             # widths K, K/2, K/4, ... (as after pruning)
 
-Each row builds a chain on the corpus (``counts-top2000.npz`` or the full
-``counts.npz`` of ``../shared/data/debian-descriptions``, or ``--data``),
-stacks ``T`` layers of widths ``K, K/2, K/4, ...`` (about what pruning
-leaves, cf. the authors' [100, 41, 21]), runs ``--warmup`` iterations and
-then times ``--iters`` iterations.  The time of each conditional is reported
-(layer one, propagation up, Phi, top layer, p/c, theta) together with the
-floor the theta draws cannot go below: the same number of gamma draws made
-by numpy's ``standard_gamma`` with the same shapes.  When tomotopy is
-installed, its LDA at the same K (alpha 0.1, eta 0.01, one worker) is timed
-on the same documents and the ratio printed.  Timings are wall clock on
+One chain per configuration grows as in training, without pruning: ``--first``
+iterations at T = 1, then one layer at a time (widths ``[K] * T`` by default,
+the width bound of Algorithm 1 before pruning) with ``--per-layer`` iterations
+each.  Each depth reports its fastest iteration (wall clock) and the parts of
+that iteration: layer one, and per upper layer t the upward propagation
+(eq:CRT + eq:step1) and the theta^(t) draw (eq:step4, its Phi theta prior
+included), p/c (eq:step6), Phi (eq:step2) and the top layer (eq:step5).  The
+"gamma floor" of an upper layer is the fastest of seven runs of numpy's
+``standard_gamma`` on that layer's own shapes (prior + m, the draws theta^(t)
+must make), measured in the same process; "upper / floor" is the upper layers'
+time (up + theta) over the sum of their floors.  When
+tomotopy is installed its LDA at the same K (alpha 0.1, eta 0.01, one worker)
+is timed on the same documents for the T = 1 rows.  Timings are wall clock on
 whatever machine runs this; no assertion is made.
 """
 from __future__ import annotations
@@ -37,11 +42,9 @@ from pygbn.inference.gibbs import GibbsSampler  # noqa: E402
 from pygbn.model.links import get_link  # noqa: E402
 
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-STEPS = ["sample_layer_one_collapsed", "sample_layer_one_blocked", "propagate_up", "sample_phi",
-         "sample_top", "sample_p_c", "sample_theta"]
-SHORT = {"sample_layer_one_collapsed": "layer1", "sample_layer_one_blocked": "layer1",
-         "propagate_up": "up", "sample_phi": "phi", "sample_top": "top", "sample_p_c": "p/c",
-         "sample_theta": "theta"}
+LAYER_STEPS = ["propagate_up", "sample_theta"]          # timed per layer t
+SHARED_STEPS = {"sample_layer_one_collapsed": "layer1", "sample_layer_one_blocked": "layer1",
+                "sample_phi": "phi", "sample_top": "top", "top_tables": "top", "sample_p_c": "p/c"}
 
 
 def load_corpus(data: Path, vocab: str) -> sp.csr_matrix:
@@ -52,53 +55,57 @@ def load_corpus(data: Path, vocab: str) -> sp.csr_matrix:
     return sp.load_npz(path).tocsr()
 
 
-def widths_for(K: int, T: int):
-    return [max(2, K // 2**t) for t in range(T)]
+def gamma_floor(s: GibbsSampler, t: int, rng: np.random.Generator, repeat: int = 7) -> float:
+    """Fastest of ``repeat`` runs of numpy's standard_gamma on theta^(t)'s shapes."""
+    shape = np.broadcast_to(s._doc_prior(t) + s.m[t - 1], s.m[t - 1].shape).copy()
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        rng.standard_gamma(shape)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
-def time_pygbn(Y, link, K, T, method, n_jobs, warmup, iters, seed=0):
-    s = GibbsSampler.for_training(Y, K, link=link, method=method, n_jobs=n_jobs, random_state=seed)
-    for w in widths_for(K, T)[1:]:
-        s.add_layer(0.05)
-        # narrow the new layer to the planned width (as pruning would)
-        top = s.network.layers[-1]
-        keep = np.zeros(top.width, dtype=bool)
-        keep[:w] = True
-        s.m[-1][:, ~keep] = 0
-        s.m[-1][:, keep] = 1
-        s.prune_top()
-    acc = collections.defaultdict(float)
-    for name in STEPS:
+def instrument(s: GibbsSampler, acc: dict) -> None:
+    """Wrap the sampler's steps so that each call adds its wall time to ``acc``."""
+    for name in LAYER_STEPS + list(SHARED_STEPS):
         f = getattr(s, name)
 
         def wrap(*a, _f=f, _n=name, **k):
             t0 = time.perf_counter()
             r = _f(*a, **k)
-            acc[_n] += time.perf_counter() - t0
+            key = (_n, a[0]) if _n in LAYER_STEPS else SHARED_STEPS[_n]
+            acc[key] += time.perf_counter() - t0
             return r
 
         setattr(s, name, wrap)
-    for _ in range(warmup):
-        s.sweep(update_p_c=True)
-    acc.clear()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        s.sweep(update_p_c=True)
-    total = (time.perf_counter() - t0) / iters
-    parts = collections.OrderedDict()
-    for name in STEPS:
-        if name in acc:
-            parts[SHORT[name]] = parts.get(SHORT[name], 0.0) + acc[name] / iters
-    # the floor of the theta draws: numpy's gamma with the same shapes, one thread
-    floor = 0.0
+
+
+def depth_sweep(Y, link, K, T_max, method, n_jobs, first, per_layer, widths, seed=0):
+    """One chain from T = 1 to T_max; per depth the fastest iteration and its parts."""
+    s = GibbsSampler.for_training(Y, K, link=link, method=method, n_jobs=n_jobs, random_state=seed)
+    acc = collections.defaultdict(float)
+    instrument(s, acc)
     rng = np.random.default_rng(1)
-    lowest = 2 if method == "collapsed" else 1
-    for t in range(lowest, s.depth + 1):
-        shape = s._doc_prior(t) + s.m[t - 1]
-        t1 = time.perf_counter()
-        rng.standard_gamma(np.broadcast_to(shape, s.m[t - 1].shape))
-        floor += time.perf_counter() - t1
-    return total, parts, floor, s.network.widths
+    rows = []
+    for T in range(1, T_max + 1):
+        if T > 1:
+            s.add_layer(0.05)
+            if widths == "halving":
+                keep = np.zeros(s.network.layers[-1].width, dtype=bool)
+                keep[:max(2, K // 2 ** (T - 1))] = True
+                s.keep_top(keep)
+        best, parts = np.inf, {}
+        for _ in range(first if T == 1 else per_layer):
+            acc.clear()
+            t0 = time.perf_counter()
+            s.sweep(update_p_c=True)
+            dt = time.perf_counter() - t0
+            if dt < best:
+                best, parts = dt, dict(acc)
+        floors = {t: gamma_floor(s, t, rng) for t in range(2, T + 1)}
+        rows.append({"T": T, "widths": s.network.widths, "s_iter": best, "parts": parts, "floors": floors})
+    return rows
 
 
 def time_tomotopy(X, K, warmup, iters):
@@ -114,63 +121,72 @@ def time_tomotopy(X, K, warmup, iters):
         if toks:
             mdl.add_doc(toks)
     mdl.train(max(warmup, 1), workers=1)
-    t0 = time.perf_counter()
-    mdl.train(iters, workers=1)
-    return (time.perf_counter() - t0) / iters
+    best = np.inf
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        mdl.train(1, workers=1)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def format_rows(rows, label, tomo=None):
+    """Markdown rows: the iteration, its ratio to T = 1, the parts and the upper layers against their floor."""
+    out = []
+    t1 = rows[0]["s_iter"]
+    for r in rows:
+        p, T = r["parts"], r["T"]
+        up = {t: p.get(("propagate_up", t), 0.0) for t in range(2, T + 1)}
+        th = {t: p.get(("sample_theta", t), 0.0) for t in range(1, T + 1)}
+        upper = sum(up.values()) + sum(th[t] for t in range(2, T + 1))
+        floor = sum(r["floors"].values())
+        per_layer = "; ".join(f"{t}: {1e3 * up[t]:.0f}+{1e3 * th[t]:.0f} / {1e3 * r['floors'][t]:.0f}"
+                              for t in range(2, T + 1))
+        shared = ", ".join(f"{k} {1e3 * p.get(k, 0.0):.0f}" for k in ("layer1", "p/c", "phi", "top"))
+        theta1 = f", theta1 {1e3 * th[1]:.0f}" if th[1] else ""
+        ratio = f"{upper / floor:.2f}" if floor else ""
+        lda = f"{tomo:.3f}" if (tomo and T == 1) else ""
+        out.append(f"| {label} | {T} | {r['widths']} | {r['s_iter']:.3f} | {r['s_iter'] / t1:.2f} | "
+                   f"{shared}{theta1} | {per_layer} | {1e3 * upper:.0f} | {1e3 * floor:.0f} | {ratio} | {lda} |")
+    return out
+
+
+HEADER = ("| data / link / K1max / method / n_jobs | T | widths | s/iter | x T=1 | shared parts (ms) | "
+          "per upper layer t: up+theta / gamma floor (ms) | upper layers (ms) | their gamma floor (ms) | "
+          "upper / floor | tomotopy LDA (s) |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--vocab", nargs="+", default=["top2000", "full"], choices=["top2000", "full"])
-    ap.add_argument("--K", nargs="+", type=int, default=[100, 400])
-    ap.add_argument("--T", nargs="+", type=int, default=[1, 3, 5])
-    ap.add_argument("--methods", nargs="+", default=["collapsed", "blocked"])
-    ap.add_argument("--jobs", nargs="+", type=int, default=[1, 2])
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--iters", type=int, default=5)
-    ap.add_argument("--links", action="store_true", help="also time the Bernoulli-Poisson and PRG links")
-    ap.add_argument("--only-links", action="store_true", help="time only the Bernoulli-Poisson and PRG links")
+    ap.add_argument("--vocab", nargs="+", default=["top2000"], choices=["top2000", "full"])
+    ap.add_argument("--K", nargs="+", type=int, default=[100])
+    ap.add_argument("--T", type=int, default=5, help="deepest network (rows for T = 1..this)")
+    ap.add_argument("--methods", nargs="+", default=["collapsed"], choices=["collapsed", "blocked"])
+    ap.add_argument("--jobs", nargs="+", type=int, default=[1])
+    ap.add_argument("--first", type=int, default=40, help="iterations at T = 1")
+    ap.add_argument("--per-layer", type=int, default=12, help="iterations after adding each layer")
+    ap.add_argument("--widths", choices=["equal", "halving"], default="equal")
+    ap.add_argument("--links", action="store_true", help="also the Bernoulli-Poisson and PRG links (blocked)")
     ap.add_argument("--no-tomotopy", action="store_true")
     args = ap.parse_args(argv)
 
-    print(f"# pygbn Gibbs benchmark ({os.cpu_count()} CPUs visible; wall-clock seconds per iteration)")
+    print(f"# pygbn Gibbs benchmark ({os.cpu_count()} CPUs visible; wall-clock; fastest iteration per depth "
+          f"after {args.first} iterations at T = 1 and {args.per_layer} per added layer, widths {args.widths})")
     print()
-    print("| data | link | K | T | widths | method | n_jobs | s/iter | breakdown (s) | theta floor (s) | tomotopy LDA (s) | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(HEADER)
     for vocab in args.vocab:
         X = load_corpus(args.data, vocab)
-        Y = get_link("poisson").check_data(X)
-        tomo = {}
-        for K in ([] if args.only_links else args.K):
-            if not args.no_tomotopy:
-                tomo[K] = time_tomotopy(X, K, args.warmup, args.iters)
-            for T in args.T:
-                for method in args.methods:
-                    for nj in args.jobs:
-                        if method == "collapsed" and nj > 1 and T == 1:
-                            continue  # nothing parallel in a one-layer collapsed iteration
-                        tot, parts, floor, widths = time_pygbn(Y, "poisson", K, T, method, nj,
-                                                               args.warmup, args.iters)
-                        br = ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
-                        tt = tomo.get(K)
-                        ratio = f"{tot / tt:.2f}" if (tt and T == 1) else ""
-                        print(f"| debian-{vocab} | poisson | {K} | {T} | {widths} | {method} | {nj} | "
-                              f"{tot:.3f} | {br} | {floor:.3f} | {'' if tt is None else f'{tt:.3f}'} | {ratio} |",
-                              flush=True)
-        if args.links or args.only_links:
-            B = (X > 0).astype(np.float64)
-            Yb = get_link("bernoulli").check_data(B)
-            Yr = get_link("prg").check_data(X.astype(np.float64) / 4.0)
-            for link, Yl in (("bernoulli", Yb), ("prg", Yr)):
-                for K in args.K:
-                    for T in [t for t in args.T if t in (1, 3)] or [1]:
-                        for nj in args.jobs:
-                            tot, parts, floor, widths = time_pygbn(Yl, link, K, T, "blocked", nj,
-                                                                   args.warmup, args.iters)
-                            br = ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
-                            print(f"| debian-{vocab} | {link} | {K} | {T} | {widths} | blocked | {nj} | "
-                                  f"{tot:.3f} | {br} | {floor:.3f} | | |", flush=True)
+        configs = [("poisson", get_link("poisson").check_data(X), m) for m in args.methods]
+        if args.links:
+            configs += [("bernoulli", get_link("bernoulli").check_data((X > 0).astype(np.float64)), "blocked"),
+                        ("prg", get_link("prg").check_data(X.astype(np.float64) / 4.0), "blocked")]
+        for K in args.K:
+            tomo = None if args.no_tomotopy else time_tomotopy(X, K, args.first, args.per_layer)
+            for link, Y, method in configs:
+                for nj in args.jobs:
+                    rows = depth_sweep(Y, link, K, args.T, method, nj, args.first, args.per_layer, args.widths)
+                    label = f"debian-{vocab} / {link} / {K} / {method} / {nj}"
+                    print("\n".join(format_rows(rows, label, tomo if link == "poisson" else None)), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Prints nanoseconds per draw for every sampler of :mod:`pygbn.random` at
 small, medium and large parameters, beside numpy's ``poisson``,
 ``standard_gamma`` and ``logseries`` (and, where numpy has the same
-distribution, that one), with the ratio ours / reference.  The reference for
+distribution, that one), with the ratio ours / reference; and our gamma
+kernels (every gamma draw, and the row kernel of the theta draws) beside
+numpy's ``standard_gamma``.  The reference for
 "comparable magnitude" is numpy's Poisson with the mean of our distribution.
 
 Usage::
@@ -80,7 +82,8 @@ def main(argv=None):
         rows.append(["numpy logseries", f"p={p:g}",
                      best_ns(lambda s: rng.logseries(p, size=s), big, args.repeat), "", np.nan, np.nan])
 
-    for n, r in ((10, 1.0), (100, 1.0), (1000, 10.0), (10**7, 0.1), (10**7, 1.0),
+    for n, r in ((5, 0.1), (10, 1.0), (20, 1.0), (20, 0.1), (50, 1.0), (100, 1.0), (1000, 10.0), (10**7, 0.1),
+                 (10**7, 1.0),
                  (10**7, 100.0), (10**7, 1e4), (10**12, 1.0)):
         size = big if (r <= 10 or n <= 1000) else max(200, big // (100 if r < 1e3 else 1000))
         add("crt", f"n={n:g}, r={r:g}",
@@ -128,6 +131,17 @@ def main(argv=None):
             ("numpy dirichlet", lambda s, alpha=alpha: rng.dirichlet(alpha, size=max(1, s // k))))
         rows[-1][7] *= k
         rows[-1][8] = rows[-1][2] / rows[-1][7]
+    # gamma variates: the kernel of every gamma draw (random_gamma_exact) and the row
+    # kernel of the theta draws (rows of 64 equal shapes here), beside numpy's
+    for a in (1e-3, 0.015, 0.1, 0.3, 0.5, 0.9, 1.5, 5.0, 1e3):
+        for name in ("gamma_fast", "gamma_row"):
+            try:
+                _kernel(name, a, size=10, random_state=2, n_jobs=1)
+            except KeyError:        # an older pygbn without the kernel
+                continue
+            add(f"gamma ({name})", f"a={a:g}",
+                lambda s, a=a, name=name: _kernel(name, a, size=s, random_state=2, n_jobs=1), big, a,
+                ("numpy standard_gamma", lambda s, a=a: rng.standard_gamma(a, size=s)))
     # single algorithms behind the switches
     for lam in (1e10, 1e15):
         add("poisson (ours, PTRS)", f"lam={lam:g}",

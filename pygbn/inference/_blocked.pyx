@@ -21,6 +21,7 @@ from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
+from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
     random_crt, random_truncated_poisson, random_truncated_bessel,
     random_multinomial_split, random_dirichlet,
@@ -173,52 +174,6 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
         free(tmp)
 
 
-def split_dense_crt(const int64_t[:, ::1] m_in, const double[:, ::1] phi,
-                    const double[:, ::1] theta, const int64_t[::1] bounds,
-                    const uintptr_t[::1] streams, int64_t[:, ::1] m_out,
-                    int64_t[:, :, ::1] n_out, int64_t[::1] tables_out, int n_threads):
-    """Upward propagation through one layer (eq:CRT then eq:step1).
-
-    For every document ``j`` and row ``v`` with ``m = m_in[j, v] > 0``:
-    ``x ~ CRT(m, sum_k phi[v, k] theta[j, k])`` and
-    ``x ~> Mult(x, phi[v, :] * theta[j, :] / sum)``, added to ``m_out[j, :]``
-    (overwritten per document) and ``n_out[tid, v, :]`` (zero on entry);
-    ``tables_out[j] = sum_v x``.
-    """
-    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
-    cdef Py_ssize_t k = phi.shape[1]
-    cdef Py_ssize_t kin = m_in.shape[1]
-    cdef Py_ssize_t b, j, v, i
-    cdef int tid
-    cdef double *w
-    cdef double *cw
-    cdef int64_t *tmp
-    cdef double total
-    cdef int64_t x, tables
-    cdef bitgen_t *g
-    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        tid = threadid()
-        g = <bitgen_t *> streams[b]
-        w = <double *> malloc(k * sizeof(double))
-        cw = <double *> malloc(k * sizeof(double))
-        tmp = <int64_t *> malloc(k * sizeof(int64_t))
-        for j in range(bounds[b], bounds[b + 1]):
-            for i in range(k):
-                m_out[j, i] = 0
-            tables = 0
-            for v in range(kin):
-                if m_in[j, v] <= 0:
-                    continue
-                total = _cell_weights(&phi[v, 0], &theta[j, 0], k, w, cw)
-                x = random_crt(g, m_in[j, v], total)
-                tables = tables + x
-                _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[tid, v, 0])
-            tables_out[j] = tables
-        free(w)
-        free(cw)
-        free(tmp)
-
-
 def top_crt(const int64_t[:, ::1] m, const double[::1] r, const int64_t[::1] bounds,
             const uintptr_t[::1] streams, int64_t[:, ::1] out, int n_threads):
     """``out[b, k] = sum_{j in block b} CRT(m[j, k], r[k])`` (eq:CRT at the top layer)."""
@@ -235,30 +190,6 @@ def top_crt(const int64_t[:, ::1] m, const double[::1] r, const int64_t[::1] bou
                 if m[j, i] > 0:
                     out[b, i] += random_crt(g, m[j, i], r[i])
 
-
-def sample_gamma_rows(const double[:, ::1] prior, const int64_t[:, ::1] m,
-                      const double[::1] rate, const int64_t[::1] bounds,
-                      const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
-    """``out[j, k] ~ Gam(prior[j', k] + m[j, k], 1 / rate[j])`` (eq:step4).
-
-    ``prior`` has one row per document, or a single row shared by all
-    documents (the top layer's ``r``).  Draws are floored at the smallest
-    normal double so that no factor score is exactly zero.
-    """
-    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
-    cdef Py_ssize_t k = out.shape[1]
-    cdef bint shared = prior.shape[0] == 1
-    cdef Py_ssize_t b, j, i, jp
-    cdef double v
-    cdef bitgen_t *g
-    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        g = <bitgen_t *> streams[b]
-        for j in range(bounds[b], bounds[b + 1]):
-            jp = 0 if shared else j
-            for i in range(k):
-                v = random_standard_gamma(g, prior[jp, i] + m[j, i]) / rate[j]
-                out[j, i] = v if v > DBL_MIN else DBL_MIN
-    
 
 def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,
                    const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
@@ -328,15 +259,15 @@ def sample_rates(const double[::1] m_dot, const double[:, ::1] theta_dot, double
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         for j in range(bounds[b], bounds[b + 1]):
-            g1 = random_standard_gamma(g, a0 + m_dot[j])
-            g2 = random_standard_gamma(g, b0 + theta_dot[j, 0])
+            g1 = random_gamma_fast(g, a0 + m_dot[j])
+            g2 = random_gamma_fast(g, b0 + theta_dot[j, 0])
             if g1 <= 0.0:
                 c = 1e300
             else:
                 c = g2 / g1
             c_out[j, 0] = _clip_rate(c)
             for i in range(1, T):
-                c = random_standard_gamma(g, e0 + theta_dot[j, i]) / (f0 + theta_dot[j, i - 1])
+                c = random_gamma_fast(g, e0 + theta_dot[j, i]) / (f0 + theta_dot[j, i - 1])
                 c_out[j, i] = _clip_rate(c)
 
 

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
-from pygbn.inference import _blocked
+from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.streams import ChainSeeds
 from pygbn.model.layer import Layer
@@ -219,6 +219,8 @@ class GibbsSampler:
         self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
+        self._theta_sums: dict = {}     # t -> (theta^(t), its row sums); see theta_sums
+        self._log_rates: Optional[tuple] = None
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -336,12 +338,27 @@ class GibbsSampler:
 
         ``L^(1) = 1`` (``p^(1) = 1 - e^-1``) and
         ``L^(t+1) = ln(1 + L^(t) / c^(t+1))``, which is eq:p written so that it
-        stays accurate for p near 0 or 1.
+        stays accurate for p near 0 or 1.  Kept until some ``c^(t)`` array is replaced.
         """
+        cs = [layer.c for layer in self.network.layers]
+        cached = self._log_rates
+        if cached is not None and len(cached[0]) == len(cs) and all(a is b for a, b in zip(cached[0], cs)):
+            return cached[1]
         L = [np.ones(self.n_docs)]
-        for layer in self.network.layers:
-            L.append(np.log1p(L[-1] / layer.c))
+        for c in cs:
+            L.append(np.log1p(L[-1] / c))
+        self._log_rates = (cs, L)
         return L
+
+    def theta_sums(self, t: int) -> np.ndarray:
+        """``theta^(t)_.j`` (eq:step6), summed left to right: kept from the layer's last
+        :meth:`sample_theta`, summed again only if ``layers[t-1].theta`` was replaced."""
+        theta = self.network.layers[t - 1].theta
+        kept = self._theta_sums.get(t)
+        if kept is None or kept[0] is not theta:
+            kept = self._theta_sums[t] = (theta, np.empty(theta.shape[0]))
+            _upper.row_sums(np.ascontiguousarray(theta), kept[1])
+        return kept[1]
 
     def set_tokens(self, tokens: CollapsedState) -> None:
         """Use ``tokens`` as the collapsed layer-one state: ``m[0]`` becomes its
@@ -352,20 +369,16 @@ class GibbsSampler:
 
     def _doc_prior(self, t: int) -> np.ndarray:
         """Prior shapes of theta^(t): ``r`` (one shared row) at the top, else
-        ``theta^(t+1) Phi^(t+1)^T`` (one row per sample), floored positive."""
+        ``theta^(t+1) Phi^(t+1)^T`` (one row per sample), floored positive
+        (formed block by block, :func:`pygbn.inference._upper.doc_prior`)."""
         net = self.network
         if t == net.depth:
             return np.maximum(net.r, _TINY)[None, :]
         upper = net.layers[t]
-        # one product per document block: a block's rows are then computed by the same
-        # BLAS call whichever documents share the chain (BLAS may round a row of a
-        # product differently with the number of rows), so a part of the documents on
-        # another machine gets exactly the rows it gets here
+        # a block's rows come from the same BLAS calls whatever else the chain holds, so a
+        # part of the documents on another machine gets exactly the rows it gets here
         prior = np.empty((self.n_docs, upper.n_inputs))
-        phi_t = upper.phi.T
-        for b0, b1 in zip(self.bounds[:-1], self.bounds[1:]):
-            np.matmul(upper.theta[b0:b1], phi_t, out=prior[b0:b1])
-        np.maximum(prior, _TINY, out=prior)
+        _upper.doc_prior(upper.theta, upper.phi, self.bounds, prior, self.n_threads)
         return prior
 
     # ----------------------------------------------------------- doc blocks
@@ -426,18 +439,17 @@ class GibbsSampler:
         ``x^(t)_vj ~ CRT(m^(t-1)(t)_vj, phi^(t)_v: theta^(t)_j)`` and its split
         over the K_t factors in proportion to ``phi^(t)_vk theta^(t)_kj``;
         sets ``m[t-1]`` for the documents of ``blocks`` and returns their
-        counts ``x^(t)_{v.k}`` (the statistic of Phi^(t)).
+        counts ``x^(t)_{v.k}`` (the statistic of Phi^(t); ``None`` when the
+        chain's global parameters are fixed).
         """
         layer = self.network.layers[t - 1]
         bounds, streams = self._blocks(blocks)
         nt = self.n_threads
-        n_out = np.zeros((nt, layer.n_inputs, layer.width), dtype=np.int64)
-        # the kernel also reports each document's table total; nothing here needs it
-        # (m[t-1] holds the split), but its signature requires the buffer
-        unused_tables = np.empty(self.n_docs, dtype=np.int64)
-        _blocked.split_dense_crt(self.m[t - 2], layer.phi, layer.theta, bounds, streams,
-                                 self.m[t - 1], n_out, unused_tables, nt)
-        return n_out.sum(axis=0) if nt > 1 else n_out[0]
+        # the statistics of Phi^(t) are gathered only when Phi^(t) is drawn
+        n_out = np.zeros((nt if self.update_globals else 0, layer.n_inputs, layer.width), dtype=np.int64)
+        _upper.propagate_counts(self.m[t - 2], layer.phi, layer.theta, bounds, streams,
+                                self.m[t - 1], n_out, nt)
+        return None if not self.update_globals else n_out.sum(axis=0) if nt > 1 else n_out[0]
 
     def top_tables(self, blocks=None) -> np.ndarray:
         """``x^(T+1)_k = sum_j CRT(m^(T)(T+1)_kj, r_k)`` over the documents of
@@ -502,7 +514,7 @@ class GibbsSampler:
         T = net.depth
         theta_dot = np.empty((self.n_docs, T))
         for t in range(2, T + 1):
-            theta_dot[:, t - 2] = net.layers[t - 1].theta.sum(axis=1)
+            theta_dot[:, t - 2] = self.theta_sums(t)
         theta_dot[:, T - 1] = float(net.r.sum())
         m_dot = self.m[0].sum(axis=1).astype(np.float64)
         c = np.empty((self.n_docs, T))
@@ -522,14 +534,22 @@ class GibbsSampler:
         Parallel over document blocks.
         """
         layer = self.network.layers[t - 1]
-        L = self.log_rates()
-        rate = np.ascontiguousarray(layer.c + L[t - 1])
-        prior = self._doc_prior(t)
+        rate = np.ascontiguousarray(layer.c + self.log_rates()[t - 1])
         if layer.theta is None or layer.theta.shape != (self.n_docs, layer.width):
             layer.theta = np.empty((self.n_docs, layer.width), dtype=np.float64)
         bounds, streams = self._blocks(blocks)
-        _blocked.sample_gamma_rows(np.ascontiguousarray(prior), self.m[t - 1], rate, bounds,
-                                   streams, layer.theta, self.n_threads)
+        self._draw_theta(t, rate, bounds, streams, layer.theta, self.theta_sums(t) if t > 1 else np.empty(0))
+
+    def _draw_theta(self, t, rate, bounds, streams, out, row_sums) -> None:
+        """eq:step4 for the blocks ``bounds`` into ``out`` (row sums too unless ``row_sums`` is empty)."""
+        net = self.network
+        if t == net.depth:
+            up_theta = up_phi = np.empty((0, 0))
+            prior_row = np.ascontiguousarray(np.maximum(net.r, _TINY))
+        else:
+            up_theta, up_phi, prior_row = net.layers[t].theta, net.layers[t].phi, np.empty(0)
+        _upper.sample_theta(up_theta, up_phi, prior_row, self.m[t - 1], rate, bounds, streams,
+                            out, row_sums, self.n_threads)
 
     # ---------------------------------------------------------------- one sweep
     def local_upward(self, blocks=None, update_p_c: bool = True) -> "SufficientStats":
@@ -710,8 +730,7 @@ class GibbsSampler:
         phi = self.sample_phi(1, streams=col_streams)
         rate = np.ascontiguousarray(layer.c + 1.0)
         theta = np.empty((self.n_docs, layer.width))
-        _blocked.sample_gamma_rows(np.ascontiguousarray(self._doc_prior(1)), self.m[0], rate,
-                                   self.bounds, streams.addresses, theta, self.n_threads)
+        self._draw_theta(1, rate, self.bounds, streams.addresses, theta, np.empty(0))
         return phi, theta
 
 

@@ -443,8 +443,9 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
     """Draw from one named kernel with no validation (for tests and benchmarks).
 
     Names: ``poisson``, ``poisson_ptrs``, ``gamma``, ``gamma_mt``,
-    ``log_gamma``, ``bessel_chopdown``, ``bessel_poisson``,
-    ``bessel_logconcave`` (one parameter); ``crt_loop``, ``crt_thinning``,
+    ``gamma_gs``, ``gamma_boost``, ``gamma_fast``, ``gamma_row``, ``log_gamma``,
+    ``bessel_chopdown``, ``bessel_poisson``, ``bessel_logconcave`` (one
+    parameter); ``crt_loop``, ``crt_inversion``, ``crt_thinning``,
     ``crt_blocks``, ``binomial`` (params n, p); ``split_sorted`` /
     ``split_binomial`` (params n, weights); plus the one-parameter public
     kernels and ``crt`` / ``multinomial_split`` by their sampler names.
@@ -463,13 +464,13 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
         return out.reshape(shape + (k,))
     arrays = [np.asarray(p) for p in params]
     shape = np.broadcast_shapes(*[a.shape for a in arrays]) if size is None else tuple(np.atleast_1d(size))
-    if name in ("gamma", "gamma_mt", "log_gamma"):
+    if name in ("gamma", "gamma_mt", "gamma_gs", "gamma_boost", "gamma_fast", "gamma_row", "log_gamma"):
         af = flat(arrays[0], shape, np.float64)
         out = np.empty(af.shape[0], dtype=np.float64)
         run_blocked(lambda s, b, *a: _gen.fill_d_d(name, s, b, *a), out.shape[0], random_state,
                     n_jobs, (af, out))
         return scalar_or_array(out, shape)
-    if name in ("crt", "crt_loop", "crt_thinning", "crt_blocks", "binomial"):
+    if name in ("crt", "crt_loop", "crt_inversion", "crt_thinning", "crt_blocks", "binomial"):
         return _int_sampler("i_id", name, [("n", arrays[0], np.int64), ("r", arrays[1], np.float64)],
                             shape, random_state, n_jobs, min_block=4096)
     return _int_sampler("i_d", name, [("a", arrays[0], np.float64)], shape, random_state, n_jobs)

@@ -13,6 +13,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport binomial_t
 
 from pygbn.random cimport _kernels as K
+from pygbn.random cimport _inline as I
 
 ctypedef int64_t (*kern_i_d)(bitgen_t *, double) noexcept nogil
 ctypedef int64_t (*kern_i_dd)(bitgen_t *, double, double) noexcept nogil
@@ -47,6 +48,35 @@ cdef void _split_binomial_full(bitgen_t *bitgen, int64_t n, const double *w, Py_
         K._split_binomial(bitgen, n, w, k, total, out)
 
 
+cdef double _gamma_gs(bitgen_t *bitgen, double a) noexcept nogil:
+    cdef double lx
+    return I.gamma_gs(bitgen, a, &lx)
+
+
+cdef double _gamma_boost(bitgen_t *bitgen, double a) noexcept nogil:
+    cdef double lx
+    return I.gamma_boost(bitgen, a, &lx)
+
+
+cdef double _gamma_fast(bitgen_t *bitgen, double a) noexcept nogil:
+    return I.random_gamma_fast(bitgen, a)
+
+
+cdef void _block_gamma_row(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f) noexcept nogil:
+    # rows of at most 64 items through the row kernel (rate 1): the theta kernel's draws
+    cdef double scratch[384]
+    cdef Py_ssize_t i, n
+    i = lo
+    while i < hi:
+        n = hi - i if hi - i < 64 else 64
+        I.gamma_row_scaled(rng, f.a + i, n, 1.0, f.out_d + i, scratch)
+        i += n
+
+
+cdef int64_t _crt_inversion(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    return I.crt_inversion(bitgen, n, r)
+
+
 # name -> kernel, by signature.  Public names first, then single algorithms (tests).
 cdef kern_i_d _pick_i_d(str name) except NULL:
     if name == "logarithmic":
@@ -77,6 +107,8 @@ cdef kern_i_id _pick_i_id(str name) except NULL:
         return K._crt_thinning
     if name == "crt_blocks":
         return K._crt_blocks
+    if name == "crt_inversion":
+        return _crt_inversion
     if name == "binomial":
         return _binomial_kernel
     raise KeyError(name)
@@ -89,6 +121,12 @@ cdef kern_d_d _pick_d_d(str name) except NULL:
         return K.random_gamma_mt
     if name == "log_gamma":
         return K.random_log_gamma
+    if name == "gamma_gs":
+        return _gamma_gs
+    if name == "gamma_boost":
+        return _gamma_boost
+    if name == "gamma_fast":
+        return _gamma_fast
     raise KeyError(name)
 
 
@@ -245,14 +283,29 @@ def fill_i_id(str name, const uintptr_t[::1] streams, Py_ssize_t block,
 
 def fill_d_d(str name, const uintptr_t[::1] streams, Py_ssize_t block,
              const double[::1] a, double[::1] out, int n_threads):
-    """``out[i] = kernel(stream, a[i])`` for a float64-valued one-parameter kernel."""
+    """``out[i] = kernel(stream, a[i])`` for a float64-valued one-parameter kernel
+    (``gamma_row``: the row kernel of the theta draws, rows of 64, floored at DBL_MIN)."""
     cdef Fill f
-    f.kernel = <void *> _pick_d_d(name)
+    cdef block_fn fn = _block_gamma_row if name == "gamma_row" else _block_d_d
+    if name != "gamma_row":
+        f.kernel = <void *> _pick_d_d(name)
     if out.shape[0]:
         f.a = &a[0]
         f.out_d = &out[0]
     with nogil:
-        _fill(_block_d_d, &f, streams, block, out.shape[0], n_threads)
+        _fill(fn, &f, streams, block, out.shape[0], n_threads)
+
+
+def vector_math(str name, const double[::1] x, double[::1] out):
+    """``out = exp(x)`` (``"exp_neg"``, x <= 0) or ``log(x)`` (``"log_pos"``) by the
+    vectorisable functions of the gamma row kernel (for tests)."""
+    cdef Py_ssize_t i
+    cdef bint is_exp = name == "exp_neg"
+    if not is_exp and name != "log_pos":
+        raise KeyError(name)
+    with nogil:
+        for i in range(x.shape[0]):
+            out[i] = I.vexp_neg(x[i]) if is_exp else I.vlog_pos(x[i])
 
 
 def fill_d_dd(str name, const uintptr_t[::1] streams, Py_ssize_t block,

@@ -11,30 +11,30 @@ from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY
 from libc.stdint cimport int64_t, INT64_MAX
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
-    random_standard_uniform, random_standard_normal, random_standard_gamma,
-    random_poisson, random_binomial, binomial_t,
+    random_standard_uniform, random_poisson, random_binomial, binomial_t,
 )
 
+from pygbn.random._inline cimport crt_inversion, gamma_mt, random_gamma_fast
 from pygbn.random._special cimport (
-    log1mexp, log1pmx, log1p_rem4, poisson_logpmf, stirlerr,
+    log1mexp, log1pmx, poisson_logpmf, stirlerr,
 )
 
 # ---------------------------------------------------------------------------
 # Switch points (speed only; see tools/bench_samplers.py)
 # ---------------------------------------------------------------------------
 # numpy's Poisson (PTRS with an absolute-scale log-PMF; measurably wrong from
-# lam ~ 1e14) and gamma (Marsaglia-Tsang with a test that cancels for huge
-# shapes) are used below these values; above, our versions with
-# relative-scale acceptance tests take over.
+# lam ~ 1e14) is used below this value; above, our version with a
+# relative-scale acceptance test takes over.  (Gamma variates are all ours:
+# pygbn/random/_inline.pxd.)
 cdef double POISSON_OWN_LAM = 1e10
-cdef double GAMMA_OWN_SHAPE = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
-# CRT: always the Bernoulli loop up to this n; above, the cheapest of loop,
-# thinning and blocks by a cost model (ns per element / candidate / block,
-# measured with tools/bench_samplers.py)
-cdef int64_t CRT_LOOP_N = 16
-cdef double CRT_COST_LOOP = 4.5
+# CRT: always inversion over the next table up to this n; above, the cheapest of
+# inversion, thinning and blocks by a cost model (ns per customer and per table
+# of the inversion, per candidate, per block; measured with tools/bench_samplers.py)
+cdef int64_t CRT_INV_N = 16
+cdef double CRT_COST_INV = 1.5
+cdef double CRT_COST_INV_TABLE = 8.0
 cdef double CRT_COST_THIN = 40.0
 cdef double CRT_COST_BLOCK = 230.0
 # CRT block method: expected number of thinning candidates per block
@@ -119,41 +119,14 @@ cdef int64_t random_poisson_exact(bitgen_t *bitgen, double lam) noexcept nogil:
 
 
 cdef double random_gamma_mt(bitgen_t *bitgen, double a) noexcept nogil:
-    """Gam(a, 1) for ``a >= 1`` by Marsaglia & Tsang (2000).
-
-    Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
-    variables.  ACM TOMS 26, 363-372.  The log acceptance test
-    ``log U < Z^2/2 + d (1 - v + log v)`` is rewritten as
-    ``log U < 3 d R4(cZ)`` with ``R4(y) = log1p(y) - y + y^2/2 - y^3/3``
-    evaluated by its series, so it does not cancel for huge ``a``.
-    """
-    cdef double d = a - 1.0 / 3.0
-    cdef double c = 1.0 / sqrt(9.0 * d)
-    cdef double z, y, u, v
-    while True:
-        while True:
-            z = random_standard_normal(bitgen)
-            y = c * z
-            if y > -1.0:
-                break
-        v = (1.0 + y) * (1.0 + y) * (1.0 + y)
-        u = random_standard_uniform(bitgen)
-        if u < 1.0 - 0.0331 * (z * z) * (z * z):
-            return d * v
-        if log(u) < 3.0 * d * log1p_rem4(y):
-            return d * v
+    """Gam(a, 1) for ``a >= 1`` by Marsaglia & Tsang (2000) with a cancellation-free
+    test (:c:func:`pygbn.random._inline.gamma_mt`)."""
+    return gamma_mt(bitgen, a)
 
 
 cdef double random_gamma_exact(bitgen_t *bitgen, double a) noexcept nogil:
-    """Gam(a, 1) for any ``a >= 0`` (0 for ``a = 0``).
-
-    numpy's ``random_standard_gamma`` for ``a < 1e10``, :c:func:`random_gamma_mt` above.
-    """
-    if not a > 0.0:
-        return 0.0
-    if a < GAMMA_OWN_SHAPE:
-        return random_standard_gamma(bitgen, a)
-    return random_gamma_mt(bitgen, a)
+    """Gam(a, 1) for any ``a >= 0`` (0 for ``a = 0``): :c:func:`pygbn.random._inline.random_gamma_fast`."""
+    return random_gamma_fast(bitgen, a)
 
 
 cdef int64_t _binomial_inversion(bitgen_t *bitgen, int64_t n, double p) noexcept nogil:
@@ -298,27 +271,28 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
 
     Equals ``sum(rand(n) < r / (r + arange(n)))``.  Conventions: ``n <= 0 -> 0``;
     ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
-    cheapest exact algorithm by expected cost: the Bernoulli loop (small n),
-    thinning (small r) or binomial blocks (large r); so the expected time is
+    cheapest exact algorithm by expected cost: inversion over the next new
+    table (small n, :c:func:`pygbn.random._inline.crt_inversion`), thinning
+    (small r) or binomial blocks (large r); so the expected time is
     O(min(n, 1 + r log n, sqrt(r) log n)).
     """
-    cdef double lg, c_loop, c_thin, c_block
+    cdef double lg, c_inv, c_thin, c_block
     if n <= 0:
         return 0
     if isinf(r):
         return n
     if not r > 0.0:
         return 1
-    if n <= CRT_LOOP_N:
-        return _crt_loop(bitgen, n, r)
-    # expected costs: n uniforms; ~1 + r log(1 + n/r) thinning candidates;
-    # ~sqrt(r / C) (2 + log(1 + n/r)) blocks
+    if n <= CRT_INV_N:
+        return crt_inversion(bitgen, n, r)
+    # expected costs: n customers and ~1 + r log(1 + n/r) tables; ~1 + r log(1 + n/r)
+    # thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks
     lg = log1p(<double> n / r)
-    c_loop = CRT_COST_LOOP * <double> n
+    c_inv = CRT_COST_INV * <double> n + CRT_COST_INV_TABLE * (1.0 + r * lg)
     c_thin = CRT_COST_THIN * (2.0 + r * lg)
     c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
-    if c_loop <= c_thin and c_loop <= c_block:
-        return _crt_loop(bitgen, n, r)
+    if c_inv <= c_thin and c_inv <= c_block:
+        return crt_inversion(bitgen, n, r)
     if c_thin <= c_block:
         return _crt_thinning(bitgen, n, r)
     return _crt_blocks(bitgen, n, r)

@@ -1,0 +1,356 @@
+# cython: language_level=3
+"""Inline sampling kernels for the small parameters of the upper layers (nogil, no validation).
+
+These are compiled into every module that cimports them, so the hot loops of
+the Gibbs kernels call them without going through a function pointer.
+Each one is exact given ideal uniforms (``docs/samplers.md``, "Gamma" and
+"CRT"); they draw from numpy's ``bitgen_t`` streams like the kernels of
+:mod:`pygbn.random._kernels`.
+
+* :c:func:`random_gamma_fast`: Gam(a, 1) for every ``a >= 0``: Ahrens &
+  Dieter's GS for small shapes, the Marsaglia-Tsang draw of Gam(a + 1) times
+  ``U^(1/a)`` up to 1, Marsaglia-Tsang with a cancellation-free test above.
+* :c:func:`gamma_row_scaled`: ``max(G_i / rate, DBL_MIN)`` for a row of
+  shapes (the theta draws of eq:step4): GS's first proposals formed by one
+  vectorised pass of exp and log (:c:func:`gs_first`), quotients in log
+  space where a draw underflows on its own.
+* :c:func:`crt_inversion`: CRT(n, r) by inversion over the index of the next
+  new table (one uniform per table, O(n) multiplications).
+
+References
+----------
+Ahrens, J. H. & Dieter, U. (1974). Computer methods for sampling from gamma,
+    beta, Poisson and binomial distributions. Computing 12, 223-246 (GS).
+Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
+    variables. ACM TOMS 26, 363-372 (and its Section 6: G(a) = G(a+1) U^(1/a)).
+"""
+from libc.float cimport DBL_MIN
+from libc.math cimport log, exp, sqrt
+from libc.stdint cimport int64_t
+from numpy.random cimport bitgen_t
+from numpy.random.c_distributions cimport (
+    random_standard_uniform, random_standard_normal, random_standard_exponential,
+)
+
+from pygbn.random._special cimport log1p_rem4
+
+cdef extern from *:
+    """
+    /* 2^-53: for x <= this, exp(-x) >= 1 - 2^-53, above every 53-bit uniform in [0, 1) */
+    #define PYGBN_EPS53 1.1102230246251565e-16
+    #define PYGBN_INV_E 0.36787944117144233
+    /* shapes below this use GS, shapes in [this, 1) the Marsaglia-Tsang boost (speed only) */
+    #define PYGBN_GS_MAX_SHAPE 0.5
+    /* below this a gamma draw is rescaled in log space (its own value may be subnormal) */
+    #define PYGBN_GAMMA_TINY 1e-280
+    /* log(DBL_MIN): below it a quotient is floored without being formed */
+    #define PYGBN_LOG_DBL_MIN -708.3964185322641
+    /* 2^600 and 2^-600: exact rescaling of the CRT inversion's running products */
+    #define PYGBN_TWO600 4.149515568880993e+180
+    #define PYGBN_TWO_M600 2.409919865102884e-181
+    """
+    const double EPS53 "PYGBN_EPS53"
+    const double INV_E "PYGBN_INV_E"
+    const double GS_MAX_SHAPE "PYGBN_GS_MAX_SHAPE"
+    const double GAMMA_TINY "PYGBN_GAMMA_TINY"
+    const double LOG_DBL_MIN "PYGBN_LOG_DBL_MIN"
+    const double TWO600 "PYGBN_TWO600"
+    const double TWO_M600 "PYGBN_TWO_M600"
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+
+    #if defined(__GNUC__) && !defined(__clang__)
+    /* FP exceptions are never trapped here; saying so lets GCC turn the selects
+       below into vector blends (the results do not change) */
+    #pragma GCC push_options
+    #pragma GCC optimize ("no-trapping-math")
+    #endif
+
+    /* exp and log written so that a loop over an array vectorises (no calls, no
+       tables, no branches; bit casts by memcpy).  Both are within about one ulp
+       (tests/test_random_large.py checks them against mpmath). */
+    static inline double pygbn_from_bits(uint64_t b) { double d; memcpy(&d, &b, 8); return d; }
+    static inline uint64_t pygbn_to_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
+
+    /* exp(x) for x <= 0: exp(r) 2^k with x = k ln2 + r, |r| <= ln2/2 (Cody-Waite
+       reduction, ln2 in two parts), exp(r) = 1 + r + r^2 (1/2! + ... + r^11/13!)
+       (truncation below 5e-18), 2^k applied as two normal factors so that a
+       subnormal result is rounded once.  x < -746 (and -inf) gives 0. */
+    static inline double pygbn_exp_neg(double x) {
+        const double shift = 6755399441055744.0;             /* 1.5 * 2^52 */
+        double xc = x < -746.0 ? -746.0 : (x > 0.0 ? 0.0 : x);
+        double kd = xc * 1.4426950408889634 + shift;
+        int64_t k = (int64_t) (pygbn_to_bits(kd) - pygbn_to_bits(shift));
+        int64_t k1, k2;
+        double r, q;
+        kd -= shift;
+        r = (xc - kd * 0.6931471803691238) - kd * 1.9082149292705877e-10;
+        q = 1.0 / 6227020800.0;
+        q = q * r + 1.0 / 479001600.0;
+        q = q * r + 1.0 / 39916800.0;
+        q = q * r + 1.0 / 3628800.0;
+        q = q * r + 1.0 / 362880.0;
+        q = q * r + 1.0 / 40320.0;
+        q = q * r + 1.0 / 5040.0;
+        q = q * r + 1.0 / 720.0;
+        q = q * r + 1.0 / 120.0;
+        q = q * r + 1.0 / 24.0;
+        q = q * r + 1.0 / 6.0;
+        q = q * r + 0.5;
+        q = 1.0 + (r + r * r * q);
+        k1 = (int64_t) ((uint64_t) (k + 2048) >> 1) - 1024;  /* floor(k / 2) */
+        k2 = k - k1;
+        q *= pygbn_from_bits((uint64_t) (k1 + 1023) << 52);
+        return q * pygbn_from_bits((uint64_t) (k2 + 1023) << 52);
+    }
+
+    /* log(x) for normal x > 0, -inf for x = 0: x = 2^e m, m in [sqrt(1/2), sqrt(2)),
+       log m = log(1 + f) = 2 atanh(s), s = f / (2 + f), evaluated as
+       f - s (f - 2 T), T = s^2/3 + s^4/5 + ... + s^20/21 (|s| <= 0.172: truncation
+       below 1e-18); e ln2 in two parts. */
+    static inline double pygbn_log_pos(double x) {
+        uint64_t bx = pygbn_to_bits(x);
+        int64_t e = (int64_t) (bx >> 52) - 1023;
+        double m = pygbn_from_bits((bx & 0x000FFFFFFFFFFFFFULL) | 0x3FF0000000000000ULL);
+        double f, s, z, t, ed, y;
+        int big = m > 1.4142135623730951;
+        m = big ? 0.5 * m : m;
+        e = big ? e + 1 : e;
+        f = m - 1.0;
+        s = f / (2.0 + f);
+        z = s * s;
+        t = 1.0 / 21.0;
+        t = t * z + 1.0 / 19.0;
+        t = t * z + 1.0 / 17.0;
+        t = t * z + 1.0 / 15.0;
+        t = t * z + 1.0 / 13.0;
+        t = t * z + 1.0 / 11.0;
+        t = t * z + 1.0 / 9.0;
+        t = t * z + 1.0 / 7.0;
+        t = t * z + 1.0 / 5.0;
+        t = t * z + 1.0 / 3.0;
+        t *= z;
+        ed = pygbn_from_bits(0x4330000000000000ULL | (uint64_t) (e + 1048576)) - 4503599628419072.0;
+        y = ed * 0.6931471803691238 + (ed * 1.9082149292705877e-10 + (f - s * (f - 2.0 * t)));
+        return x > 0.0 ? y : -1.0 / 0.0;
+    }
+
+    /* GS's first proposal for k shapes at once (vectorised): P = (1 + a/e) U,
+       log(x) = log(P) / a and x = exp(log x) (used where P <= 1).  With GCC on
+       x86-64 Linux an AVX2 version is chosen at run time where the processor has
+       it: the same operations in the same order (no FMA), so the same results. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones("avx2", "default")))
+    #endif
+    static void pygbn_gs_first(const double *a, const double *u, double *p, double *lx, double *x,
+                               Py_ssize_t k) {
+        Py_ssize_t i;
+        for (i = 0; i < k; i++) {
+            double pi = (1.0 + a[i] * PYGBN_INV_E) * u[i];
+            double li = pygbn_log_pos(pi) / a[i];
+            p[i] = pi;
+            lx[i] = li;
+            x[i] = pygbn_exp_neg(li);
+        }
+    }
+
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
+    """
+    double vexp_neg "pygbn_exp_neg"(double x) noexcept nogil
+    double vlog_pos "pygbn_log_pos"(double x) noexcept nogil
+    void gs_first "pygbn_gs_first"(const double *a, const double *u, double *p, double *lx,
+                                   double *x, Py_ssize_t k) noexcept nogil
+
+
+cdef inline double gamma_mt(bitgen_t *g, double a) noexcept nogil:
+    """Gam(a, 1) for ``a >= 1`` by Marsaglia & Tsang (2000).
+
+    The log acceptance test ``log U < Z^2/2 + d (1 - v + log v)`` is written
+    as ``log U < 3 d R4(cZ)`` with ``R4(y) = log1p(y) - y + y^2/2 - y^3/3``
+    (:c:func:`log1p_rem4`), which does not cancel for huge ``a``; the squeeze
+    ``U < 1 - 0.0331 Z^4`` accepts about 98% of the draws without a log.
+    """
+    cdef double d = a - 1.0 / 3.0
+    cdef double c = 1.0 / sqrt(9.0 * d)
+    cdef double z, y, v, u
+    while True:
+        while True:
+            z = random_standard_normal(g)
+            y = c * z
+            if y > -1.0:
+                break
+        v = (1.0 + y) * (1.0 + y) * (1.0 + y)
+        u = random_standard_uniform(g)
+        if u < 1.0 - 0.0331 * (z * z) * (z * z):
+            return d * v
+        if log(u) < 3.0 * d * log1p_rem4(y):
+            return d * v
+
+
+cdef inline double _gs_try(bitgen_t *g, double a, double p, double lx, double x,
+                          double *log_x) noexcept nogil:
+    """One proposal of GS (see :c:func:`gamma_gs`) from ``P = b U``, given
+    ``lx = log(P) / a`` and ``x = exp(lx)`` (used when ``P <= 1``): the draw
+    (``log_x[0]`` = its log) if accepted, else -1."""
+    if p <= 1.0:
+        if x <= EPS53 or random_standard_exponential(g) >= x:
+            log_x[0] = lx
+            return x
+        return -1.0
+    x = -log(((1.0 + a * INV_E) - p) / a)
+    lx = log(x)
+    if random_standard_exponential(g) >= (1.0 - a) * lx:
+        log_x[0] = lx
+        return x
+    return -1.0
+
+
+cdef inline double gamma_gs(bitgen_t *g, double a, double *log_x) noexcept nogil:
+    """Gam(a, 1) for ``0 < a < 1`` by Ahrens & Dieter's (1974) GS; ``log_x[0]`` = its log.
+
+    Envelope ``x^(a-1)`` on (0, 1] and ``e^-x`` above, mixed with weights
+    ``1/b`` and ``1 - 1/b``, ``b = 1 + a/e``: with ``P = b U``, ``P <= 1``
+    proposes ``x = P^(1/a)``, accepted when an Exp(1) variate ``E >= x``;
+    ``P > 1`` proposes ``x = -log((b - P)/a) >= 1``, accepted when
+    ``E >= (1 - a) log x``.  Acceptance ``Gamma(a + 1)/b`` (0.99 at
+    a = 0.01, 0.75 at a = 0.5).  ``x <= 2^-53`` is accepted without drawing
+    E: ``exp(-x) >= 1 - 2^-53`` is above every 53-bit uniform, so the test
+    ``U <= exp(-x)`` it stands for accepts whatever U is.  ``x`` is computed
+    as ``exp(log(P) / a)`` and its log is returned too, so a draw that
+    underflows keeps its exact log.
+    """
+    cdef double p, lx, x
+    while True:
+        p = (1.0 + a * INV_E) * random_standard_uniform(g)
+        lx = log(p) / a
+        x = _gs_try(g, a, p, lx, exp(lx) if p <= 1.0 else 0.0, log_x)
+        if x >= 0.0:
+            return x
+
+
+cdef inline double gamma_boost(bitgen_t *g, double a, double *log_x) noexcept nogil:
+    """Gam(a, 1) for ``0 < a < 1`` as ``G(a + 1) U^(1/a)`` (Marsaglia & Tsang 2000, Section 6).
+
+    ``U`` is uniform on (0, 1]; ``log_x[0]`` = the log of the draw, formed as
+    ``log G(a + 1) + log(U) / a`` (exact even where the draw underflows).
+    """
+    cdef double y = gamma_mt(g, a + 1.0)
+    cdef double lu = log(1.0 - random_standard_uniform(g)) / a
+    log_x[0] = log(y) + lu
+    return y * exp(lu)
+
+
+cdef inline double gamma_small(bitgen_t *g, double a, double *log_x) noexcept nogil:
+    """Gam(a, 1) for ``0 < a < 1`` (GS below GS_MAX_SHAPE, the boost above); ``log_x[0]`` = its log."""
+    if a < GS_MAX_SHAPE:
+        return gamma_gs(g, a, log_x)
+    return gamma_boost(g, a, log_x)
+
+
+cdef inline double random_gamma_fast(bitgen_t *g, double a) noexcept nogil:
+    """Gam(a, 1) for every ``a >= 0`` (0 for ``a <= 0``)."""
+    cdef double lx = 0.0
+    if not a > 0.0:
+        return 0.0
+    if a < 1.0:
+        return gamma_small(g, a, &lx)
+    return gamma_mt(g, a)
+
+
+cdef inline double _scaled(double x, double log_x, double inv_rate, double log_rate) noexcept nogil:
+    """``max(x / rate, DBL_MIN)`` as ``x * (1 / rate)``, or from ``log_x`` where x < 1e-280."""
+    cdef double v
+    if x >= GAMMA_TINY:
+        v = x * inv_rate
+    elif log_x - log_rate > LOG_DBL_MIN:
+        v = exp(log_x - log_rate)
+    else:
+        return DBL_MIN
+    return v if v > DBL_MIN else DBL_MIN
+
+
+cdef inline double gamma_row_scaled(bitgen_t *g, const double *a, Py_ssize_t k, double rate,
+                                   double *out, double *scratch) noexcept nogil:
+    """``out[i] = max(G_i / rate, DBL_MIN)``, ``G_i ~ Gam(a[i], 1)`` independent, ``a[i] > 0``,
+    ``0 < rate < inf``; returns ``sum(out)`` (left to right).
+
+    Drawn a row at a time: shapes from 1 up by :c:func:`gamma_mt` and those in
+    [GS_MAX_SHAPE, 1) by :c:func:`gamma_boost` as they come; the smaller
+    shapes are gathered and the first GS proposal of each is
+    formed by one vectorised pass (:c:func:`gs_first`: their uniforms drawn
+    first, then all logs and exps), its test and any further proposal one
+    shape at a time (a rejected first proposal is followed by
+    :c:func:`gamma_small`, an independent exact draw).  The quotient is
+    ``G * (1 / rate)``; where a draw below 1e-280 would lose precision (or
+    underflow) before that, it is formed from its log.  ``scratch`` holds
+    ``6 k`` doubles.
+    """
+    cdef double *ac = scratch
+    cdef double *u = scratch + k
+    cdef double *p = scratch + 2 * k
+    cdef double *lx = scratch + 3 * k
+    cdef double *x = scratch + 4 * k
+    cdef Py_ssize_t *idx = <Py_ssize_t *> (scratch + 5 * k)
+    cdef Py_ssize_t i, q, n = 0
+    cdef double v, xi, li = 0.0, total = 0.0
+    cdef double inv_rate = 1.0 / rate, log_rate = log(rate)
+    for i in range(k):
+        if a[i] < GS_MAX_SHAPE:
+            idx[n] = i
+            ac[n] = a[i]
+            u[n] = random_standard_uniform(g)
+            n += 1
+        else:
+            if a[i] >= 1.0:
+                v = gamma_mt(g, a[i]) * inv_rate
+                out[i] = v if v > DBL_MIN else DBL_MIN
+            else:
+                xi = gamma_boost(g, a[i], &li)
+                out[i] = _scaled(xi, li, inv_rate, log_rate)
+    gs_first(ac, u, p, lx, x, n)
+    for q in range(n):
+        xi = _gs_try(g, ac[q], p[q], lx[q], x[q], &li)
+        if xi < 0.0:
+            xi = gamma_small(g, ac[q], &li)
+        out[idx[q]] = _scaled(xi, li, inv_rate, log_rate)
+    for i in range(k):
+        total = total + out[i]
+    return total
+
+
+cdef inline int64_t crt_inversion(bitgen_t *g, int64_t n, double r) noexcept nogil:
+    """CRT(n, r) for ``n >= 1``, ``0 < r < inf``, by inversion over the next new table.
+
+    Customer 0 opens the first table; from customer i the probability that
+    none of customers i..k opens one is ``prod_{l=i}^{k} l / (r + l)``.  With
+    ``V`` uniform on (0, 1], the next table is opened by the first k at which
+    that product falls below V, tested as ``prod l < V prod (r + l)`` (two
+    running products, no division; both rescaled by 2^-600, exactly, when
+    they grow large).  One uniform per table and O(n) multiplications.
+    """
+    cdef int64_t tables = 1, i = 1
+    cdef double num, den, fi
+    while i < n:
+        num = 1.0
+        den = 1.0 - random_standard_uniform(g)
+        fi = <double> i
+        while True:
+            num *= fi
+            den *= r + fi
+            i += 1
+            fi += 1.0
+            if num < den:
+                tables += 1
+                break
+            if i >= n:
+                return tables
+            if num > TWO600:
+                num *= TWO_M600
+                den *= TWO_M600
+    return tables
