@@ -54,15 +54,36 @@ __all__ = ["GibbsSampler", "SufficientStats", "check_invariants", "BLOCK_SIZE"]
 BLOCK_SIZE = 128
 #: Phi columns per block of the parallel Dirichlet draws
 COLUMN_BLOCK = 8
+#: document blocks per call of the collapsed sweep when every document has its own
+#: prior row (the rows of one call are computed together: no (J, K) temporary)
+PRIOR_CHUNK_BLOCKS = 32
 _TINY = np.finfo(np.float64).tiny
 
 
 def _as_kernel_csr(Y: sp.csr_matrix):
+    """The kernels' view of ``Y``: int64 row pointers, int32 indices, float64
+    values (the indices and values are ``Y``'s own arrays when their types
+    already match: no copy)."""
     return (
         np.ascontiguousarray(Y.indptr, dtype=np.int64),
         np.ascontiguousarray(Y.indices, dtype=np.int32),
         np.ascontiguousarray(Y.data, dtype=np.float64),
     )
+
+
+def _count_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
+    """The smallest integer type of layer one's per-document counts ``m[0]``.
+
+    For counts (the Poisson link) a document's latent counts add up to its
+    total, known from the data: uint16 up to 65535, int32 up to 2**31 - 1.
+    The latent counts of the other links are random and unbounded: int64.
+    """
+    if link.latent_mode != LATENT_COUNTS or Y.shape[0] == 0 or Y.nnz == 0:
+        return np.dtype(np.int64)
+    longest = float(np.max(np.add.reduceat(Y.data, Y.indptr[:-1][np.diff(Y.indptr) > 0])))
+    if longest <= np.iinfo(np.uint16).max:
+        return np.dtype(np.uint16)
+    return np.dtype(np.int32 if longest <= np.iinfo(np.int32).max else np.int64)
 
 
 @dataclass
@@ -153,7 +174,10 @@ class GibbsSampler:
         self.eval_col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
         self.indptr, self.indices, self.values = _as_kernel_csr(Y)
         self.aux = np.empty(0, dtype=np.float64)
-        self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
+        # m[0] in the smallest type its range allows (see _count_dtype); the upper layers int64
+        self.m: List[np.ndarray] = [
+            np.zeros((self.n_docs, k), dtype=_count_dtype(self.link, Y) if t == 0 else np.int64)
+            for t, k in enumerate(network.widths)]
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
 
@@ -186,7 +210,8 @@ class GibbsSampler:
         s = cls(net, Y, method=method, n_jobs=n_jobs, random_state=rng, update_globals=True)
         s.aux = link.init_aux(Y, s.rng, hyper)
         if method == "collapsed":
-            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng))
+            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng,
+                                                    arrays=(s.indptr, s.indices, s.values)))
         return s
 
     @classmethod
@@ -271,17 +296,31 @@ class GibbsSampler:
         """Collapsed update of the layer-one labels (paper eq:z).
 
         Phi^(1) and theta^(1) are integrated out; the document prior is
-        ``a_jk = r_k`` when T = 1 and ``(Phi^(2) theta_j^(2))_k`` otherwise.
-        Documents are visited in a fresh random order, and the tokens of each
-        document in a fresh random order.  Sets ``m[0] = n_jk`` and
+        ``a_jk = r_k`` when T = 1 and ``(Phi^(2) theta_j^(2))_k`` otherwise
+        (computed for a few document blocks at a time, never for all
+        documents at once).  Documents are visited in order, and the tokens of
+        each document in the order of the data.  Sets ``m[0] = n_jk`` and
         ``layers[0].counts = n_vk``.  Serial: the counts are shared by all
         documents.
         """
         layer = self.network.layers[0]
-        prior = np.ascontiguousarray(self._doc_prior(1))
-        order = self.rng.permutation(self.n_docs).astype(np.int64)
-        self.tokens.sweep(order, prior, layer.eta, self.rng)
-        layer.counts = self.tokens.term_counts
+        if self.depth == 1:
+            self.tokens.sweep(np.maximum(self.network.r, _TINY)[None, :], layer.eta, self.rng)
+        else:
+            upper = self.network.layers[1]
+            phi_t = upper.phi.T
+            step = PRIOR_CHUNK_BLOCKS
+            buf = np.empty((min(self.n_docs, step * BLOCK_SIZE), layer.width))
+            for c in range(0, len(self.bounds) - 1, step):
+                b = self.bounds[c:c + step + 1]
+                lo, hi = int(b[0]), int(b[-1])
+                prior = buf[:hi - lo]
+                # one product per document block, as for the other layers' priors
+                for b0, b1 in zip(b[:-1], b[1:]):
+                    np.matmul(upper.theta[b0:b1], phi_t, out=prior[b0 - lo:b1 - lo])
+                np.maximum(prior, _TINY, out=prior)
+                self.tokens.sweep(prior, layer.eta, self.rng, lo, hi)
+        layer.counts = self.tokens.refresh_term_counts()
 
     def sample_layer_one_blocked(self, blocks=None) -> np.ndarray:
         """Blocked update of layer one's latent counts and their split.
@@ -297,7 +336,8 @@ class GibbsSampler:
         layer = self.network.layers[0]
         bounds, streams = self._blocks(blocks)
         nt = self.n_threads
-        n_out = np.zeros((nt, self.n_features, layer.width), dtype=np.int64)
+        # one (V, K) array shared by the threads (exact atomic integer additions)
+        n_out = np.zeros((self.n_features, layer.width), dtype=np.int64)
         _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
                               self.aux, int(self.link.latent_mode), bounds, streams, self.m[0], n_out,
                               np.empty(0, dtype=np.int64), nt)
@@ -305,7 +345,7 @@ class GibbsSampler:
             shape, rate = self.link.aux_conditional(self.Y, self.m[0].sum(axis=1), self.hyper)
             _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
                                              bounds, streams, self.aux, nt)
-        return n_out.sum(axis=0) if nt > 1 else n_out[0]
+        return n_out
 
     def propagate_up(self, t: int, blocks=None) -> np.ndarray:
         """Propagate the counts of layer t-1 into layer t (eq:CRT then eq:step1).
