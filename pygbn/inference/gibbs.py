@@ -199,10 +199,15 @@ class GibbsSampler:
         K = int(n_components)
         J, V = Y.shape
         init_rng = spawn_generators(rng, 1)[0]
-        phi = init_rng.random((V, K))
-        phi /= phi.sum(axis=0, keepdims=True)
-        # theta^(1) is integrated out by the collapsed sampler
-        theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
+        if method == "collapsed":
+            # Phi^(1) and theta^(1) are integrated out by the collapsed sampler:
+            # a read-only placeholder of Phi^(1)'s shape (uniform columns, no memory)
+            phi = np.broadcast_to(np.float64(1.0 / V), (V, K))
+            theta = None
+        else:
+            phi = init_rng.random((V, K))
+            phi /= phi.sum(axis=0, keepdims=True)
+            theta = np.full((J, K), 1.0 / K)
         layer = Layer(phi=phi, eta=float(eta), theta=theta, c=np.ones(J),
                       counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
@@ -540,17 +545,21 @@ class GibbsSampler:
         n_keep = int(keep.sum())
         if n_keep == K:
             return K
-        top.phi = np.ascontiguousarray(top.phi[:, keep])
-        if top.counts is not None:
-            top.counts = np.ascontiguousarray(top.counts[:, keep])
-        if top.theta is not None:
-            top.theta = np.ascontiguousarray(top.theta[:, keep])
-        net.r = np.ascontiguousarray(net.r[keep])
-        net.gamma0 = float(net.gamma0 * n_keep / K)
-        self.m[-1] = np.ascontiguousarray(self.m[-1][:, keep])
         if T == 1 and self.method == "collapsed":
+            # the labels are renumbered and every count rebuilt from them;
+            # Phi^(1) stays a placeholder (integrated out)
+            top.phi = np.broadcast_to(np.float64(1.0 / top.n_inputs), (top.n_inputs, n_keep))
             self.tokens.keep(keep)
             self.set_tokens(self.tokens)
+        else:
+            top.phi = np.ascontiguousarray(top.phi[:, keep])
+            if top.counts is not None:
+                top.counts = np.ascontiguousarray(top.counts[:, keep])
+            if top.theta is not None:
+                top.theta = np.ascontiguousarray(top.theta[:, keep])
+            self.m[-1] = np.ascontiguousarray(self.m[-1][:, keep])
+        net.r = np.ascontiguousarray(net.r[keep])
+        net.gamma0 = float(net.gamma0 * n_keep / K)
         logger.debug("pruned layer %d from %d to %d factors", T, K, n_keep)
         return n_keep
 
