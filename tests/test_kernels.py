@@ -48,7 +48,7 @@ def _collapsed_state(prior_rows):
     return V, K, tok_w, tok_z, doc_ptr, nwk, njk, nk, prior
 
 
-def _tokens(tok_w, tok_z, doc_ptr, V, K):
+def _tokens(tok_w, tok_z, doc_ptr, V, K, dense_from=-1):
     """The kernel's state of these tokens: the data as CSR (tokens of a document
     in CSR order) with the labels in that order."""
     J = doc_ptr.size - 1
@@ -56,11 +56,13 @@ def _tokens(tok_w, tok_z, doc_ptr, V, K):
     order = np.lexsort((tok_w, doc_of))
     Y = sp.csr_matrix((np.ones(tok_w.size), (doc_of, tok_w)), shape=(J, V))
     Y.sum_duplicates()
-    return CollapsedState.from_counts(Y, K, labels=tok_z[order]), tok_w[order], doc_of[order]
+    return (CollapsedState.from_counts(Y, K, labels=tok_z[order], dense_from=dense_from),
+            tok_w[order], doc_of[order])
 
 
+@pytest.mark.parametrize("dense_from", [1, 5], ids=["dense-row", "list"])
 @pytest.mark.parametrize("shared", [True, False], ids=["prior-r", "prior-per-doc"])
-def test_collapsed_sweep_draws_one_token_from_eq_z(shared):
+def test_collapsed_sweep_draws_one_token_from_eq_z(shared, dense_from):
     eta = 0.3
     if shared:
         prior = np.array([[0.5, 0.05, 1.5, 0.2]])
@@ -78,25 +80,26 @@ def test_collapsed_sweep_draws_one_token_from_eq_z(shared):
     counts = np.zeros(K)
     n = 40000
     for _ in range(n):
-        state, _, _ = _tokens(tok_w, tok_z, doc_ptr, V, K)
+        state, _, _ = _tokens(tok_w, tok_z, doc_ptr, V, K, dense_from)
         state.sweep(prior[:1], eta, gen, 0, 1)      # document 0 only
         z = state.labels
-        a_nwk, a_nk = state.refresh_term_counts(), state.totals
+        a_nwk, a_nk = state.term_counts, state.totals
         counts[z[0]] += 1
         # counts stay consistent with the new label
         assert a_nwk[2, z[0]] == nwk_m[2, z[0]] + 1 and a_nk.sum() == nk.sum()
     assert _chisq_p(counts, p) > ALPHA
 
 
-@pytest.mark.parametrize("K", [7, 40000], ids=["int16-labels", "int32-labels"])
-def test_collapsed_sweep_keeps_counts_and_word_lists_consistent(K):
+@pytest.mark.parametrize("K, dense_from", [(7, None), (7, 1), (7, 8), (40, 8), (40000, None)],
+                         ids=["int16-labels", "dense-rows", "lists", "switching", "int32-labels"])
+def test_collapsed_sweep_keeps_counts_and_word_lists_consistent(K, dense_from):
     rng = np.random.default_rng(3)
     V, J = 30, 40
     lengths = rng.integers(0, 25, size=J)
     doc_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     tok_w = rng.integers(0, V, size=doc_ptr[-1]).astype(np.int32)
-    tok_z = rng.integers(0, min(K, 7), size=doc_ptr[-1]).astype(np.int32)
-    state, tok_w, doc_of = _tokens(tok_w, tok_z, doc_ptr, V, K)
+    tok_z = rng.integers(0, min(K, 40), size=doc_ptr[-1]).astype(np.int32)
+    state, tok_w, doc_of = _tokens(tok_w, tok_z, doc_ptr, V, K, -1 if dense_from is None else dense_from)
     prior = rng.gamma(0.5, size=(J, K))
     gen = np.random.default_rng(4)
     for it in range(20):
@@ -107,7 +110,7 @@ def test_collapsed_sweep_keeps_counts_and_word_lists_consistent(K):
             state.sweep(prior[:13], 0.1, gen, 0, 13)
             state.sweep(prior[13:], 0.1, gen, 13, J)
     tok_z = state.labels
-    nwk, njk, nk = state.refresh_term_counts(), state.doc_counts, state.totals
+    nwk, njk, nk = state.term_counts, state.doc_counts, state.totals
     nwk2 = np.zeros_like(nwk)
     njk2 = np.zeros_like(njk)
     np.add.at(nwk2, (tok_w, tok_z), 1)
@@ -115,14 +118,20 @@ def test_collapsed_sweep_keeps_counts_and_word_lists_consistent(K):
     np.testing.assert_array_equal(nwk, nwk2)
     np.testing.assert_array_equal(njk, njk2)
     np.testing.assert_array_equal(nk, nwk2.sum(axis=0))
-    wptr, wlist, wlen, wpos = state.word_ptr, state.word_lists, state.word_len, state.word_pos
-    for v in range(V):
+    wptr, wlist, wlen, dense = state.word_ptr, state.word_lists, state.word_len, state.word_dense
+    np.testing.assert_array_equal(wlen, (nwk > 0).sum(axis=1))
+    d_from = dense_from or -(-K // 3)
+    # a term drops its list at d_from topics and gets it back below d_from // 2
+    assert np.all(wlen[dense == 1] >= d_from // 2) and np.all(wlen[dense == 0] < d_from)
+    if dense_from == 1 or (dense_from or 0) > K:
+        assert dense.all() if dense_from == 1 else not dense.any()
+    for v in np.flatnonzero(dense == 0):
+        # a term's list: its non-zero counts, sorted by decreasing count
         lst = wlist[2 * wptr[v]: 2 * (wptr[v] + wlen[v]): 2]
         cnt = wlist[2 * wptr[v] + 1: 2 * (wptr[v] + wlen[v]): 2]
         np.testing.assert_array_equal(np.sort(lst), np.flatnonzero(nwk[v]))
         np.testing.assert_array_equal(cnt, nwk[v, lst])
         assert np.all(np.diff(cnt) <= 0), "term lists sorted by decreasing count"
-        np.testing.assert_array_equal(wpos[v, lst], np.arange(wlen[v]))
 
 
 # --------------------------------------------------------------------------

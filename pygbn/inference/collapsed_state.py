@@ -9,10 +9,9 @@ them consistent when factors are pruned and runs the kernel
 Memory (N tokens, J documents, V terms, K factors): the labels take 2 bytes
 a token (4 when K > 32767); the tokens' terms are not stored, the data's own
 CSR arrays say them.  ``n_jk`` is one (J, K) array of 2 bytes an entry (4 when
-a document holds more than 65535 tokens), the term-topic lists 8 bytes per
-non-zero slot (at most ``min(K, tokens of the term)`` slots a term) plus 2
-bytes per (V, K) entry for their positions, and ``n_vk`` a dense (V, K) int32
-array.
+a document holds more than 65535 tokens), ``n_vk`` a dense (V, K) int32
+array, and the term-topic lists 8 bytes per slot (``min(K, tokens of the
+term)`` slots a term).
 """
 from __future__ import annotations
 
@@ -62,19 +61,20 @@ class CollapsedState:
     doc_ptr : ndarray of int64, shape (n_docs + 1,)
         Labels of document j are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
     term_counts : ndarray of int32, shape (n_terms, K)
-        ``n_vk``, tokens of term v labelled k (layer one's ``counts``),
-        refreshed by :meth:`rebuild` and :meth:`refresh_term_counts`.
+        ``n_vk``, tokens of term v labelled k (layer one's ``counts``).
     totals : ndarray of int64, shape (K,)
         ``n_.k``.
     doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
         ``n_jk``, tokens of document j labelled k (the sampler's ``m[0]``;
         uint16 when no document holds more than 65535 tokens).
-    word_ptr, word_lists, word_len, word_pos : ndarray
-        The kernel's sparse per-term lists of the non-zero ``n_vk``.
+    word_ptr, word_lists, word_len, word_dense : ndarray
+        The kernel's sorted per-term lists of the non-zero ``n_vk``, kept for
+        the terms that use few factors (``word_dense[v] = 0``).
     """
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
-                 labels: np.ndarray, n_terms: int, n_components: int):
+                 labels: np.ndarray, n_terms: int, n_components: int, dense_from: int = -1):
+        self.dense_from = int(dense_from)
         self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(indices, dtype=np.int32)
         self.values = np.ascontiguousarray(values, dtype=np.float64)
@@ -93,13 +93,17 @@ class CollapsedState:
 
     @classmethod
     def from_counts(cls, Y: sp.csr_matrix, n_components: int, labels: Optional[np.ndarray] = None,
-                    rng: Optional[np.random.Generator] = None, *, arrays=None) -> "CollapsedState":
+                    rng: Optional[np.random.Generator] = None, *, arrays=None,
+                    dense_from: int = -1) -> "CollapsedState":
         """The tokens of the counts ``Y`` (documents x terms, canonical CSR).
 
         ``labels`` gives each token's factor (tokens in CSR order); without
         it the labels are drawn uniformly from ``rng`` (the authors'
         initialisation).  ``arrays`` are the ``(indptr, indices, values)``
         kernel arrays of ``Y`` when the caller already holds them.
+        ``dense_from`` is the kernel's switch between a term's list and its
+        dense row (see :func:`pygbn.inference._collapsed.collapsed_sweep`;
+        any value samples the same distribution).
 
         Raises
         ------
@@ -125,7 +129,7 @@ class CollapsedState:
                 raise ValueError(f"labels must hold one label per token ({n_tokens}), got shape {labels.shape}")
             if labels.size and (labels.min() < 0 or labels.max() >= K):
                 raise ValueError(f"labels must lie in [0, {K}), got [{labels.min()}, {labels.max()}]")
-        return cls(indptr, indices, values, labels, Y.shape[1], K)
+        return cls(indptr, indices, values, labels, Y.shape[1], K, dense_from)
 
     @property
     def n_docs(self) -> int:
@@ -146,9 +150,9 @@ class CollapsedState:
                                 self.term_counts, self.doc_counts, self.totals)
         self.word_lists = np.empty(2 * int(self.word_ptr[-1]), dtype=np.int32)
         self.word_len = np.zeros(V, dtype=np.int32)
-        self.word_pos = np.empty((V, K), dtype=self.labels.dtype)
+        self.word_dense = np.zeros(V, dtype=np.uint8)
         _collapsed.build_word_lists(self.term_counts, self.word_ptr, self.word_lists, self.word_len,
-                                    self.word_pos)
+                                    self.word_dense, self.dense_from)
 
     def keep(self, keep: np.ndarray) -> None:
         """Drop the factors where the boolean mask ``keep`` is False (no token may carry them)
@@ -164,29 +168,25 @@ class CollapsedState:
         self.rebuild()
 
     def sweep(self, prior: np.ndarray, eta: float, rng: np.random.Generator, first: int = 0,
-              stop: Optional[int] = None) -> None:
+              stop: Optional[int] = None, **options) -> None:
         """Relabel the tokens of documents ``first:stop`` (default: all) from
         eq:z, in order (see :func:`pygbn.inference._collapsed.collapsed_sweep`).
 
         ``prior`` holds the documents' prior ``a_jk``: one shared row, or one
         row per swept document; the draws come from ``rng``.  ``term_counts``
-        is not refreshed (:meth:`refresh_term_counts`).
+        and the other counts stay consistent with the labels.  ``options`` go
+        to the kernel (``refresh``).
         """
         stop = self.n_docs if stop is None else stop
         _collapsed.collapsed_sweep(self.indptr, self.indices, self.values, self.doc_ptr, self.labels,
-                                   first, stop, self.totals, self.doc_counts, self.word_ptr,
-                                   self.word_lists, self.word_len, self.word_pos, prior, float(eta),
-                                   rng.bit_generator)
-
-    def refresh_term_counts(self) -> np.ndarray:
-        """Bring ``term_counts`` (``n_vk``) up to date with the word lists and return it."""
-        _collapsed.word_counts(self.word_ptr, self.word_lists, self.word_len, self.term_counts)
-        return self.term_counts
+                                   first, stop, self.totals, self.doc_counts, self.term_counts,
+                                   self.word_ptr, self.word_lists, self.word_len, self.word_dense,
+                                   prior, float(eta), rng.bit_generator,
+                                   dense_from=self.dense_from, **options)
 
     def check(self) -> None:
         """Raise AssertionError if labels or totals are inconsistent (debug checks)."""
         z, K = self.labels, self.n_components
-        self.refresh_term_counts()
         if z.size and (z.min() < 0 or z.max() >= K):
             raise AssertionError("collapsed labels out of range")
         if not np.array_equal(self.totals, self.term_counts.sum(axis=0)):

@@ -325,7 +325,7 @@ class GibbsSampler:
                     np.matmul(upper.theta[b0:b1], phi_t, out=prior[b0 - lo:b1 - lo])
                 np.maximum(prior, _TINY, out=prior)
                 self.tokens.sweep(prior, layer.eta, self.rng, lo, hi)
-        layer.counts = self.tokens.refresh_term_counts()
+        layer.counts = self.tokens.term_counts
 
     def sample_layer_one_blocked(self, blocks=None) -> np.ndarray:
         """Blocked update of layer one's latent counts and their split.
