@@ -1,0 +1,166 @@
+"""Layer one's compact data layout and its kernels' guards.
+
+The counts' types (uint16 / int32 / int64 where their range allows), the
+blocked split's shared statistics (atomic integer additions: the same for
+any thread count), a failed scratch allocation inside a parallel loop
+(``MemoryError``), and the collapsed sweep's bucket totals on a very long
+document (recomputed exactly every ``refresh`` tokens: the chain is the one
+whose totals are exact at every token).
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pygbn._utils import BlockStreams
+from pygbn.inference import GibbsSampler, _blocked, _collapsed
+from pygbn.inference.collapsed_state import CollapsedState
+from pygbn.model.links import get_link
+
+
+def _counts(J=60, V=25, seed=0, scale=3.0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(J, V, density=0.3, random_state=rng, format="csr")
+    X.data = np.ceil(X.data * scale)
+    return get_link("poisson").check_data(X)
+
+
+# --------------------------------------------------------------------------
+# types
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["collapsed", "blocked"])
+def test_layer_one_counts_take_the_smallest_type(method):
+    Y = _counts()
+    s = GibbsSampler.for_training(Y, 6, method=method, random_state=0)
+    assert s.m[0].dtype == np.uint16
+    long_doc = Y.copy()
+    long_doc.data[0] = 70000.0          # a document of more than 65535 tokens
+    s = GibbsSampler.for_training(long_doc, 6, method=method, random_state=0)
+    assert s.m[0].dtype == np.int32
+    s.sweep()
+    assert s.m[0].sum() == long_doc.sum()
+    if method == "collapsed":
+        assert s.tokens.labels.dtype == np.int16
+        assert s.tokens.term_counts.dtype == np.int32
+        # Phi^(1) is integrated out: a placeholder of its shape, no memory
+        assert s.network.layers[0].phi.shape == (Y.shape[1], 6)
+        assert s.network.layers[0].phi.strides == (0, 0)
+
+
+@pytest.mark.parametrize("link", ["bernoulli", "prg"])
+def test_random_latent_counts_stay_int64(link):
+    Y = _counts()
+    Y.data[:] = 1.0
+    s = GibbsSampler.for_training(get_link(link).check_data(Y), 4, link=link, method="blocked",
+                                  random_state=0)
+    assert s.m[0].dtype == np.int64
+
+
+def test_large_K_takes_int32_labels():
+    Y = _counts(J=8, V=6)
+    t = CollapsedState.from_counts(Y, 40000, rng=np.random.default_rng(0))
+    assert t.labels.dtype == np.int32
+
+
+@pytest.mark.parametrize("T", [1, 2])
+def test_blocked_chain_does_not_depend_on_the_type_of_m(T):
+    """The kernels read uint16, int32 and int64 counts alike: the same chain."""
+    Y = _counts()
+    nets = []
+    for dtype in (None, np.int64, np.int32):
+        s = GibbsSampler.for_training(Y, 6, method="blocked", random_state=3)
+        if T == 2:
+            s.add_layer(0.05)
+        for _ in range(4):
+            if dtype is not None:
+                s.m[0] = s.m[0].astype(dtype)
+            s.sweep()
+        nets.append((s.network.layers[0].phi.copy(), s.network.layers[-1].theta.copy(), s.network.r))
+    for other in nets[1:]:
+        for a, b in zip(nets[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------------------
+# blocked split: shared statistics, failed allocations
+# --------------------------------------------------------------------------
+def _split_inputs(J=700, V=40, K=9, seed=1):
+    Y = _counts(J=J, V=V, seed=seed, scale=40.0)
+    rng = np.random.default_rng(seed)
+    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    theta = rng.gamma(1.0, size=(J, K))
+    bounds = np.arange(0, J + 128, 128, dtype=np.int64)
+    bounds[-1] = J
+    return Y, phi, theta, bounds
+
+
+def test_split_sparse_shared_statistics_do_not_depend_on_threads():
+    Y, phi, theta, bounds = _split_inputs()
+    out = []
+    for n_threads in (1, 2, 3):
+        streams = BlockStreams(np.random.default_rng(7), len(bounds) - 1)
+        m = np.empty((Y.shape[0], phi.shape[1]), dtype=np.uint16)
+        n = np.zeros(phi.shape, dtype=np.int64)
+        _blocked.split_sparse(Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, np.empty(0), 0,
+                              bounds, streams.addresses, m, n, np.empty(0, np.int64), n_threads)
+        out.append((m, n))
+    for m, n in out[1:]:
+        np.testing.assert_array_equal(m, out[0][0])
+        np.testing.assert_array_equal(n, out[0][1])
+    m, n = out[0]
+    np.testing.assert_array_equal(m.sum(axis=1), np.asarray(Y.sum(axis=1)).ravel())
+    np.testing.assert_array_equal(n.sum(axis=1), np.asarray(Y.sum(axis=0)).ravel())
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_failed_scratch_allocation_raises_memory_error(n_threads):
+    Y, phi, theta, bounds = _split_inputs()
+    streams = BlockStreams(np.random.default_rng(7), len(bounds) - 1)
+    m = np.empty((Y.shape[0], phi.shape[1]), dtype=np.int64)
+    args = (Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, np.empty(0), 0, bounds,
+            streams.addresses, m, np.zeros(phi.shape, dtype=np.int64), np.empty(0, np.int64), n_threads)
+    m_in = np.ones((Y.shape[0], 3), dtype=np.int64)
+    crt_args = (m_in, np.full((3, 2), 0.5), np.ones((Y.shape[0], 2)), bounds, streams.addresses,
+                np.empty((Y.shape[0], 2), np.int64), np.zeros((n_threads, 3, 2), np.int64),
+                np.empty(Y.shape[0], np.int64), n_threads)
+    try:
+        _blocked._fail_next_allocations(2)
+        with pytest.raises(MemoryError, match="split_sparse"):
+            _blocked.split_sparse(*args)
+        _blocked._fail_next_allocations(1)
+        with pytest.raises(MemoryError, match="split_dense_crt"):
+            _blocked.split_dense_crt(*crt_args)
+    finally:
+        _blocked._fail_next_allocations(0)
+    _blocked.split_sparse(*args)          # and all is well again
+    _blocked.split_dense_crt(*crt_args)
+
+
+# --------------------------------------------------------------------------
+# collapsed sweep: bucket totals on a very long document
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("shared", [True, False], ids=["prior-r", "prior-per-doc"])
+def test_bucket_totals_on_a_very_long_document(shared):
+    """A document of 300,000 tokens: the chain whose bucket totals are
+    recomputed every ``REFRESH`` tokens is the chain whose totals are exact at
+    every token (refresh=1), and the counts stay those of the labels."""
+    K, V, N = 6, 4, 300_000
+    # a short document, then the long one
+    Y = sp.csr_matrix(np.array([[3, 0, 5, 2],
+                                [N // 2, N // 4, N // 8, N - N // 2 - N // 4 - N // 8]], dtype=float))
+    # prior shapes over six orders of magnitude, so rounding would show
+    prior = np.array([[1e-3, 2e2, 0.5, 3e-2, 7.0, 1e1], [4.0, 1e-3, 0.2, 6e2, 1.0, 3e-2]])
+    if shared:
+        prior = prior[:1]
+    labels = np.random.default_rng(0).integers(0, K, size=int(Y.sum()))
+    runs = []
+    for refresh in (1, _collapsed.REFRESH):
+        t = CollapsedState.from_counts(Y, K, labels=labels)
+        gen = np.random.default_rng(11)
+        for _ in range(2):
+            t.sweep(prior, 0.05, gen, refresh=refresh)
+        runs.append(t)
+    np.testing.assert_array_equal(runs[0].labels, runs[1].labels)
+    t = runs[1]
+    np.testing.assert_array_equal(t.doc_counts[1], np.bincount(t.labels[10:], minlength=K))
+    np.testing.assert_array_equal(t.totals, np.bincount(t.labels, minlength=K))
+    t.check()
