@@ -6,9 +6,13 @@ linked to ``npyrandom`` and ``npymath``) and, where the compiler supports it,
 with OpenMP so that ``prange`` loops run in parallel.  Where OpenMP is missing
 the same code compiles serially (``prange`` degrades to ``range``).
 
-Set ``PYGBN_NO_OPENMP=1`` to force a serial build.
+Set ``PYGBN_NO_OPENMP=1`` to force a serial build.  ``CPPFLAGS``, ``CFLAGS``
+and ``LDFLAGS`` from the environment apply to the OpenMP probe as to the build
+(for example the include and library folders of Homebrew's libomp on macOS).
+Building wheels: ``docs/install.md``.
 """
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,6 +30,15 @@ HERE = Path(__file__).resolve().parent
 def _compiler_command():
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
     return cc.split()
+
+
+def _env_flags(*names):
+    """Flags from environment variables (CPPFLAGS, CFLAGS, LDFLAGS), as the real build uses them.
+
+    setuptools adds these to every compile and link; the OpenMP probe must see
+    them too (on macOS they point at Homebrew's libomp, see docs/install.md).
+    """
+    return [flag for name in names for flag in shlex.split(os.environ.get(name, ""))]
 
 
 def openmp_flags():
@@ -47,7 +60,8 @@ def openmp_flags():
         for cflags, lflags in candidates:
             try:
                 res = subprocess.run(
-                    cc + cflags + [str(c_file), "-o", str(Path(tmp) / "a.out")] + lflags,
+                    cc + _env_flags("CPPFLAGS", "CFLAGS") + cflags
+                    + [str(c_file), "-o", str(Path(tmp) / "a.out")] + _env_flags("LDFLAGS") + lflags,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                     timeout=60,

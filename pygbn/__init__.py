@@ -8,13 +8,14 @@ exploration of fitted networks in :mod:`pygbn.explore`, text input in
 :mod:`pygbn.text` and the bundled demo corpus in :mod:`pygbn.datasets`.
 """
 import logging
+import os
 
 from pygbn._version import __version__
 
 logging.getLogger("pygbn").addHandler(logging.NullHandler())
 
 from pygbn import datasets, explore, random, text  # noqa: E402
-from pygbn.estimator import GBN, load, save  # noqa: E402
+from pygbn.estimator import GBN, NotFittedError, load, save  # noqa: E402
 from pygbn.evaluation import split_tokens  # noqa: E402
 from pygbn.model import (  # noqa: E402
     BernoulliPoissonLink,
@@ -25,8 +26,36 @@ from pygbn.model import (  # noqa: E402
     PoissonRandomizedGammaLink,
 )
 
+
+
+def get_include() -> str:
+    """Directory to put on Cython's include path to ``cimport`` pygbn's public ``.pxd`` files.
+
+    The directory that holds the ``pygbn`` package: with it on the include
+    path, ``from pygbn.random.kernels cimport random_crt`` resolves to the
+    ``pygbn/random/kernels.pxd`` shipped in the wheel.  Cython also finds the
+    file through ``sys.path`` when pygbn is importable at build time, so this
+    is needed only where the build does not run in pygbn's environment.
+
+    Returns
+    -------
+    str
+        An absolute path.
+
+    Examples
+    --------
+    >>> from Cython.Build import cythonize                       # doctest: +SKIP
+    >>> cythonize(extensions, include_path=[pygbn.get_include()])  # doctest: +SKIP
+
+    See ``docs/cython_api.md`` for a complete downstream build.
+    """
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 __all__ = [
     "GBN",
+    "NotFittedError",
+    "get_include",
     "Network",
     "Layer",
     "Hyperparameters",

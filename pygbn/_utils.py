@@ -9,7 +9,10 @@ from __future__ import annotations
 import ctypes
 import numbers
 import os
+from typing import List, Optional, Sequence
+
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = [
     "check_random_state",
@@ -17,6 +20,10 @@ __all__ = [
     "BlockStreams",
     "bitgen_address",
     "check_int",
+    "effective_n_jobs",
+    "check_array",
+    "column_names",
+    "check_feature_names",
 ]
 
 
@@ -141,7 +148,17 @@ def check_int(value, name: str, minimum: int = 0) -> int:
 
 
 def effective_n_jobs(n_jobs) -> int:
-    """Resolve scikit-learn style ``n_jobs`` (None -> 1, -1 -> all cores)."""
+    """Resolve scikit-learn style ``n_jobs`` to a number of threads.
+
+    ``None`` is 1, a positive int itself, -1 all cores, -2 all but one, and
+    so on (at least 1).  Every public entry that takes ``n_jobs`` resolves it
+    here.
+
+    Raises
+    ------
+    ValueError
+        For 0, a bool or anything that is not an int (naming the value).
+    """
     if n_jobs is None:
         return 1
     if not _is_int(n_jobs) or n_jobs == 0:
@@ -149,3 +166,90 @@ def effective_n_jobs(n_jobs) -> int:
     if n_jobs < 0:
         return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
     return int(n_jobs)
+
+
+def column_names(X) -> Optional[List[str]]:
+    """The column names of a DataFrame-like ``X`` (duck-typed: its ``.columns``), if all are str."""
+    cols = getattr(X, "columns", None)
+    if cols is None or sp.issparse(X) or isinstance(cols, str):
+        return None
+    try:
+        names = list(cols)
+    except TypeError:
+        return None
+    return names if names and all(isinstance(c, str) for c in names) else None
+
+
+def check_array(X, name: str = "X", *, min_samples: int = 0, who: str = "GBN",
+                requirement: str = "nonnegative"):
+    """``(M, names)``: ``X`` as a 2-D numpy array or scipy.sparse matrix of real numbers,
+    and its column names (:func:`column_names`, or None).
+
+    Converts what scikit-learn converts (lists, DataFrame-likes, object arrays
+    of numbers) and words the errors as scikit-learn's estimator checks
+    expect: ``Reshape your data`` for input that is not 2-D, ``0 feature(s)``
+    (and ``0 sample(s)`` when ``min_samples`` > 0) for an empty one, ``NaN``
+    or ``inf`` for non-finite values, ``Negative values in data passed to
+    <who>: <name> must be <requirement>`` for negative values, a TypeError for
+    an object array with an entry that is no number.  Sparse input becomes
+    CSR.  What the
+    values must be beyond that (integers, 0/1, finite) is for the caller to
+    check (e.g. :meth:`pygbn.model.Link.check_data`).
+    """
+    names = column_names(X)
+    if sp.issparse(X):
+        M = X if X.format == "csr" else X.tocsr()
+    else:
+        try:
+            M = np.asarray(X)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} could not be read as a 2-D array of numbers: {exc}") from None
+        if M.dtype == object:
+            try:
+                M = M.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{name} is an object array with an entry that is not a number: {exc}") \
+                    from None
+        if M.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (samples x features), got shape {M.shape}. Reshape your "
+                             "data with X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) "
+                             "if it holds a single sample")
+    if M.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers, got dtype {M.dtype}")
+    for count, what in ((M.shape[0], "sample"), (M.shape[1], "feature")):
+        if count == 0 and (what == "feature" or min_samples > 0):
+            raise ValueError(f"{name} is empty: found array with 0 {what}(s) (shape={M.shape}) while a "
+                             f"minimum of 1 is required.")
+    values = M.data if sp.issparse(M) else M
+    if values.dtype.kind == "f":
+        finite = np.isfinite(values)
+        if not finite.all():
+            bad = values[~finite].flat[0]
+            raise ValueError(f"{name} contains a non-finite value ({'NaN' if np.isnan(bad) else 'inf'})")
+    if values.dtype.kind in "if":
+        negative = values < 0
+        if negative.any():
+            raise ValueError(f"Negative values in data passed to {who}: {name} must be {requirement}, "
+                             f"found {values[negative].flat[0]:g}")
+    return M, names
+
+
+def check_feature_names(names: List[str], fitted: List[str]) -> None:
+    """Raise ValueError naming the columns that differ from those seen in ``fit``
+    (worded as scikit-learn words it)."""
+    if names == fitted:
+        return
+
+    def listing(items):
+        return "".join(f"- {n}\n" for n in items[:5]) + ("- ...\n" if len(items) > 5 else "")
+
+    unseen = sorted(set(names) - set(fitted))
+    missing = sorted(set(fitted) - set(names))
+    msg = "The feature names should match those that were passed during fit.\n"
+    if unseen:
+        msg += "Feature names unseen at fit time:\n" + listing(unseen)
+    if missing:
+        msg += "Feature names seen at fit time, yet now missing:\n" + listing(missing)
+    if not unseen and not missing:
+        msg += "Feature names must be in the same order as they were in fit.\n"
+    raise ValueError(msg)

@@ -19,17 +19,35 @@ import time
 from typing import Callable, List, Optional, Sequence, Union
 
 import numpy as np
+import scipy.sparse as sp
 
 from pygbn import io
-from pygbn._utils import check_int, check_random_state, effective_n_jobs
+from pygbn._utils import (check_array, check_feature_names, check_int, check_random_state,
+                          effective_n_jobs)
+from pygbn.evaluation import split_tokens
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.inference.layerwise import per_layer
-from pygbn.model.links import PoissonLink, get_link
+from pygbn.model.links import BernoulliPoissonLink, Link, PoissonLink, get_link
 from pygbn.model.network import Hyperparameters, Network
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GBN", "save", "load"]
+__all__ = ["GBN", "NotFittedError", "save", "load"]
+
+#: fraction of each sample's tokens observed by :meth:`GBN.score` (the rest is held out)
+SCORE_TRAIN_FRACTION = 0.3
+#: mixed into an int ``random_state`` to seed the token split of ``score`` (as ``pygbn
+#: perplexity --seed`` does), so that the split and the chain draw from different streams
+SPLIT_SEED_TAG = 0x5EED
+
+
+class NotFittedError(ValueError, AttributeError):
+    """A method that needs a fitted model was called before ``fit``.
+
+    Both a ``ValueError`` and an ``AttributeError``, as scikit-learn's own
+    ``NotFittedError``: ``hasattr(GBN(), "network_")`` is False and
+    ``sklearn.utils.validation.check_is_fitted`` works.
+    """
 
 
 class GBN:
@@ -103,6 +121,22 @@ class GBN:
         Mean wall time of a training iteration at each depth.
     n_features_in_ : int
         Number of features (terms) seen in ``fit``.
+    feature_names_in_ : ndarray of str (dtype object)
+        Names of the features seen in ``fit``: the ``vocabulary`` given to
+        ``fit``, or the column names of a DataFrame-like ``X`` (an object with
+        string ``.columns``).  Only defined when the networks have a
+        vocabulary.  ``transform`` and ``score`` reject a DataFrame whose
+        columns differ from these (other names, or another order).
+
+    Notes
+    -----
+    ``GBN`` follows scikit-learn's estimator protocol without depending on
+    scikit-learn: ``get_params``/``set_params``, the tags
+    (``__sklearn_tags__``, imported lazily, and the older ``_more_tags``)
+    declaring a transformer of nonnegative, possibly sparse data,
+    :class:`NotFittedError`, ``score(X, y=None)``, ``feature_names_in_`` and
+    :meth:`get_feature_names_out`; it works in ``Pipeline``,
+    ``GridSearchCV`` and ``cross_val_score``.
     """
 
     def __init__(self, link="poisson", n_components: int = 100, n_layers: int = 5, eta=0.05,
@@ -204,14 +238,14 @@ class GBN:
             held-out perplexity of each depth is recorded in ``perplexity_``
             (see :func:`pygbn.evaluation.split_tokens`).
         vocabulary : sequence of str, optional
-            Feature names, kept on the fitted networks for exploration.
+            Feature names, kept on the fitted networks for exploration and
+            as ``feature_names_in_`` (default: the column names of a
+            DataFrame-like ``X``, if any).
         """
         p = self._validated()
         link = p["link"]
-        Y = link.check_data(X, "X")
+        Y, names = _check_data(X, link, "X", min_samples=1)
         J, V = Y.shape
-        if J == 0 or V == 0:
-            raise ValueError(f"X must have at least one sample and one feature, got shape {Y.shape}")
         if Y.nnz == 0:
             raise ValueError("X has no non-zero entry: there is nothing to fit")
         H = None
@@ -225,6 +259,10 @@ class GBN:
             vocabulary = [str(v) for v in vocabulary]
             if len(vocabulary) != V:
                 raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {V} features")
+            if names is not None and names != vocabulary:
+                raise ValueError("vocabulary differs from the column names of X; give one of them")
+        elif names is not None:
+            vocabulary = names
         rng = check_random_state(self.random_state)
         progress = _Progress(p["verbose_every"]) if p["verbose_every"] else None
         user_cb = self.callback
@@ -291,12 +329,18 @@ class GBN:
         """Set the fitted state: ``networks_`` and the attributes that go with them.
 
         The one writer of the fitted attributes (``fit``, ``from_networks``
-        and :func:`load` all come here).  ``widths_`` and ``n_features_in_``
-        are read off the networks; ``perplexity_`` exists only when given.
+        and :func:`load` all come here).  ``widths_``, ``n_features_in_`` and
+        ``feature_names_in_`` (when the networks have a vocabulary) are read
+        off the networks; ``perplexity_`` exists only when given.
         """
         self.networks_ = list(networks)
         self.widths_ = list(self.networks_[-1].widths)
         self.n_features_in_ = self.networks_[0].n_features
+        vocab = self.networks_[0].vocabulary
+        if vocab is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = np.array([str(v) for v in vocab], dtype=object)
         self.seconds_per_iteration_ = [float(s) for s in seconds_per_iteration]
         self.method_ = method
         if perplexity is None:
@@ -317,16 +361,42 @@ class GBN:
 
     @classmethod
     def _from_state(cls, networks: Sequence[Network], params: dict, state: dict) -> "GBN":
-        """Rebuild a fitted estimator from stored parameters and :meth:`_get_state`'s dict."""
+        """Rebuild a fitted estimator from stored parameters and :meth:`_get_state`'s dict.
+
+        Both are checked against the networks and against each other (what a
+        model file may hold): ValueError names the first inconsistency.
+        """
+        if not isinstance(params, dict) or not set(params) <= set(_PARAM_NAMES):
+            raise ValueError(f"'params' must be an object with keys among {list(_PARAM_NAMES)}")
+        if not isinstance(state, dict) or state.get("method_") not in ("collapsed", "blocked"):
+            raise ValueError("'fitted' must be an object whose method_ is 'collapsed' or 'blocked'")
+        nets = list(networks)
+        V, link = nets[0].n_features, nets[0].link.name
+        if any(n.n_features != V or n.link.name != link for n in nets):
+            raise ValueError("the networks must share the number of features and the link")
         params = dict(params)
         for k in ("burn_in", "transform_iter", "eta", "n_collect"):
             if isinstance(params.get(k), list):
                 params[k] = tuple(params[k])
-        if isinstance(params.get("link"), dict):
-            params["link"] = get_link(params["link"]["name"]).from_dict(params["link"])
-        return cls(**params)._set_state(networks, method=state["method_"],
-                                        seconds_per_iteration=state["seconds_per_iteration_"],
-                                        perplexity=state.get("perplexity_"))
+        stored_link = params.get("link", link)
+        name = stored_link.get("name") if isinstance(stored_link, dict) else stored_link
+        if not isinstance(name, str) or get_link(name).name != link:
+            raise ValueError(f"the stored link {name!r} is not the networks' link {link!r}")
+        params["link"] = nets[0].link if isinstance(stored_link, dict) else stored_link
+        model = cls(**params)
+        model._validated()
+        expect = {"widths_": nets[-1].widths, "n_features_in_": V}
+        for key, value in expect.items():
+            if state.get(key) != value:
+                raise ValueError(f"the stored {key} {state.get(key)!r} does not match the networks ({value!r})")
+        lists = {k: state.get(k, []) for k in ("seconds_per_iteration_", "perplexity_")}
+        for key, values in lists.items():
+            if not isinstance(values, list) or len(values) > len(nets) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                raise ValueError(f"the stored {key} must be a list of at most {len(nets)} numbers")
+        return model._set_state(nets, method=state["method_"],
+                                seconds_per_iteration=lists["seconds_per_iteration_"],
+                                perplexity=state.get("perplexity_"))
 
     @property
     def network_(self) -> Network:
@@ -335,8 +405,12 @@ class GBN:
         return self.networks_[-1]
 
     def _check_fitted(self):
-        if not hasattr(self, "networks_"):
-            raise ValueError("this GBN instance is not fitted yet; call fit first")
+        if "networks_" not in self.__dict__:
+            raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet; call fit first")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` (or :func:`load`, :meth:`from_networks`) has set the fitted state."""
+        return "networks_" in self.__dict__
 
     def _network(self, depth) -> Network:
         self._check_fitted()
@@ -378,26 +452,140 @@ class GBN:
         _, ppl = self._infer(X, depth, heldout=heldout)
         return ppl
 
-    def score(self, X, heldout, *, depth: Optional[int] = None) -> float:
-        """Average held-out log-likelihood per token, ``-ln perplexity`` (higher is better)."""
-        return -float(np.log(self.perplexity(X, heldout, depth=depth)))
+    def score(self, X, y=None, *, heldout=None, depth: Optional[int] = None,
+              train_fraction: float = SCORE_TRAIN_FRACTION) -> float:
+        """Held-out log-likelihood per token of document completion (higher is better).
 
-    def _infer(self, X, depth, heldout):
+        Without ``heldout`` (scikit-learn's ``score(X, y=None)``), ``X`` is
+        scored alone: each row's tokens are split with
+        :func:`pygbn.split_tokens` (``train_fraction`` observed, the rest held
+        out; for ``link="prg"`` each non-zero entry is observed or held out
+        whole), the test-time chain runs on the observed part and the score
+        is ``sum y ln q / sum y`` over the held-out part ``y``, with ``q`` the
+        predictive of :meth:`perplexity`, i.e. ``-ln`` of the held-out
+        perplexity.  For binary data every 1 is a token; for nonnegative
+        reals ``y`` weighs each held-out entry by its value.  The split draws
+        from ``random_state``: an int seed ``s`` splits with
+        ``numpy.random.default_rng([s, SPLIT_SEED_TAG])`` (as ``pygbn
+        perplexity --seed s``) and runs the chain with ``s``, so a fixed seed
+        gives a fixed score.
+
+        Parameters
+        ----------
+        X : array-like or sparse of shape (n_samples, n_features)
+        y : ignored
+            Present for scikit-learn (unsupervised convention).  A ``y`` with
+            the shape of ``X`` is refused: held-out counts go to ``heldout``.
+        heldout : array-like or sparse, same shape as X, optional
+            Score these held-out counts of the documents whose observed part
+            is ``X`` instead of splitting ``X``: ``-ln perplexity(X, heldout)``
+            (counts only).
+        depth : int, optional
+            Network depth (default: the deepest).
+        train_fraction : float in (0, 1), default=0.3
+            Fraction of each row's tokens observed when ``X`` is split.
+
+        Returns
+        -------
+        float
+            The average held-out log-likelihood per token.
+        """
+        if heldout is not None:
+            return -float(np.log(self.perplexity(X, heldout, depth=depth)))
+        if y is not None and len(np.shape(y)) == 2 and tuple(np.shape(y)) == tuple(np.shape(X)):
+            raise ValueError("score ignores y (scikit-learn's convention for unsupervised models) and "
+                             "this y has the shape of X: pass held-out counts as "
+                             "score(X, heldout=...) or use perplexity(X, heldout)")
+        net = self._network(depth)
+        Y = self._check_input(X, net)
+        observed, held = _split_for_score(Y, net.link, train_fraction,
+                                          _split_generator(self.random_state))
+        if held.nnz == 0:
+            raise ValueError("no sample of X has two or more tokens (non-zero entries for link='prg'): "
+                             "nothing to hold out, so X cannot be scored alone")
+        _, ppl = self._infer(observed, depth, heldout=held, checked=True)
+        return -float(np.log(ppl))
+
+    def _check_input(self, X, net: Network, name: str = "X"):
+        """New data for ``net``: validated by its link, its columns checked against the fit."""
+        Y, names = _check_data(X, net.link, name)
+        fitted = self.__dict__.get("feature_names_in_")
+        if names is not None and fitted is not None:
+            check_feature_names(names, [str(v) for v in fitted])
+        if Y.shape[1] != net.n_features:
+            raise ValueError(f"{name} has {Y.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{net.n_features} features as input")
+        return Y
+
+    def _infer(self, X, depth, heldout, checked: bool = False):
         net = self._network(depth)
         p = self._validated()
-        Y = net.link.check_data(X, "X")
-        if Y.shape[1] != net.n_features:
-            raise ValueError(f"X has {Y.shape[1]} features but the network was fitted with {net.n_features}")
+        Y = X if checked else self._check_input(X, net)
         H = None
         if heldout is not None:
-            if not isinstance(net.link, PoissonLink):
+            if checked:
+                H = heldout
+            elif not isinstance(net.link, PoissonLink):
                 raise ValueError("perplexity is defined for counts (link='poisson')")
-            H = PoissonLink().check_data(heldout, "heldout")
+            else:
+                H = PoissonLink().check_data(heldout, "heldout")
             if H.shape != Y.shape:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
         res = infer_local(net, Y, burn_in=p["t_burn"], n_collect=p["t_coll"], heldout=H,
                           n_jobs=p["n_jobs"], random_state=self.random_state)
         return res.features, res.perplexity
+
+    # ------------------------------------------------------------ scikit-learn
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the columns of :meth:`transform`: ``gbn0, gbn1, ...`` (one per layer-one node).
+
+        Parameters
+        ----------
+        input_features : sequence of str, optional
+            Checked against ``feature_names_in_`` (or their number against
+            ``n_features_in_``), as scikit-learn does; not used otherwise.
+
+        Returns
+        -------
+        ndarray of str (dtype object)
+            The lowercased class name followed by the node index, as
+            scikit-learn's decomposition estimators name their outputs.
+        """
+        self._check_fitted()
+        if input_features is not None:
+            given = [str(v) for v in input_features]
+            fitted = self.__dict__.get("feature_names_in_")
+            if fitted is not None and given != [str(v) for v in fitted]:
+                raise ValueError("input_features is not equal to feature_names_in_")
+            if len(given) != self.n_features_in_:
+                raise ValueError(f"input_features should have length equal to the number of features "
+                                 f"({self.n_features_in_}), got {len(given)}")
+        prefix = type(self).__name__.lower()
+        return np.array([f"{prefix}{k}" for k in range(self.networks_[-1].layers[0].width)], dtype=object)
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (imported here, only when scikit-learn asks for them).
+
+        A transformer (no target) of nonnegative 2-D data, dense or sparse,
+        without missing values; its output is float64.
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
+                    transformer_tags=TransformerTags(preserves_dtype=["float64"]),
+                    input_tags=InputTags(two_d_array=True, sparse=True, positive_only=True,
+                                         allow_nan=False),
+                    requires_fit=True, non_deterministic=False)
+
+    def _more_tags(self) -> dict:
+        """The same tags for scikit-learn before 1.6 (its dict-based tag API)."""
+        return {"requires_positive_X": True, "X_types": ["2darray", "sparse"], "allow_nan": False,
+                "requires_y": False, "requires_fit": True, "non_deterministic": False,
+                "preserves_dtype": [np.float64]}
+
+    def _get_tags(self) -> dict:
+        """scikit-learn before 1.6: its default tags updated with :meth:`_more_tags`."""
+        return {**_OLD_DEFAULT_TAGS, **self._more_tags()}
 
     # ------------------------------------------------------------- generate
     def generate(self, n_samples: int, *, depth: Optional[int] = None, random_state=None):
@@ -422,6 +610,51 @@ class GBN:
 _PARAM_NAMES = ("link", "n_components", "n_layers", "eta", "burn_in", "n_collect", "method",
                 "n_jobs", "random_state", "verbose", "callback", "prune", "min_width",
                 "hyperparameters", "transform_iter", "check")
+
+
+#: scikit-learn's default tags before 1.6 (its _DEFAULT_TAGS), completed by GBN._more_tags
+_OLD_DEFAULT_TAGS = {
+    "array_api_support": False, "non_deterministic": False, "requires_positive_X": False,
+    "requires_positive_y": False, "X_types": ["2darray"], "poor_score": False, "no_validation": False,
+    "multioutput": False, "allow_nan": False, "stateless": False, "multilabel": False,
+    "_skip_test": False, "_xfail_checks": False, "multioutput_only": False, "binary_only": False,
+    "requires_fit": True, "preserves_dtype": [np.float64], "requires_y": False, "pairwise": False,
+}
+
+
+def _check_data(X, link: Link, name: str, min_samples: int = 0):
+    """``(Y, names)``: ``X`` as the link's canonical CSR matrix (:meth:`Link.check_data`,
+    after :func:`pygbn._utils.check_array`), and its column names (or None)."""
+    requirement = {"counts": "nonnegative counts", "binary": "binary (0/1)"}.get(link.data_kind, "nonnegative")
+    M, names = check_array(X, name, min_samples=min_samples, who="GBN", requirement=requirement)
+    return link.check_data(M, name), names
+
+
+def _split_generator(random_state) -> np.random.Generator:
+    """The generator of :meth:`GBN.score`'s token split: an int seed ``s`` gives
+    ``default_rng([s, SPLIT_SEED_TAG])``; a Generator is used (and advanced) as is."""
+    rng = check_random_state(random_state)  # validates
+    if isinstance(random_state, (numbers.Integral, np.integer)):
+        return np.random.default_rng([int(random_state), SPLIT_SEED_TAG])
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(np.random.SeedSequence(
+            random_state.entropy, spawn_key=tuple(random_state.spawn_key) + (SPLIT_SEED_TAG,)))
+    if isinstance(random_state, (list, tuple, np.ndarray)):
+        return np.random.default_rng([int(v) for v in np.ravel(random_state)] + [SPLIT_SEED_TAG])
+    return rng
+
+
+def _split_for_score(Y: sp.csr_matrix, link: Link, train_fraction: float, rng):
+    """Observed and held-out parts of ``Y`` for :meth:`GBN.score` (tokens; whole
+    entries for real-valued data)."""
+    if isinstance(link, (PoissonLink, BernoulliPoissonLink)):
+        observed, held = split_tokens(Y, train_fraction, rng)
+    else:
+        pattern = Y.copy()
+        pattern.data[:] = 1.0
+        obs_mask, held_mask = split_tokens(pattern, train_fraction, rng)
+        observed, held = Y.multiply(obs_mask), Y.multiply(held_mask)
+    return link.check_data(observed, "X"), link.check_data(held, "X")
 
 
 def _differs(a, b) -> bool:
@@ -469,19 +702,23 @@ def load(path: Union[str, os.PathLike]):
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file is not a pygbn model (corrupted, foreign or from a newer
-        format version).
+        For any other failure, with one message saying what is wrong: the
+        file is not a pygbn model (corrupted, foreign, from a newer format
+        version) or its content is inconsistent (see
+        :func:`pygbn.io.read_model`; for a GBN also its parameters and
+        fitted attributes against the networks).
     """
     saved = io.read_model(path)
+    where = f"{os.fspath(path)!r} is not a pygbn model file, or a damaged one"
     try:
-        if saved.kind == "Network":
+        if saved.kind == "Network" and len(saved.networks) == 1 and not saved.fields:
             return saved.networks[0]
         if saved.kind == "GBN":
-            return GBN._from_state(saved.networks, saved.fields["params"], saved.fields["fitted"])
-    except (KeyError, TypeError, IndexError) as exc:
-        raise ValueError(f"{os.fspath(path)!r} is an incomplete or corrupted pygbn model file "
-                         f"({exc!r})") from None
-    raise ValueError(f"{os.fspath(path)!r} holds an unknown model kind {saved.kind!r}")
+            return GBN._from_state(saved.networks, saved.fields.get("params"), saved.fields.get("fitted"))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{where}: {' '.join(str(exc).split())}") from None
+    raise ValueError(f"{where}: it holds a model of kind {saved.kind!r} with {len(saved.networks)} "
+                     "network(s); pygbn writes kind 'GBN', or 'Network' with one network")
 
 
 class _Progress:

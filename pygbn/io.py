@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
+import re
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -26,10 +27,24 @@ from pygbn.model.layer import Layer
 from pygbn.model.links import get_link
 from pygbn.model.network import Hyperparameters, Network
 
-__all__ = ["write_model", "read_model", "ModelFile", "FORMAT_NAME", "FORMAT_VERSION"]
+__all__ = ["write_model", "read_model", "ModelFile", "check_phi", "FORMAT_NAME", "FORMAT_VERSION",
+           "MAX_META_BYTES", "MAX_META_DEPTH", "SIMPLEX_TOLERANCE", "MAX_PARAMETER", "MAX_PRIOR_MASS"]
 
 FORMAT_NAME = "pygbn-model"
 FORMAT_VERSION = 1
+#: largest metadata (JSON bytes) :func:`read_model` reads
+MAX_META_BYTES = 1 << 22
+#: deepest nesting of JSON arrays and objects :func:`read_model` parses
+MAX_META_DEPTH = 32
+#: how far a column sum of Phi^(t) may be from 1
+SIMPLEX_TOLERANCE = 1e-6
+#: largest value of a positive parameter (eta, c_median, gamma0, c0, the
+#: hyper-parameters, a link's parameters, each r_k) in a model file
+MAX_PARAMETER = 1e12
+#: largest expected latent count per sample under the prior, ``sum(r) / prod(c_median)``
+#: (where the test-time chain starts); a fitted model's is about the mean sample size
+MAX_PRIOR_MASS = 1e12
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def _network_meta(net: Network, prefix: str, arrays: dict) -> dict:
@@ -50,16 +65,115 @@ def _network_meta(net: Network, prefix: str, arrays: dict) -> dict:
     }
 
 
-def _network_from(meta: dict, prefix: str, arrays) -> Network:
+class _Bad(Exception):
+    """A problem with a model file's content (turned into one ValueError by :func:`read_model`)."""
+
+
+def _need(ok: bool, msg: str) -> None:
+    if not ok:
+        raise _Bad(msg)
+
+
+def _positive(value, what: str) -> float:
+    """A JSON number (not a bool) in (0, MAX_PARAMETER], else _Bad naming it."""
+    _need(isinstance(value, (int, float)) and not isinstance(value, bool)
+          and bool(np.isfinite(value)) and 0 < value <= MAX_PARAMETER,
+          f"{what} must be a finite positive number (at most {MAX_PARAMETER:g}), got {value!r}")
+    return float(value)
+
+
+def _array(arrays: dict, key: str, ndim: int, kind: str = "f") -> np.ndarray:
+    _need(key in arrays, f"array {key!r} is missing")
+    a = arrays[key]
+    _need(a.ndim == ndim and a.dtype.kind in kind,
+          f"array {key!r} must be {ndim}-D of kind {kind!r}, got shape {a.shape} and dtype {a.dtype}")
+    return a
+
+
+def check_phi(phi: np.ndarray, what: str) -> None:
+    """Raise ValueError unless every entry of ``phi`` is finite and nonnegative and
+    every column sums to 1 within :data:`SIMPLEX_TOLERANCE` (paper eq:Phi)."""
+    if phi.size and not np.isfinite(phi).all():
+        raise ValueError(f"{what} has a non-finite entry")
+    if phi.size and (phi < 0).any():
+        raise ValueError(f"{what} has a negative entry")
+    sums = phi.sum(axis=0)
+    off = np.flatnonzero(np.abs(sums - 1.0) > SIMPLEX_TOLERANCE)
+    if off.size:
+        raise ValueError(f"{what} column {int(off[0])} sums to {sums[off[0]]:.17g}, not 1: the columns "
+                         f"must lie on the simplex (paper eq:Phi)")
+
+
+def _network_from(meta, prefix: str, arrays: dict) -> Network:
+    where = f"network {prefix[3:-1]}"
+    _need(isinstance(meta, dict), f"{where}: the metadata must be an object, got {type(meta).__name__}")
+    layers_meta = meta.get("layers")
+    _need(isinstance(layers_meta, list) and len(layers_meta) > 0, f"{where}: 'layers' must be a non-empty list")
+    _need(meta.get("depth") == len(layers_meta) and not isinstance(meta.get("depth"), bool),
+          f"{where}: depth {meta.get('depth')!r} does not match its {len(layers_meta)} layers")
     layers = []
-    for t, lm in enumerate(meta["layers"], start=1):
-        layers.append(Layer(phi=np.array(arrays[f"{prefix}phi{t}"], dtype=np.float64),
-                            eta=float(lm["eta"]), c_median=float(lm["c_median"])))
-    vocab = [str(v) for v in arrays[f"{prefix}vocabulary"]] if meta.get("vocabulary") else None
-    link = get_link(meta["link"]["name"]).from_dict(meta["link"])
-    return Network(layers=layers, r=np.array(arrays[f"{prefix}r"], dtype=np.float64),
-                   gamma0=float(meta["gamma0"]), c0=float(meta["c0"]),
-                   hyper=Hyperparameters(**meta["hyper"]), link=link, vocabulary=vocab)
+    for t, lm in enumerate(layers_meta, start=1):
+        _need(isinstance(lm, dict), f"{where}: layer {t} must be an object")
+        phi = np.array(_array(arrays, f"{prefix}phi{t}", 2), dtype=np.float64)
+        _need(phi.shape[0] > 0 and phi.shape[1] > 0, f"{where}: Phi^({t}) is empty (shape {phi.shape})")
+        if t > 1:
+            _need(phi.shape[0] == layers[-1].width, f"{where}: Phi^({t}) has {phi.shape[0]} rows but layer "
+                  f"{t - 1} has width {layers[-1].width}")
+        try:
+            check_phi(phi, f"{where}: Phi^({t})")
+        except ValueError as exc:
+            raise _Bad(str(exc)) from None
+        layers.append(Layer(phi=phi, eta=_positive(lm.get("eta"), f"{where}: layer {t}'s eta"),
+                            c_median=_positive(lm.get("c_median"), f"{where}: layer {t}'s c_median")))
+    r = np.array(_array(arrays, f"{prefix}r", 1), dtype=np.float64)
+    _need(r.shape == (layers[-1].width,), f"{where}: r has {r.size} entries but the top layer has width "
+          f"{layers[-1].width}")
+    _need(bool(np.isfinite(r).all()) and not (r < 0).any() and not (r > MAX_PARAMETER).any(),
+          f"{where}: r must be finite and nonnegative (at most {MAX_PARAMETER:g})")
+    medians = np.array([layer.c_median for layer in layers])
+    mass = float(np.exp(np.log(max(r.sum(), np.finfo(float).tiny)) - np.log(medians).sum()))
+    _need(mass <= MAX_PRIOR_MASS, f"{where}: the prior's expected count per sample, sum(r) / prod(c_median) = "
+          f"{mass:.3g}, exceeds {MAX_PRIOR_MASS:g} (r too large or c_median too small)")
+    vocab = None
+    has_vocab = meta.get("vocabulary")
+    _need(isinstance(has_vocab, bool), f"{where}: 'vocabulary' must be true or false, got {has_vocab!r}")
+    if has_vocab:
+        words = _array(arrays, f"{prefix}vocabulary", 1, kind="U")
+        _need(words.size == layers[0].n_inputs, f"{where}: the vocabulary has {words.size} terms but Phi^(1) "
+              f"has {layers[0].n_inputs} rows")
+        vocab = [str(v) for v in words]
+    hyper = meta.get("hyper")
+    _need(isinstance(hyper, dict) and set(hyper) <= {"a0", "b0", "e0", "f0"},
+          f"{where}: 'hyper' must be an object with keys among a0, b0, e0, f0, got {hyper!r}")
+    hyper = {k: _positive(v, f"{where}: hyper-parameter {k}") for k, v in hyper.items()}
+    return Network(layers=layers, r=r, gamma0=_positive(meta.get("gamma0"), f"{where}: gamma0"),
+                   c0=_positive(meta.get("c0"), f"{where}: c0"), hyper=Hyperparameters(**hyper),
+                   link=_link_from(meta.get("link"), where), vocabulary=vocab)
+
+
+def _link_from(d, where: str):
+    _need(isinstance(d, dict) and isinstance(d.get("name"), str), f"{where}: 'link' must be an object "
+          f"with a name, got {d!r}")
+    try:
+        link = get_link(d["name"])
+    except ValueError as exc:
+        raise _Bad(f"{where}: {exc}") from None
+    expected = link.to_dict()
+    _need(set(d) == set(expected), f"{where}: link {d['name']!r} must have the entries {sorted(expected)}, "
+          f"got {sorted(d)}")
+    for k in expected:
+        if k != "name":
+            _positive(d[k], f"{where}: the link's {k}")
+    return link.from_dict(d)
+
+
+def _bracket_depth(text: str) -> int:
+    """Deepest nesting of ``[`` and ``{`` in JSON text (brackets inside strings ignored)."""
+    depth = deepest = 0
+    for ch in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text)):
+        depth += 1 if ch in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _jsonable(v):
@@ -105,13 +219,18 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
                 fields: Optional[Dict[str, Any]] = None) -> None:
     """Write networks and a dict of plain values to one ``.npz`` file (no pickle).
 
+    The file appears whole or not at all: it is written to a temporary file
+    in the same folder and moved onto ``path`` (``os.replace``); on any
+    error or interruption the temporary file is removed.
+
     Parameters
     ----------
     path : str or path-like
         The file to write.
     networks : sequence of Network
         Stored as arrays (every Phi^(t), r, the vocabulary) plus JSON
-        metadata.
+        metadata.  Every Phi^(t) must have its columns on the simplex
+        (:func:`check_phi`), as :func:`read_model` requires.
     kind : str
         What the file holds, returned by :func:`read_model` as ``kind``.
     fields : dict, optional
@@ -120,6 +239,12 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
         ``to_dict`` method (a Link) and Hyperparameters as their dicts; numpy
         scalars as Python numbers and tuples as lists.
     """
+    networks = list(networks)
+    if not networks:
+        raise ValueError("a model file needs at least one network")
+    for d, net in enumerate(networks):
+        for t, layer in enumerate(net.layers, start=1):
+            check_phi(np.asarray(layer.phi, dtype=np.float64), f"network {d}: Phi^({t})")
     arrays: dict = {}
     meta: dict = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
                   "pygbn_version": __version__, "kind": str(kind)}
@@ -129,50 +254,117 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
         meta[key] = _jsonable(value)
     meta["networks"] = [_network_meta(n, f"net{d}_", arrays) for d, n in enumerate(networks)]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    with open(os.fspath(path), "wb") as f:
-        np.savez_compressed(f, **arrays)
+    path = os.fspath(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:  # pragma: no cover - already gone
+            pass
+        raise
+
+
+def _read_archive(path: str) -> dict:
+    """Every array of the ``.npz`` at ``path`` (metadata size checked before it is read)."""
+    try:
+        z = np.load(path, allow_pickle=False)
+    except Exception as exc:  # a corrupted archive raises many kinds of errors
+        if "pickle" in str(exc):  # numpy's guess for what is neither .npz nor .npy
+            raise _Bad("it is not a .npz archive (pygbn never reads pickles)") from None
+        raise _Bad(f"cannot read it as .npz: {_short(exc)}") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise _Bad("it is a single array, not a .npz archive")
+    with z:
+        try:
+            info = {i.filename: i.file_size for i in z.zip.infolist()}
+            _need(info.get("__meta__.npy", 0) <= MAX_META_BYTES + 1024,
+                  f"its metadata is larger than {MAX_META_BYTES} bytes")
+            return {k: z[k] for k in z.files}
+        except _Bad:
+            raise
+        except ValueError as exc:
+            if "allow_pickle" in str(exc):
+                raise _Bad("it holds object arrays, which pygbn never writes (they would need "
+                           "unpickling, which pygbn refuses)") from None
+            raise _Bad(f"cannot read it as .npz: {_short(exc)}") from None
+        except Exception as exc:
+            raise _Bad(f"cannot read it as .npz: {_short(exc)}") from None
+
+
+def _short(exc: BaseException) -> str:
+    return (" ".join(str(exc).split()) or type(exc).__name__)[:200]
+
+
+def _read_meta(arrays: dict) -> dict:
+    _need("__meta__" in arrays, "no __meta__ entry")
+    raw = arrays["__meta__"]
+    _need(raw.ndim == 1 and raw.dtype == np.uint8, "the __meta__ entry is not JSON bytes")
+    _need(raw.size <= MAX_META_BYTES, f"its metadata is larger than {MAX_META_BYTES} bytes")
+    try:
+        text = raw.tobytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Bad(f"its metadata is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    _need(_bracket_depth(text) <= MAX_META_DEPTH, f"its metadata nests deeper than {MAX_META_DEPTH} levels")
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise _Bad(f"its metadata is not valid JSON ({_short(exc)})") from None
+    _need(isinstance(meta, dict) and meta.get("format") == FORMAT_NAME,
+          f"not a pygbn model (format {meta.get('format') if isinstance(meta, dict) else None!r})")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
+        raise _Bad(f"it has model format version {version!r}; this pygbn reads versions 1 to "
+                   f"{FORMAT_VERSION} (a newer version needs a newer pygbn)")
+    _need(isinstance(meta.get("kind"), str), f"'kind' must be a string, got {meta.get('kind')!r}")
+    nets = meta.get("networks")
+    _need(isinstance(nets, list) and len(nets) > 0, f"'networks' must be a non-empty list, got {nets!r}"[:200])
+    return meta
 
 
 def read_model(path: Union[str, os.PathLike]) -> ModelFile:
     """Read a file written by :func:`write_model`; never unpickles.
 
     Reads every format version up to :data:`FORMAT_VERSION` (version 1 is
-    the only one so far).
+    the only one so far).  Everything is validated before a network is
+    built: the archive (no object arrays), the metadata (at most
+    :data:`MAX_META_BYTES` bytes of JSON nested at most
+    :data:`MAX_META_DEPTH` levels, checked before it is parsed), each
+    network's entries against its arrays (depth, shapes that chain, the
+    vocabulary's length; eta, c_median, gamma0, c0, the hyper-parameters and
+    the link's parameters positive and at most :data:`MAX_PARAMETER`, r
+    nonnegative and at most that, the prior's expected count per sample
+    ``sum(r) / prod(c_median)`` at most :data:`MAX_PRIOR_MASS`, Phi columns
+    on the simplex) and no array the metadata does not describe.
 
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file is not a pygbn model (corrupted, foreign or from a newer
-        format version).
+        For anything else: one message saying what is wrong (a corrupted,
+        foreign or inconsistent file, or one from a newer format version).
     """
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such model file: {path!r}")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as exc:
-        raise ValueError(f"{path!r} is not a pygbn model file (cannot read it as .npz: {exc})") from None
-    if "__meta__" not in arrays:
-        raise ValueError(f"{path!r} is not a pygbn model file (no __meta__ entry)")
-    try:
-        meta = json.loads(arrays["__meta__"].tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path!r} has corrupted metadata: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ValueError(f"{path!r} is not a pygbn model file (format {meta.get('format')!r})"
-                         if isinstance(meta, dict) else f"{path!r} is not a pygbn model file")
-    version = meta.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ValueError(f"{path!r} has model format version {version!r}; this pygbn reads "
-                         f"versions up to {FORMAT_VERSION} (upgrade pygbn)")
-    try:
+        if os.path.isdir(path):
+            raise _Bad("it is a folder")
+        arrays = _read_archive(path)
+        meta = _read_meta(arrays)
         nets = [_network_from(m, f"net{d}_", arrays) for d, m in enumerate(meta["networks"])]
-        kind = meta["kind"]
-    except (KeyError, TypeError, IndexError, ValueError) as exc:
-        raise ValueError(f"{path!r} is an incomplete or corrupted pygbn model file ({exc!r})") from None
+        expected = {"__meta__"} | {f"net{d}_{k}" for d, n in enumerate(nets)
+                                   for k in [f"phi{t}" for t in range(1, n.depth + 1)] + ["r"]
+                                   + (["vocabulary"] if n.vocabulary is not None else [])}
+        extra = sorted(set(arrays) - expected)
+        _need(not extra, f"it holds arrays its metadata does not describe: {extra[:5]}")
+    except _Bad as exc:
+        raise ValueError(f"{path!r} is not a pygbn model file, or a damaged one: {exc}") from None
     fields = {k: v for k, v in meta.items()
               if k not in ("format", "format_version", "pygbn_version", "kind", "networks")}
-    return ModelFile(kind=kind, networks=nets, fields=fields)
+    return ModelFile(kind=meta["kind"], networks=nets, fields=fields)

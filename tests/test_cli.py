@@ -232,6 +232,10 @@ def test_user_errors_are_one_line(work, tmp_path, capsys, args, pattern):
         ["tree", "m.npz", "--format", "png"],
         ["generate", "m.npz", "-n", "-1"],
         ["demo", "--no-such-option"],
+        ["fit", "x.npz", "-o", "m.npz", "--jobs", "0"],
+        ["transform", "m.npz", "x.txt", "-o", "f.npy", "--jobs", "two"],
+        ["fit", "x.txt", "-o", "m.npz", "--encoding", "klingon"],
+        ["fit", "x.txt", "-o", "m.npz", "--errors", "skip"],
         [],
     ],
 )
@@ -284,6 +288,135 @@ def test_generate_matrix_for_a_model_without_vocabulary(tmp_path, capsys):
     code, out, err = _main(capsys, "transform", tmp_path / "bin_model.npz", tmp_path / "docs.txt",
                            "-o", tmp_path / "f2.npy")
     assert code == 1 and "no vocabulary" in err
+
+
+# ---------------------------------------------------------------------------
+# seeds, output checks, standard input, encodings, Ctrl-C
+# ---------------------------------------------------------------------------
+
+
+def test_perplexity_and_transform_reproducible_without_seed(work, tmp_path, capsys):
+    d = work["dir"]
+    chain = ["--burn-in", "3", "--collect", "5"]
+    runs = [_main(capsys, "perplexity", d / "model.npz", d / "new.mtx", *chain) for _ in range(2)]
+    assert runs[0][0] == 0 and runs[0][1] == runs[1][1] and "seed" not in runs[0][2]
+    # the model was fitted with --seed 1: that seed is the default
+    assert _main(capsys, "perplexity", d / "model.npz", d / "new.mtx", *chain, "--seed", "1")[1] == runs[0][1]
+    assert _main(capsys, "perplexity", d / "model.npz", d / "new.mtx", *chain, "--seed", "2")[1] != runs[0][1]
+    # a bare network stores no seed: seed 0, said on stderr
+    pygbn.save(pygbn.load(d / "model.npz").network_, tmp_path / "net.npz")
+    bare = [_main(capsys, "perplexity", tmp_path / "net.npz", d / "new.mtx", *chain) for _ in range(2)]
+    assert bare[0][1] == bare[1][1]
+    assert "the model stores no seed: using seed 0" in bare[0][2]
+    assert _main(capsys, "perplexity", tmp_path / "net.npz", d / "new.mtx", *chain, "--seed", "0")[1] == bare[0][1]
+    for name in ("a.npy", "b.npy"):
+        assert _main(capsys, "transform", tmp_path / "net.npz", d / "new.mtx", "-o", tmp_path / name, *chain)[0] == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+
+
+@pytest.mark.parametrize("output, pattern", [
+    ("{t}/missing/dir/m.npz", "folder of output file .* does not exist"),
+    ("{t}/folder.npz", "is a folder"),
+    ("{t}/m.txt", r"must end in \.npz"),
+])
+def test_fit_checks_the_output_before_reading_or_fitting(tmp_path, capsys, output, pattern):
+    (tmp_path / "folder.npz").mkdir()
+    # the input does not even exist: the output is checked first
+    code, out, err = _main(capsys, "fit", tmp_path / "absent.txt", "-o", output.format(t=tmp_path))
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and re.search(pattern, lines[0]), err
+    code, out, err = _main(capsys, "demo", "-o", output.format(t=tmp_path))
+    assert code == 1 and re.search(pattern, err) and "pygbn demo" not in out
+
+
+def _stdin(data: bytes):
+    import io as _io
+
+    class Stdin:
+        buffer = _io.BytesIO(data)
+
+    return Stdin()
+
+
+def test_standard_input(work, tmp_path, capsys, monkeypatch):
+    d = work["dir"]
+    text = (d / "new.txt").read_bytes()
+    fit = ["--n-components", "4", "--layers", "1", "--burn-in", "3", "--collect", "2", "--seed", "2", "-q"]
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "pygbn", "fit", "-", *fit, "-o", tmp_path / "stdin.npz"],
+                          input=text, capture_output=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert _main(capsys, "fit", d / "new.txt", *fit, "-o", tmp_path / "file.npz")[0] == 0
+    a, b = pygbn.load(tmp_path / "stdin.npz"), pygbn.load(tmp_path / "file.npz")
+    assert a.network_.vocabulary == b.network_.vocabulary
+    np.testing.assert_array_equal(a.network_.layers[0].phi, b.network_.layers[0].phi)
+    monkeypatch.setattr(sys, "stdin", _stdin(text))
+    assert _main(capsys, "transform", tmp_path / "file.npz", "-", "-o", tmp_path / "s.npy", *TEST_CHAIN)[0] == 0
+    assert _main(capsys, "transform", tmp_path / "file.npz", d / "new.txt", "-o", tmp_path / "f.npy",
+                 *TEST_CHAIN)[0] == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), np.load(tmp_path / "f.npy"))
+    monkeypatch.setattr(sys, "stdin", _stdin(b""))
+    code, out, err = _main(capsys, "fit", "-", *fit, "-o", tmp_path / "empty.npz")
+    assert code == 1 and "standard input holds no documents" in err
+
+
+def test_encoding_and_errors_options(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(6):
+        (folder / f"{i}.txt").write_text(f"apple banana cherry {'date ' * i} elderberry", encoding="utf-8")
+    (folder / "latin.txt").write_bytes("caf\xe9 cr\xe8me banana apple r\xe9sum\xe9".encode("latin-1"))
+    fit = ["--n-components", "3", "--layers", "1", "--burn-in", "2", "--collect", "2", "--seed", "0", "-q"]
+    code, out, err = _main(capsys, "fit", folder, *fit, "-o", tmp_path / "m.npz")
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
+    assert "latin.txt" in lines[0] and "at byte" in lines[0] and "--encoding" in lines[0] and "--errors" in lines[0]
+    assert "encoding=" not in lines[0]  # no advice about the Python API's keywords
+    code, out, err = _main(capsys, "fit", folder, *fit, "--encoding", "latin-1", "-o", tmp_path / "l.npz")
+    assert code == 0, err
+    assert "caf" in pygbn.load(tmp_path / "l.npz").network_.vocabulary  # tokens are runs of [a-z]
+    code, out, err = _main(capsys, "fit", folder, *fit, "--errors", "replace", "-o", tmp_path / "r.npz")
+    assert code == 0, err
+    assert {"banana", "caf"} <= set(pygbn.load(tmp_path / "r.npz").network_.vocabulary)
+    monkeypatch.setattr(sys, "stdin", _stdin("caf\xe9 apple banana\n".encode("latin-1")))
+    code, out, err = _main(capsys, "fit", "-", *fit, "-o", tmp_path / "s.npz")
+    assert code == 1 and "could not decode standard input as utf-8" in err
+
+
+def test_ctrl_c_during_fit(work, tmp_path):
+    import signal
+
+    d = work["dir"]
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYGBN_DEBUG", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pygbn", "fit", d / "train.npz", "--vocab", d / "vocab.txt",
+         "--n-components", "20", "--layers", "2", "--burn-in", "1000000", "--collect", "1",
+         "--progress-every", "1", "-o", out / "m.npz"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        for line in proc.stderr:  # wait until the fit has started
+            seen.append(line)
+            if "iteration" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        stdout, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # pragma: no cover - only if the interrupt was not handled
+            proc.kill()
+            proc.communicate()
+    assert any("iteration" in line for line in seen), "".join(seen)
+    assert proc.returncode == 130
+    err = "".join(seen) + rest
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    others = [ln for ln in err.splitlines() if "| iteration " not in ln]
+    assert others == ["pygbn: error: interrupted"], err
+    assert os.listdir(out) == []  # no model, no temporary file
+    assert "saved" not in stdout
 
 
 # ---------------------------------------------------------------------------

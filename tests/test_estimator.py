@@ -1,7 +1,11 @@
 """The GBN estimator: validation, input formats, reproducibility, save/load."""
 import io
 import logging
+import os
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,7 +110,7 @@ def test_heldout_perplexity_per_depth(counts):
     assert all(1.0 < p < V for p in m.perplexity_)
     ppl = m.perplexity(Xtr[:60], Xho[:60])
     assert 1.0 < ppl < V
-    assert m.score(Xtr[:60], Xho[:60]) == pytest.approx(-np.log(ppl))
+    assert m.score(Xtr[:60], heldout=Xho[:60]) == pytest.approx(-np.log(ppl))
 
 
 def test_split_tokens(counts):
@@ -302,3 +306,140 @@ def test_from_networks_scores_a_hand_built_network(tmp_path):
     other = Network(layers=[Layer(np.full((5, 2), 0.2))], r=np.ones(2))
     with pytest.raises(ValueError, match="n_features"):
         GBN.from_networks([net, other])
+
+
+# ------------------------------------------------- scikit-learn's protocol
+class Frame:
+    """A DataFrame stand-in (duck typing: ``.columns`` and ``__array__``); pandas is not needed."""
+
+    def __init__(self, values, columns):
+        self.values = np.asarray(values)
+        self.columns = list(columns)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+    def reorder(self, columns):
+        idx = [self.columns.index(c) for c in columns]
+        return Frame(self.values[:, idx], columns)
+
+
+def test_not_fitted_error_is_value_and_attribute_error(counts):
+    m = GBN(n_components=3, **QUICK)
+    assert not hasattr(m, "network_") and not m.__sklearn_is_fitted__()
+    for call in (lambda: m.transform(counts), lambda: m.score(counts), lambda: m.network_,
+                 lambda: m.get_feature_names_out(), lambda: m.save("unused.npz")):
+        with pytest.raises(pygbn.NotFittedError, match="not fitted") as info:
+            call()
+        assert isinstance(info.value, ValueError) and isinstance(info.value, AttributeError)
+    m.fit(counts)
+    assert hasattr(m, "network_") and m.__sklearn_is_fitted__()
+
+
+def test_score_scores_X_alone_by_document_completion(counts):
+    m = GBN(n_components=6, n_layers=2, random_state=3, **QUICK).fit(counts)
+    s = m.score(counts)
+    assert np.isfinite(s) and s < 0
+    assert m.score(counts, np.arange(counts.shape[0])) == s  # y is ignored; a fixed seed, a fixed score
+    # the split is split_tokens seeded with [seed, SPLIT_SEED_TAG], the chain seeded with the seed
+    obs, held = pygbn.split_tokens(counts, 0.3, np.random.default_rng([3, pygbn.estimator.SPLIT_SEED_TAG]))
+    assert s == -np.log(m.perplexity(obs, held))
+    assert m.score(obs, heldout=held) == s
+    assert m.score(counts, train_fraction=0.5) != s
+    with pytest.raises(ValueError, match="heldout="):
+        m.score(obs, held)  # the old positional held-out call is refused, not misread
+    with pytest.raises(ValueError, match="nothing to hold out"):
+        m.score(np.eye(counts.shape[1], dtype=int))
+    with pytest.raises(ValueError, match="train_fraction"):
+        m.score(counts, train_fraction=0)
+
+
+@pytest.mark.parametrize("link", ["bernoulli", "prg"])
+def test_score_other_links(counts, link):
+    X = (counts > 0).astype(int) if link == "bernoulli" else counts * 0.37
+    m = GBN(link=link, n_components=5, n_layers=1, random_state=0, **QUICK).fit(X)
+    s = m.score(X)
+    assert np.isfinite(s) and s < 0 and s == m.score(X)
+    with pytest.raises(ValueError, match="counts"):
+        m.perplexity(X, X)
+
+
+def test_feature_names_in_from_vocabulary_and_columns(counts, tmp_path):
+    names = [f"w{i}" for i in range(counts.shape[1])]
+    m = GBN(n_components=4, n_layers=1, random_state=0, **QUICK).fit(counts)
+    assert not hasattr(m, "feature_names_in_")
+    m.fit(counts, vocabulary=names)
+    assert m.feature_names_in_.dtype == object and list(m.feature_names_in_) == names
+    frame = Frame(counts, names)
+    m2 = GBN(n_components=4, n_layers=1, random_state=0, **QUICK).fit(frame)
+    assert list(m2.feature_names_in_) == names and m2.network_.vocabulary == names
+    np.testing.assert_array_equal(m2.transform(frame), m2.transform(counts))
+    _same_networks(m, m2)
+    with pytest.raises(ValueError, match="same order"):
+        m2.transform(frame.reorder(names[::-1]))
+    other = Frame(counts, ["x"] + names[1:])
+    with pytest.raises(ValueError, match="unseen at fit time:\n- x\n.*yet now missing:\n- w0"):
+        m2.score(other)
+    with pytest.raises(ValueError, match="missing"):
+        m2.transform(Frame(counts[:, :3], names[:3]))
+    with pytest.raises(ValueError, match="column names"):
+        GBN(n_components=4, **QUICK).fit(frame, vocabulary=names[::-1])
+    # non-string columns are no feature names (as in scikit-learn)
+    assert not hasattr(GBN(n_components=4, n_layers=1, **QUICK).fit(Frame(counts, range(counts.shape[1]))),
+                       "feature_names_in_")
+    m2.save(tmp_path / "named.npz")
+    assert list(pygbn.load(tmp_path / "named.npz").feature_names_in_) == names
+
+
+def test_get_feature_names_out(counts):
+    m = GBN(n_components=5, n_layers=2, random_state=0, **QUICK).fit(counts)
+    out = m.get_feature_names_out()
+    assert out.dtype == object and list(out) == [f"gbn{k}" for k in range(m.widths_[0])]
+    assert m.transform(counts[:3]).shape[1] == len(out)
+    with pytest.raises(ValueError, match="length"):
+        m.get_feature_names_out(["a", "b"])
+    named = GBN(n_components=5, n_layers=1, random_state=0, **QUICK).fit(
+        counts, vocabulary=[f"w{i}" for i in range(counts.shape[1])])
+    with pytest.raises(ValueError, match="feature_names_in_"):
+        named.get_feature_names_out([f"v{i}" for i in range(counts.shape[1])])
+
+
+def test_input_conversions_and_messages(counts):
+    m = GBN(n_components=4, n_layers=1, random_state=0, **QUICK).fit(counts)
+    obj = counts.astype(object)
+    np.testing.assert_array_equal(m.transform(obj[:5]), m.transform(counts[:5]))
+    np.testing.assert_array_equal(m.transform(counts[:5].tolist()), m.transform(counts[:5]))
+    obj[0, 0] = {"not": "a number"}
+    with pytest.raises(TypeError, match="argument must be a string or a( real)? number"):
+        m.transform(obj)
+    with pytest.raises(ValueError, match="Reshape your data"):
+        m.transform(counts[0])
+    with pytest.raises(ValueError, match=r"0 feature\(s\)"):
+        GBN(**QUICK).fit(np.zeros((4, 0)))
+    with pytest.raises(ValueError, match=r"0 sample\(s\)"):
+        GBN(**QUICK).fit(np.zeros((0, 4)))
+    with pytest.raises(ValueError, match="Negative values in data passed to GBN"):
+        m.transform(-counts)
+    with pytest.raises(ValueError, match="NaN"):
+        m.transform(np.where(counts > 3, np.nan, counts))
+    with pytest.raises(ValueError, match="X has 5 features, but GBN is expecting 40 features"):
+        m.transform(counts[:, :5])
+    with pytest.raises(ValueError, match="Complex"):
+        m.transform(counts + 0j)
+    assert m.transform(counts[:0]).shape == (0, 4)
+
+
+def test_tags_without_scikit_learn(tmp_path):
+    tags = GBN()._get_tags()
+    assert tags["requires_positive_X"] and "sparse" in tags["X_types"] and not tags["allow_nan"]
+    assert tags["requires_fit"] and not tags["requires_y"]
+    # scikit-learn is imported only by __sklearn_tags__, never by pygbn itself
+    code = ("import sys, numpy, pygbn; m = pygbn.GBN(n_components=2, n_layers=1, burn_in=2, n_collect=2, "
+            "transform_iter=(1, 1)).fit(numpy.eye(3, dtype=int)); m.transform(numpy.eye(3)); "
+            "print('sklearn' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(Path(pygbn.__file__).resolve().parent.parent)}
+    # cwd outside the checkout: "-c" puts the cwd first on sys.path, and the checkout's pygbn/
+    # holds no compiled kernels when pygbn is installed (as in CI)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                         cwd=tmp_path)
+    assert out.stdout.strip() == "False"

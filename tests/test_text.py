@@ -73,7 +73,7 @@ def test_stop_words_shipped():
     assert all(re.fullmatch(r"[a-z]+", w) for w in words)
     # content words are not stop words
     assert not {"audio", "game", "database", "font", "mail", "science"} & words
-    raw = (Path(tx.__file__).parent / "data" / "stopwords_en.txt").read_text(encoding="utf-8")
+    raw = (Path(tx.__file__).parent.parent / "data" / "stopwords_en.txt").read_text(encoding="utf-8")  # pygbn/data
     header = [ln for ln in raw.splitlines() if ln.startswith("#")]
     assert any("Provenance" in ln for ln in header)
     body = [ln for ln in raw.splitlines() if ln and not ln.startswith("#")]
@@ -413,3 +413,23 @@ def test_shared_digits_reads_as_dense_npz():
     X, vocab = tx.load_counts(SHARED / "digits" / "digits.npz")
     assert X.shape == (1797, 64) and vocab is None and X.dtype == np.int32
     assert X.max() == 16 and X.nnz == 58736
+
+
+def test_read_lines_from_a_stream_and_decode_errors(tmp_path):
+    import io
+
+    data = "première ligne\r\nsecond\rthird\n".encode("latin-1")
+    assert tx.read_lines(io.BytesIO(data), encoding="latin-1") == ["première ligne", "second", "third"]
+    assert tx.read_lines(io.StringIO("a\nb\n")) == ["a", "b"]
+    with pytest.raises(tx.DecodeError) as info:
+        tx.read_lines(io.BytesIO(data))
+    err = info.value
+    assert isinstance(err, ValueError) and err.encoding == "utf-8" and err.position == 5
+    assert "at byte 5" in str(err) and "errors='replace'" in str(err)
+    assert tx.read_lines(io.BytesIO(data), errors="replace")[0] == "premi\ufffdre ligne"
+    (tmp_path / "a.txt").write_bytes(data)
+    with pytest.raises(tx.DecodeError, match="a.txt"):
+        tx.read_folder(tmp_path)
+    assert tx.read_folder(tmp_path, encoding="latin-1")[1] == ["première ligne\nsecond\nthird\n"]
+    with pytest.raises(ValueError, match="unknown encoding"):
+        tx.read_lines(io.BytesIO(data), encoding="klingon")

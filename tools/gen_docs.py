@@ -34,7 +34,7 @@ API_SECTIONS = [
     ("pygbn", "The estimator, saving and loading it, and the top-level helpers. "
      "`pygbn.split_tokens` is documented under `pygbn.evaluation`; the "
      "object model is re-exported from `pygbn.model`; `pygbn.explore`, `pygbn.text`, "
-     "`pygbn.datasets` and `pygbn.random` are the modules below.", ["GBN", "save", "load"]),
+     "`pygbn.datasets` and `pygbn.random` are the modules below.", ["GBN", "save", "load", "get_include"]),
     ("pygbn.model", "The object model: a `Network` is a stack of `Layer`s under a top-layer "
      "shape `r`, observed through a `Link`.", None),
     ("pygbn.io", "Model files without pickle: networks and plain data (`pygbn.save` and "

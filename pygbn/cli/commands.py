@@ -17,12 +17,18 @@ import scipy.sparse as sp
 
 from pygbn import explore, text
 from pygbn.datasets import load_demo
-from pygbn.estimator import GBN, load
+from pygbn.estimator import GBN, SPLIT_SEED_TAG, load
 from pygbn.evaluation import split_tokens
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
 logger = logging.getLogger("pygbn")
+
+#: seed of the test-time chain (and of perplexity's token split) when neither --seed nor
+#: the model gives one, so that transform and perplexity are always reproducible
+DEFAULT_TEST_SEED = 0
+#: the name of standard input as an INPUT argument
+STDIN = "-"
 
 #: the demo's default schedule (measured in docs/cli.md: a 29 s fit on one idle core)
 DEMO_N_COMPONENTS = 50
@@ -66,6 +72,18 @@ def _check_matrix_suffix(path: str, allowed=_MATRIX_SUFFIXES) -> None:
                        + (allowed[0] if len(allowed) == 1 else "one of " + ", ".join(allowed)))
 
 
+def _check_output(path: str, allowed=_MATRIX_SUFFIXES) -> None:
+    """Check an output file before any work: its suffix, and a writable folder to put it in."""
+    _check_matrix_suffix(path, allowed)
+    if os.path.isdir(path):
+        raise CLIError(f"output {path!r} is a folder: give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CLIError(f"the folder of output file {path!r} does not exist: {folder!r}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CLIError(f"cannot write output file {path!r}: the folder {folder!r} is not writable")
+
+
 def _write_matrix(path: str, M) -> None:
     """Write a matrix by the suffix of ``path``: .npy, .csv, .tsv, .txt, .npz or .mtx."""
     low = path.lower()
@@ -93,6 +111,8 @@ def _write_matrix_stdout(M) -> None:
 
 
 def _input_kind(path: str) -> str:
+    if path == STDIN:
+        return "stdin"
     if not os.path.exists(path):
         raise CLIError(f"input not found: {path!r}")
     if os.path.isdir(path):
@@ -103,12 +123,20 @@ def _input_kind(path: str) -> str:
 
 
 def _read_documents(path: str, kind: str, args) -> List[str]:
-    if kind == "folder":
-        _, docs = text.read_folder(path, pattern=args.pattern, recursive=args.recursive)
-    else:
-        docs = text.read_lines(path)
+    enc = dict(encoding=args.encoding, errors=args.errors)
+    try:
+        if kind == "folder":
+            _, docs = text.read_folder(path, pattern=args.pattern, recursive=args.recursive, **enc)
+        elif kind == "stdin":
+            docs = text.read_lines(sys.stdin.buffer, **enc)
+        else:
+            docs = text.read_lines(path, **enc)
+    except text.DecodeError as exc:
+        name = "standard input" if kind == "stdin" else repr(exc.name)
+        raise CLIError(f"could not decode {name} as {exc.encoding}: {exc.reason} at byte {exc.position}; "
+                       "give its encoding (e.g. --encoding latin-1) or --errors replace") from None
     if not docs:
-        raise CLIError(f"{path!r} holds no documents")
+        raise CLIError(f"{'standard input' if kind == 'stdin' else repr(path)} holds no documents")
     return docs
 
 
@@ -209,15 +237,28 @@ def _network(model: Union[GBN, Network], depth: Optional[int]) -> Tuple[Network,
     return model.networks_[depth - 1], depth
 
 
+def _test_seed(model: Union[GBN, Network], args) -> int:
+    """The seed of the test-time chain: --seed, else the model's (an int), else DEFAULT_TEST_SEED."""
+    if args.seed is not None:
+        return args.seed
+    stored = getattr(model, "random_state", None)
+    if isinstance(stored, (int, np.integer)) and not isinstance(stored, bool):
+        return int(stored)
+    logger.warning("the model stores no seed: using seed %d (give --seed to choose another)",
+                   DEFAULT_TEST_SEED)
+    return DEFAULT_TEST_SEED
+
+
 def _test_chain_model(model: Union[GBN, Network], args) -> GBN:
-    """A fitted GBN (a bare network is wrapped) set up for the test-time chain from the options."""
+    """A fitted GBN (a bare network is wrapped) set up for the test-time chain from the options,
+    seeded by :func:`_test_seed`."""
+    seed = _test_seed(model, args)
     if isinstance(model, Network):
         model = GBN.from_networks(model)
     burn = model.transform_iter[0] if args.burn_in is None else args.burn_in
     coll = model.transform_iter[1] if args.collect is None else args.collect
-    model.set_params(transform_iter=(burn, coll), n_jobs=args.jobs, verbose=False, callback=None)
-    if args.seed is not None:
-        model.random_state = args.seed
+    model.set_params(transform_iter=(burn, coll), n_jobs=args.jobs, verbose=False, callback=None,
+                     random_state=seed)
     return model
 
 
@@ -260,7 +301,7 @@ def _describe_fit(model, n_docs: int, n_terms: int, total: float, seconds: float
 
 
 def cmd_fit(args) -> int:
-    _check_matrix_suffix(args.output, (".npz",))
+    _check_output(args.output, (".npz",))
     if args.heldout_fraction is not None and args.link != "poisson":
         raise CLIError("--heldout-fraction needs count data (--link poisson)")
     X, vocab = _load_data(args.input, args, args.link, fit_vocab=True)
@@ -269,7 +310,7 @@ def cmd_fit(args) -> int:
     heldout = None
     X_fit = X
     if args.heldout_fraction is not None:
-        split_rng = None if args.seed is None else np.random.default_rng([args.seed, 0x5EED])
+        split_rng = None if args.seed is None else np.random.default_rng([args.seed, SPLIT_SEED_TAG])
         X_fit, heldout = split_tokens(X, train_fraction=1.0 - args.heldout_fraction, random_state=split_rng)
         _out(f"held out {args.heldout_fraction:g} of each document's tokens: "
              f"{int(X_fit.sum())} to fit, {int(heldout.sum())} held out")
@@ -386,7 +427,7 @@ def cmd_generate(args) -> int:
 def cmd_transform(args) -> int:
     model = _load_model(args.model)
     net, depth = _network(model, args.depth)
-    _check_matrix_suffix(args.output, (".npy", ".csv", ".tsv", ".txt"))
+    _check_output(args.output, (".npy", ".csv", ".tsv", ".txt"))
     X, vocab = _load_data(args.input, args, net.link.name, fixed_vocab=net.vocabulary)
     X = _align_to_model(X, vocab, net, args.input)
     feats = _test_chain_model(model, args).transform(X, depth=depth)
@@ -410,9 +451,10 @@ def cmd_perplexity(args) -> int:
     X = X[np.asarray(X.sum(axis=1)).ravel() >= 2]
     if X.shape[0] == 0:
         raise CLIError(f"no document of {args.input!r} has two or more tokens of the model's vocabulary")
-    split_rng = None if args.seed is None else np.random.default_rng([args.seed, 0x5EED])
+    model = _test_chain_model(model, args)
+    split_rng = np.random.default_rng([model.random_state, SPLIT_SEED_TAG])
     X_obs, X_held = split_tokens(X, train_fraction=args.train_fraction, random_state=split_rng)
-    ppl = _test_chain_model(model, args).perplexity(X_obs, X_held, depth=depth)
+    ppl = model.perplexity(X_obs, X_held, depth=depth)
     _out(f"held-out perplexity (depth {net.depth}, {X.shape[0]} documents, {int(X_obs.sum())} observed "
          f"and {int(X_held.sum())} held-out tokens): {ppl:.2f}")
     return 0
@@ -420,7 +462,7 @@ def cmd_perplexity(args) -> int:
 
 def cmd_demo(args) -> int:
     if args.output is not None:
-        _check_matrix_suffix(args.output, (".npz",))
+        _check_output(args.output, (".npz",))
     demo = load_demo()
     X = demo.counts
     _out(f"pygbn demo: a {args.layers}-layer Poisson gamma belief network on the bundled corpus of "

@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
 from pygbn._version import __version__
-from pygbn.cli.commands import (DEMO_BURN_IN, DEMO_COLLECT, DEMO_N_COMPONENTS, CLIError, cmd_demo,
-                                cmd_fit, cmd_generate, cmd_perplexity, cmd_topics, cmd_transform,
-                                cmd_tree)
+from pygbn.cli.commands import (DEFAULT_TEST_SEED, DEMO_BURN_IN, DEMO_COLLECT, DEMO_N_COMPONENTS,
+                                CLIError, cmd_demo, cmd_fit, cmd_generate, cmd_perplexity, cmd_topics,
+                                cmd_transform, cmd_tree)
 
 __all__ = ["PROG", "COMMANDS", "build_parser", "help_text"]
 
@@ -66,6 +67,29 @@ def _float_arg(what: str, ok: Callable[[float], bool]):
     return conv
 
 
+def _n_jobs(text: str) -> int:
+    """--jobs: an int other than 0 (-1: all cores), resolved as ``n_jobs`` everywhere."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v == 0:
+        raise argparse.ArgumentTypeError(f"expected a non-zero int (-1: all cores), got {text!r}")
+    return v
+
+
+def _encoding(text: str) -> str:
+    try:
+        return codecs.lookup(text).name
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r} (e.g. utf-8, latin-1, cp1252)") from None
+
+
+_n_jobs.__name__ = "n_jobs"
+_encoding.__name__ = "encoding"
+#: --errors: what to do with bytes the encoding cannot decode
+DECODE_ERRORS = ("strict", "replace", "ignore", "backslashreplace")
+
 _pos_float = _float_arg("a positive number", lambda v: bool(np.isfinite(v)) and v > 0)
 _nonneg_float = _float_arg("a non-negative number", lambda v: bool(np.isfinite(v)) and v >= 0)
 _open_fraction = _float_arg("a number in (0, 1)", lambda v: 0.0 < v < 1.0)
@@ -106,6 +130,11 @@ def _add_input_options(p, fitting: bool) -> None:
     g.add_argument("--pattern", default="*", metavar="GLOB",
                    help="file names to read from an input folder (default: %(default)s)")
     g.add_argument("--recursive", action="store_true", help="also read the sub-folders of an input folder")
+    g.add_argument("--encoding", type=_encoding, default="utf-8",
+                   help="encoding of text input (default: %(default)s)")
+    g.add_argument("--errors", choices=DECODE_ERRORS, default="strict",
+                   help="bytes of text input that the encoding cannot decode: stop with an error "
+                   "(strict, the default), or replace, ignore or backslashreplace them")
     if fitting:
         g.add_argument("--min-df", type=_df, default=1, metavar="N",
                        help="text: keep terms in at least N documents (an int) or this proportion of "
@@ -126,12 +155,13 @@ def _add_test_chain_options(p) -> None:
                    help="burn-in iterations (default: the model's, 500)")
     g.add_argument("--collect", type=_pos_int, default=None, metavar="N",
                    help="collected iterations (default: the model's, 500)")
-    g.add_argument("--seed", type=int, default=None, help="random seed (default: the model's)")
-    g.add_argument("--jobs", type=int, default=1, metavar="N", help="threads (-1: all cores; default: 1)")
+    g.add_argument("--seed", type=int, default=None,
+                   help=f"random seed (default: the model's, or {DEFAULT_TEST_SEED} if it has none)")
+    g.add_argument("--jobs", type=_n_jobs, default=1, metavar="N", help="threads (-1: all cores; default: 1)")
 
 
 INPUT_HELP = ("a count matrix (.mtx, .mtx.gz, .npz; documents x terms), a text file with one "
-              "document per line, or a folder with one document per file")
+              "document per line ('-': standard input), or a folder with one document per file")
 
 
 def build_parser(width: Optional[int] = None) -> argparse.ArgumentParser:
@@ -199,7 +229,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     g.add_argument("--min-width", type=_nonneg_int, default=4, metavar="K",
                    help="stop adding layers once a width is at most K (default: %(default)s)")
     g.add_argument("--seed", type=int, default=None, help="random seed (default: fresh entropy)")
-    g.add_argument("--jobs", type=int, default=1, metavar="N",
+    g.add_argument("--jobs", type=_n_jobs, default=1, metavar="N",
                    help="threads for the document-parallel kernels, -1 for all cores; results do not "
                    "depend on it (default: 1)")
     g.add_argument("--heldout-fraction", type=_open_fraction, default=None, metavar="F",
@@ -288,7 +318,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     p.add_argument("--collect", type=_nonneg_int, default=DEMO_COLLECT, metavar="C",
                    help="iterations after pruning, per layer (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="threads (default: %(default)s)")
+    p.add_argument("--jobs", type=_n_jobs, default=1, metavar="N", help="threads (-1: all cores; default: %(default)s)")
     p.add_argument("--n-topics", type=_pos_int, default=5, metavar="N",
                    help="topics shown per layer (default: %(default)s)")
     p.add_argument("--n-words", type=_pos_int, default=8, metavar="N", help="words per topic (default: %(default)s)")

@@ -38,7 +38,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import BlockStreams, block_bounds, check_random_state, spawn_generators
+from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.model.layer import Layer
@@ -48,7 +48,7 @@ from pygbn.random import crt
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["GibbsSampler", "SufficientStats", "check_invariants", "BLOCK_SIZE"]
+__all__ = ["GibbsSampler", "SufficientStats", "check_invariants", "check_chain_input", "BLOCK_SIZE"]
 
 #: documents per block of the parallel kernels (fixed: independent of n_jobs)
 BLOCK_SIZE = 128
@@ -58,6 +58,43 @@ COLUMN_BLOCK = 8
 #: prior row (the rows of one call are computed together: no (J, K) temporary)
 PRIOR_CHUNK_BLOCKS = 32
 _TINY = np.finfo(np.float64).tiny
+
+
+def check_chain_input(network: Network, Y, values: bool = True) -> None:
+    """Raise ValueError unless ``network`` and the data ``Y`` fit together.
+
+    ``Y`` must be a scipy.sparse CSR matrix with ``network.n_features``
+    columns; the network's shapes must chain (:meth:`Network.check`: each
+    Phi^(t) has as many rows as layer t-1 has nodes, r one entry per top
+    node); every per-sample array present on a layer must have one row per
+    sample of ``Y`` (``theta`` (J, K_t), ``c`` (J,)) and ``counts`` the shape
+    of Phi^(t).  The message names the mismatch.  This runs before any
+    kernel, since the kernels do not check bounds.  With ``values=False``
+    only shapes are checked (not that Phi and r are finite and nonnegative).
+    """
+    if not (sp.issparse(Y) and Y.format == "csr"):
+        raise ValueError(f"Y must be a scipy.sparse CSR matrix (validated by the link's check_data), "
+                         f"got {type(Y).__name__}")
+    if values:
+        network.check()
+    else:
+        for t in range(2, network.depth + 1):
+            if network.layers[t - 1].n_inputs != network.layers[t - 2].width:
+                raise ValueError(f"Phi^({t}) has {network.layers[t - 1].n_inputs} rows but layer {t - 1} "
+                                 f"has width {network.layers[t - 2].width}")
+        if np.shape(network.r) != (network.layers[-1].width,):
+            raise ValueError(f"r must have shape ({network.layers[-1].width},), got {np.shape(network.r)}")
+    J, V = Y.shape
+    if V != network.n_features:
+        raise ValueError(f"Y has {V} columns but the network has {network.n_features} features "
+                         f"(Phi^(1) has {network.n_features} rows)")
+    for t, layer in enumerate(network.layers, start=1):
+        K = layer.width
+        for name, arr, shape in (("theta", layer.theta, (J, K)), ("c", layer.c, (J,)),
+                                 ("counts", layer.counts, (layer.n_inputs, K))):
+            if arr is not None and np.shape(arr) != shape:
+                raise ValueError(f"layer {t}'s {name} has shape {np.shape(arr)} but Y has {J} rows and the "
+                                 f"layer is {layer.n_inputs} x {K}: expected {shape}")
 
 
 def _as_kernel_csr(Y: sp.csr_matrix):
@@ -144,10 +181,21 @@ class GibbsSampler:
     tokens : CollapsedState or None
         The token labels of the collapsed layer one (method "collapsed");
         ``m[0]`` and ``layers[0].counts`` are its counts.
+
+    Notes
+    -----
+    The constructor checks the network against the data
+    (:func:`check_chain_input`) and resolves ``n_jobs`` (None: 1, -1: all
+    cores); :meth:`sweep` and :meth:`local_upward` check that the per-sample
+    state they hand to the kernels is complete (:meth:`check_state`), so
+    that a mismatch raises ValueError instead of reaching the kernels, which
+    do not check bounds.
     """
 
     def __init__(self, network: Network, Y: sp.csr_matrix, *, method: str = "collapsed",
                  n_jobs: int = 1, random_state=None, update_globals: bool = True):
+        check_chain_input(network, Y)
+        n_jobs = effective_n_jobs(n_jobs)
         rng = check_random_state(random_state)
         self.network = network
         self.link: Link = network.link
@@ -246,6 +294,31 @@ class GibbsSampler:
         return s
 
     # ------------------------------------------------------------------ helpers
+    def check_state(self) -> None:
+        """Raise ValueError unless the chain's state has the shapes the kernels assume.
+
+        Every layer needs ``theta`` (J, K_t) (not a collapsed layer one) and
+        ``c`` (J,); ``m[t-1]`` is (J, K_t); a collapsed chain needs its
+        token labels and a link with per-sample parameters their J values.
+        """
+        check_chain_input(self.network, self.Y, values=False)
+        J = self.n_docs
+        for t, layer in enumerate(self.network.layers, start=1):
+            collapsed_one = t == 1 and self.method == "collapsed"
+            if layer.theta is None and not collapsed_one:
+                raise ValueError(f"layer {t} has no theta: set it (shape ({J}, {layer.width})) or build the "
+                                 "sampler with GibbsSampler.for_training / for_inference")
+            if layer.c is None:
+                raise ValueError(f"layer {t} has no c: set it (shape ({J},))")
+        if len(self.m) != self.depth or any(m.shape != (J, k) for m, k in zip(self.m, self.network.widths)):
+            raise ValueError(f"m must hold one ({J}, K_t) array per layer for widths {self.network.widths}, "
+                             f"got shapes {[m.shape for m in self.m]}")
+        if self.method == "collapsed" and self.tokens is None:
+            raise ValueError("a collapsed chain needs its token labels (set_tokens)")
+        n_aux = self.link.test_aux(J).size
+        if self.aux.shape != (n_aux,):
+            raise ValueError(f"aux must have shape ({n_aux},) for link {self.link.name!r}, got {self.aux.shape}")
+
     @property
     def depth(self) -> int:
         return self.network.depth
@@ -475,6 +548,7 @@ class GibbsSampler:
         so calling this on disjoint sets of blocks (on several workers) and
         summing the statistics gives exactly the result of one call on all.
         """
+        self.check_state()
         T = self.depth
         counts: List[Optional[np.ndarray]] = [None] * T
         if self.method == "blocked":
@@ -517,6 +591,7 @@ class GibbsSampler:
         with theta^(T) integrated out, so nothing that conditions on theta^(T)
         may come between the two; Geweke's test confirms it).
         """
+        self.check_state()
         if self.method == "collapsed":
             self.sample_layer_one_collapsed()
         stats = self.local_upward(update_p_c=update_p_c)

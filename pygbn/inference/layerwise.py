@@ -15,9 +15,9 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int
+from pygbn._utils import check_int, effective_n_jobs
 from pygbn.inference.gibbs import GibbsSampler, check_invariants
-from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive
+from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive, check_heldout
 from pygbn.model.network import Hyperparameters, Network
 
 logger = logging.getLogger("pygbn")
@@ -60,6 +60,8 @@ class Schedule:
         Its length is the maximum depth ``T_max``.
     n_collect : tuple of int
         ``C_T``: iterations at depth T after pruning (same length).
+        ``B_T + C_T`` must be at least 1 at every depth (a depth without an
+        iteration would keep an untrained layer).
     prune : bool, default=True
         Prune the inactive factors of each new top layer at iteration ``B_T``.
     min_width : int, default=4
@@ -85,6 +87,10 @@ class Schedule:
         if not burn or len(burn) != len(coll):
             raise ValueError(f"burn_in and n_collect must hold one value per layer (at least one), "
                              f"got {self.burn_in!r} and {self.n_collect!r}")
+        for t, (b, c) in enumerate(zip(burn, coll), start=1):
+            if b + c == 0:
+                raise ValueError(f"every layer needs at least one iteration (burn_in + n_collect >= 1); "
+                                 f"layer {t} has burn_in={b} and n_collect={c}")
         object.__setattr__(self, "burn_in", burn)
         object.__setattr__(self, "n_collect", coll)
         object.__setattr__(self, "prune", bool(self.prune))
@@ -156,8 +162,9 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
         Dirichlet concentration of each layer's Phi (one value, or one per layer).
     method : {"collapsed", "blocked"}, default="collapsed"
         Layer-one update (see :class:`GibbsSampler`).
-    n_jobs : int, default=1
-        Threads of the document-parallel kernels (results do not depend on it).
+    n_jobs : int or None, default=1
+        Threads of the document-parallel kernels (None: 1, -1: all cores;
+        results do not depend on it).
     random_state : None, int, SeedSequence or Generator
     hyper : Hyperparameters, optional
     heldout : csr_matrix, optional
@@ -181,6 +188,10 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
         mean seconds per iteration of each depth, and the sampler.
     """
     sched = Schedule.for_layers() if schedule is None else schedule
+    if not isinstance(sched, Schedule):
+        raise ValueError(f"schedule must be a Schedule (Schedule.for_layers(...)), got {schedule!r}")
+    n_jobs = effective_n_jobs(n_jobs)
+    check_heldout(heldout, Y)
     etas = per_layer(eta, sched.n_layers, "eta")
     sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
                                         method=method, n_jobs=n_jobs, random_state=random_state)

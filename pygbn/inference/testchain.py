@@ -18,17 +18,25 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int, check_random_state
+from pygbn._utils import check_int, check_random_state, effective_n_jobs
 from pygbn.evaluation import perplexity_from_sums
 from pygbn.inference import _blocked
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
 from pygbn.model.network import Network
 
-__all__ = ["HELDOUT_EVERY", "HeldoutPredictive", "LocalInference", "infer_local"]
+__all__ = ["HELDOUT_EVERY", "HeldoutPredictive", "LocalInference", "infer_local", "check_heldout"]
 
 #: a sample enters the held-out predictive every this many collected iterations
 #: (the authors' protocol)
 HELDOUT_EVERY = 5
+
+
+def check_heldout(heldout, Y) -> None:
+    """Raise ValueError unless ``heldout`` is None or a sparse matrix of the shape of ``Y``
+    (the held-out counts of the same samples and features)."""
+    if heldout is not None and (not sp.issparse(heldout) or heldout.shape != Y.shape):
+        raise ValueError(f"heldout must be a sparse matrix of the shape of Y {Y.shape}, got "
+                         f"{getattr(heldout, 'shape', type(heldout).__name__)}")
 
 
 class HeldoutPredictive:
@@ -106,8 +114,9 @@ def infer_local(network: Network, Y: sp.csr_matrix, *, burn_in: int, n_collect: 
         the held-out predictive; with fewer collected iterations than that,
         the last one is used.
     heldout_every : int, default=5
-    n_jobs : int, default=1
-        Threads of the document-parallel kernels (results do not depend on it).
+    n_jobs : int or None, default=1
+        Threads of the document-parallel kernels (None: 1, -1: all cores;
+        results do not depend on it).
     random_state : None, int, SeedSequence or Generator
 
     Returns
@@ -118,6 +127,8 @@ def infer_local(network: Network, Y: sp.csr_matrix, *, burn_in: int, n_collect: 
     burn_in = check_int(burn_in, "burn_in", 0)
     n_collect = check_int(n_collect, "n_collect", 1)
     heldout_every = check_int(heldout_every, "heldout_every", 1)
+    n_jobs = effective_n_jobs(n_jobs)
+    check_heldout(heldout, Y)
     rng = check_random_state(random_state)
     J, K1 = Y.shape[0], network.layers[0].width
     if J == 0:

@@ -2,7 +2,7 @@
 
 Python functions (numpy broadcasting, ``size=``, ``random_state=``,
 ``n_jobs=``) over nogil C kernels that other Cython code can ``cimport``
-from :mod:`pygbn.random._kernels`.  Exact log-PMFs and moments of every
+from the public ``pygbn/random/kernels.pxd`` (``docs/cython_api.md``).  Exact log-PMFs and moments of every
 distribution are in :mod:`pygbn.stats`; ``docs/samplers.md`` describes the
 algorithms.
 """

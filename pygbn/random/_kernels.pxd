@@ -3,14 +3,11 @@
 
 Each kernel draws one variate (or fills one vector) from numpy's ``bitgen_t``
 stream.  They trust their input: validation happens in the Python wrappers of
-:mod:`pygbn.random`.  Other Cython modules can use them with::
-
-    from numpy.random cimport bitgen_t
-    from pygbn.random._kernels cimport random_crt
-
-and a pointer obtained from a BitGenerator's capsule (see numpy's "Extending
-via Cython" docs); hold the BitGenerator's lock, or give every thread its own
-generator (``pygbn._utils.BlockStreams``).
+:mod:`pygbn.random`.  This file is private (pygbn's own modules cimport it);
+other Cython code should cimport the public, stable ``pygbn/random/kernels.pxd``,
+which re-exports the kernels of the two "stable" sections below
+(``docs/cython_api.md``).  Hold the BitGenerator's lock while drawing, or give
+every thread its own generator (``pygbn._utils.BlockStreams``).
 
 Parametrisations follow the paper (Zhou, Cong & Chen 2016, Section 2.1).
 Every kernel is exact at every parameter size (up to floating point); the

@@ -8,7 +8,7 @@ in ``docs/samplers.md``; the thresholds below select between exact
 algorithms for speed only (every branch samples the exact distribution).
 """
 from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY, isinf, lgamma
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, INT64_MAX
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
     random_standard_uniform, random_standard_normal, random_standard_gamma,
@@ -65,6 +65,11 @@ cdef int64_t random_poisson_ptrs(bitgen_t *bitgen, double lam) noexcept nogil:
     (``poisson_logpmf``, Loader 2000) and the candidate is formed as
     ``floor(lam) + offset`` in integer arithmetic, so it stays exact up to
     int64 range (numpy's version compares two ~lam*log(lam) sized numbers).
+    Candidates beyond ``INT64_MAX`` (possible for lam above ~5e18) are
+    rejected before ``floor(lam) + offset`` is formed: the draw is Poisson(lam)
+    conditioned on ``k <= INT64_MAX``, which differs from Poisson(lam) by
+    less than ``exp(-1e15)`` for every ``lam <= 9e18``.  Needs
+    ``10 <= lam < 2**63``.
     """
     cdef double slam = sqrt(lam)
     cdef double b = 0.931 + 2.53 * slam
@@ -75,7 +80,7 @@ cdef int64_t random_poisson_ptrs(bitgen_t *bitgen, double lam) noexcept nogil:
     cdef double frac = lam - base
     cdef int64_t kbase = <int64_t> base
     cdef double U, V, us, y
-    cdef int64_t k
+    cdef int64_t k, yi
     while True:
         U = random_standard_uniform(bitgen) - 0.5
         V = random_standard_uniform(bitgen)
@@ -84,8 +89,11 @@ cdef int64_t random_poisson_ptrs(bitgen_t *bitgen, double lam) noexcept nogil:
             continue
         y = floor((2.0 * a / us + b) * U + frac + 0.43)     # k - floor(lam)
         if y < -base or y > 4.0e18:
-            continue                                         # k < 0, or beyond int64 range
-        k = kbase + <int64_t> y
+            continue                                         # k < 0, or y beyond a safe cast
+        yi = <int64_t> y
+        if yi > INT64_MAX - kbase:
+            continue                                         # k = kbase + yi would overflow int64
+        k = kbase + yi
         if us >= 0.07 and V <= vr:
             return k
         if us < 0.013 and V > us:

@@ -89,6 +89,21 @@ def as_count(name: str, x) -> np.ndarray:
     raise ValueError(f"{name} must be a non-negative integer or array of them; got {x!r}")
 
 
+def check_size(size) -> tuple:
+    """``size`` as a shape tuple: an int or a tuple of ints (Python or numpy), each ``>= 0``.
+
+    Anything else (floats such as ``2.5``, strings such as ``'3'``, bools,
+    lists, arrays) raises a ValueError naming ``size`` and the value: numpy's
+    coercion would have turned ``2.5`` into 2 draws and ``'3'`` into 3.
+    """
+    dims = size if isinstance(size, tuple) else (size,)
+    try:
+        return tuple(check_int(d, "size", 0) for d in dims)
+    except ValueError:
+        raise ValueError("size must be None, a non-negative int or a tuple of them "
+                         f"(Python or numpy ints); got {size!r}") from None
+
+
 def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
     """Common shape of ``arrays`` (or ``size``, which they must broadcast to)."""
     shapes = [a.shape for a in arrays]
@@ -99,9 +114,7 @@ def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
         raise ValueError(f"shapes do not broadcast: {desc}") from None
     if size is None:
         return shape
-    dims = size if isinstance(size, (tuple, list)) else \
-        np.ravel(size) if isinstance(size, np.ndarray) else (size,)
-    size = tuple(check_int(d, "size", 0) for d in dims)
+    size = check_size(size)
     try:
         full = np.broadcast_shapes(size, shape)
     except ValueError:

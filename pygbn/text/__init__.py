@@ -1,0 +1,381 @@
+"""Text in, counts out: a minimal vectoriser and readers/writers for count matrices.
+
+No dependency beyond numpy and scipy.  The recipe is the one used to build
+the bundled Debian corpus (see ``pygbn/datasets/README.md``):
+
+1. lowercase the text;
+2. tokens are the maximal runs of the letters a-z (``[a-z]+``: digits,
+   punctuation and non-ASCII letters split tokens); tokens shorter than
+   ``min_length = 3`` letters are dropped;
+3. English stop words are removed (the list shipped as
+   ``pygbn/data/stopwords_en.txt``);
+4. the vocabulary keeps the terms whose document frequency lies in
+   ``[min_df, max_df]`` (ints count documents, floats are proportions, as in
+   scikit-learn's ``CountVectorizer``), optionally only the ``max_features``
+   most frequent, in alphabetical order.
+
+Counts come out as ``scipy.sparse.csr_matrix`` of ints, documents x terms,
+the orientation every pygbn estimator takes.
+
+Readers and writers: :func:`read_lines` (one document per line),
+:func:`read_folder` (one document per file), :func:`read_documents` (either),
+:func:`load_counts` / :func:`save_counts` (Matrix Market ``.mtx`` or scipy
+``.npz``), :func:`read_vocab` / :func:`write_vocab` (one term per line);
+:func:`align_vocabulary` moves counts onto another vocabulary (e.g. a
+fitted model's); they live in :mod:`pygbn.text.files`.
+"""
+from __future__ import annotations
+
+import logging
+import numbers
+import re
+from collections import Counter
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn._utils import check_int
+from pygbn.text.files import (DecodeError, align_vocabulary, load_counts, read_documents, read_folder,
+                              read_lines, read_vocab, save_counts, write_vocab)
+
+logger = logging.getLogger("pygbn")
+
+__all__ = [
+    "TOKEN_PATTERN",
+    "tokenize",
+    "english_stop_words",
+    "CountVectorizer",
+    "read_lines",
+    "read_folder",
+    "DecodeError",
+    "read_documents",
+    "read_vocab",
+    "write_vocab",
+    "load_counts",
+    "save_counts",
+    "align_vocabulary",
+]
+
+#: Tokens are maximal runs of the lowercase letters a-z (after lowercasing).
+TOKEN_PATTERN = r"[a-z]+"
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def tokenize(text: str, min_length: int = 3) -> list[str]:
+    """Split a text into lowercase tokens.
+
+    Parameters
+    ----------
+    text : str
+    min_length : int, default 3
+        Tokens shorter than this are dropped.
+
+    Returns
+    -------
+    list of str
+        The maximal runs of ``[a-z]`` in ``text.lower()``, in order.
+
+    Examples
+    --------
+    >>> tokenize("GNU Emacs 29: an extensible, self-documenting editor!")
+    ['gnu', 'emacs', 'extensible', 'self', 'documenting', 'editor']
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str, got {type(text).__name__}")
+    min_length = check_int(min_length, "min_length", 1)
+    return [tok for tok in _TOKEN_RE.findall(text.lower()) if len(tok) >= min_length]
+
+
+@lru_cache(maxsize=1)
+def english_stop_words() -> frozenset:
+    """The English stop-word list shipped with pygbn (``pygbn/data/stopwords_en.txt``).
+
+    About 340 function words (pronouns, determiners, prepositions,
+    conjunctions, auxiliary verbs, number words, contraction fragments),
+    written for pygbn; see the file's header for its provenance.
+    """
+    text = resources.files("pygbn.data").joinpath("stopwords_en.txt").read_text(encoding="utf-8")
+    words = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            words.append(line)
+    return frozenset(words)
+
+
+def _check_documents(documents, name: str = "documents") -> list[str]:
+    if isinstance(documents, (str, bytes)):
+        raise ValueError(
+            f"{name} must be an iterable of str (one per document), got a single {type(documents).__name__}"
+        )
+    try:
+        docs = list(documents)
+    except TypeError:
+        raise ValueError(f"{name} must be an iterable of str, got {type(documents).__name__}") from None
+    for i, d in enumerate(docs):
+        if not isinstance(d, str):
+            raise ValueError(f"{name}[{i}] must be a str, got {type(d).__name__}")
+    return docs
+
+
+def _doc_count(value, n_docs: int, name: str) -> float:
+    """Turn min_df/max_df (int count or float proportion) into a document count."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an int >= 0 or a float in [0, 1], got {value!r}")
+    if isinstance(value, (numbers.Integral, np.integer)):
+        if value < 0:
+            raise ValueError(f"{name} must be an int >= 0 or a float in [0, 1], got {value!r}")
+        return float(value)
+    if isinstance(value, (numbers.Real, np.floating)):
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"{name} as a float must be a proportion in [0, 1], got {value!r}")
+        return float(value) * n_docs
+    raise ValueError(f"{name} must be an int >= 0 or a float in [0, 1], got {value!r}")
+
+
+class CountVectorizer:
+    """Turn raw texts into a documents x terms matrix of counts.
+
+    A small, dependency-free counterpart of scikit-learn's
+    ``CountVectorizer`` with the recipe of the bundled corpus (module
+    docstring).  The constructor only stores its arguments; :meth:`fit`
+    validates them.
+
+    Parameters
+    ----------
+    stop_words : "english", None or iterable of str, default "english"
+        Words removed before counting: the shipped list
+        (:func:`english_stop_words`), none, or your own.
+    min_df : int or float, default 1
+        Keep terms in at least this many documents (int) or this proportion
+        of documents (float in [0, 1]).
+    max_df : int or float, default 1.0
+        Keep terms in at most this many documents (int) or this proportion of
+        documents (float in [0, 1]).  Corpus-specific stop words are often
+        removed with e.g. ``max_df=0.5``.
+    max_features : int, optional
+        Then keep only the ``max_features`` terms with the largest total
+        counts (ties alphabetical).
+    min_length : int, default 3
+        Shortest token kept by the tokeniser.
+    vocabulary : sequence of str, optional
+        A fixed vocabulary, in column order (e.g. that of a fitted model).
+        Every token equal to one of its terms is counted; ``stop_words``,
+        ``min_df``, ``max_df`` and ``max_features`` are then not used, and
+        :meth:`transform` works without :meth:`fit`.
+
+    Attributes
+    ----------
+    vocab_ : list of str
+        The terms, in column order (alphabetical unless ``vocabulary`` was
+        given).
+    vocabulary_ : dict
+        Term -> column index.
+    document_frequency_ : ndarray of int
+        Number of training documents containing each term.
+    n_documents_ : int
+        Number of documents seen by :meth:`fit`.
+
+    Examples
+    --------
+    >>> vec = CountVectorizer()
+    >>> X = vec.fit_transform(["Sound mixer for ALSA", "A sound editor", "Text editor"])
+    >>> vec.vocab_
+    ['alsa', 'editor', 'mixer', 'sound', 'text']
+    >>> X.toarray().tolist()
+    [[1, 0, 1, 1, 0], [0, 1, 0, 1, 0], [0, 1, 0, 0, 1]]
+    """
+
+    def __init__(
+        self,
+        *,
+        stop_words="english",
+        min_df=1,
+        max_df=1.0,
+        max_features: int | None = None,
+        min_length: int = 3,
+        vocabulary: Sequence[str] | None = None,
+    ):
+        self.stop_words = stop_words
+        self.min_df = min_df
+        self.max_df = max_df
+        self.max_features = max_features
+        self.min_length = min_length
+        self.vocabulary = vocabulary
+
+    # -- parameter checks -------------------------------------------------
+    def _stop_set(self) -> frozenset:
+        sw = self.stop_words
+        if sw is None:
+            return frozenset()
+        if isinstance(sw, str):
+            if sw == "english":
+                return english_stop_words()
+            raise ValueError(f"stop_words must be 'english', None or an iterable of str, got {sw!r}")
+        try:
+            words = list(sw)
+        except TypeError:
+            raise ValueError(f"stop_words must be 'english', None or an iterable of str, got {sw!r}") from None
+        for w in words:
+            if not isinstance(w, str):
+                raise ValueError(f"stop_words must hold str, got {w!r}")
+        return frozenset(words)
+
+    def _fixed_vocab(self) -> list[str] | None:
+        if self.vocabulary is None:
+            return None
+        if isinstance(self.vocabulary, (str, bytes)):
+            raise ValueError("vocabulary must be a sequence of str, got a single str")
+        try:
+            vocab = list(self.vocabulary)
+        except TypeError:
+            raise ValueError(f"vocabulary must be a sequence of str, got {self.vocabulary!r}") from None
+        if not vocab:
+            raise ValueError("vocabulary must not be empty")
+        seen = set()
+        for i, w in enumerate(vocab):
+            if not isinstance(w, str) or not w:
+                raise ValueError(f"vocabulary[{i}] must be a non-empty str, got {w!r}")
+            if w in seen:
+                raise ValueError(f"vocabulary holds the term {w!r} twice")
+            seen.add(w)
+        min_length = check_int(self.min_length, "min_length", 1)
+        unreachable = [w for w in vocab if len(w) < min_length or _TOKEN_RE.fullmatch(w) is None]
+        if unreachable:
+            logger.warning(
+                "%d vocabulary term(s) can never be produced by the tokeniser ([a-z]+, length >= %d), e.g. %r",
+                len(unreachable),
+                min_length,
+                unreachable[0],
+            )
+        return vocab
+
+    # -- core ---------------------------------------------------------------
+    def _tokens(self, docs: list[str], stop: frozenset) -> list[list[str]]:
+        min_length = check_int(self.min_length, "min_length", 1)
+        if stop:
+            return [[t for t in tokenize(d, min_length) if t not in stop] for d in docs]
+        return [tokenize(d, min_length) for d in docs]
+
+    def _learn_vocab(self, tokens: list[list[str]]) -> tuple[list[str], np.ndarray]:
+        n_docs = len(tokens)
+        min_c = _doc_count(self.min_df, n_docs, "min_df")
+        max_c = _doc_count(self.max_df, n_docs, "max_df")
+        if max_c < min_c:
+            raise ValueError(
+                f"max_df={self.max_df!r} corresponds to fewer documents ({max_c:g}) than "
+                f"min_df={self.min_df!r} ({min_c:g})"
+            )
+        mf = self.max_features
+        if mf is not None:
+            mf = check_int(mf, "max_features", 1)
+        df: Counter = Counter()
+        tf: Counter = Counter()
+        for toks in tokens:
+            tf.update(toks)
+            df.update(set(toks))
+        terms = [w for w, c in df.items() if min_c <= c <= max_c]
+        if mf is not None and len(terms) > mf:
+            terms = sorted(terms, key=lambda w: (-tf[w], w))[: int(mf)]
+        terms.sort()
+        if not terms:
+            raise ValueError(
+                f"no terms are left (from {len(df)} distinct tokens in {n_docs} documents) after "
+                f"min_df={self.min_df!r}, max_df={self.max_df!r} and stop words; loosen them or add documents"
+            )
+        return terms, np.array([df[w] for w in terms], dtype=np.int64)
+
+    @staticmethod
+    def _count(tokens: list[list[str]], index: dict) -> sp.csr_matrix:
+        indptr = [0]
+        indices: list[int] = []
+        data: list[int] = []
+        for toks in tokens:
+            c = Counter(index[t] for t in toks if t in index)
+            cols = sorted(c)
+            indices.extend(cols)
+            data.extend(c[k] for k in cols)
+            indptr.append(len(indices))
+        vals = np.asarray(data, dtype=np.int64)
+        dtype = np.int32 if (vals.size == 0 or vals.max() <= _INT32_MAX) else np.int64
+        idx_dtype = np.int32 if len(indices) <= _INT32_MAX else np.int64
+        return sp.csr_matrix(
+            (vals.astype(dtype), np.asarray(indices, dtype=idx_dtype), np.asarray(indptr, dtype=idx_dtype)),
+            shape=(len(tokens), len(index)),
+        )
+
+    def _fit_tokens(self, docs: list[str]) -> list[list[str]] | None:
+        fixed = self._fixed_vocab()
+        if fixed is not None:
+            self.vocab_ = fixed
+            self.vocabulary_ = {w: i for i, w in enumerate(fixed)}
+            tokens = self._tokens(docs, frozenset())
+            df = np.zeros(len(fixed), dtype=np.int64)
+            for toks in tokens:
+                for w in set(toks):
+                    j = self.vocabulary_.get(w)
+                    if j is not None:
+                        df[j] += 1
+            self.document_frequency_ = df
+            self.n_documents_ = len(docs)
+            return tokens
+        tokens = self._tokens(docs, self._stop_set())
+        vocab, df = self._learn_vocab(tokens)
+        self.vocab_ = vocab
+        self.vocabulary_ = {w: i for i, w in enumerate(vocab)}
+        self.document_frequency_ = df
+        self.n_documents_ = len(docs)
+        logger.info("CountVectorizer: %d documents, %d terms", len(docs), len(vocab))
+        return tokens
+
+    def fit(self, documents: Iterable[str]) -> "CountVectorizer":
+        """Learn the vocabulary of ``documents`` (an iterable of str); return self."""
+        docs = _check_documents(documents)
+        self._fit_tokens(docs)
+        return self
+
+    def fit_transform(self, documents: Iterable[str]) -> sp.csr_matrix:
+        """Learn the vocabulary and return the counts, shape (n_documents, n_terms)."""
+        docs = _check_documents(documents)
+        tokens = self._fit_tokens(docs)
+        return self._count(tokens, self.vocabulary_)
+
+    def transform(self, documents: Iterable[str]) -> sp.csr_matrix:
+        """Count the vocabulary's terms in new documents.
+
+        Tokens outside the vocabulary are dropped; a document without any
+        vocabulary term gives an all-zero row.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of int, shape (n_documents, len(vocab_))
+        """
+        docs = _check_documents(documents)
+        if not hasattr(self, "vocabulary_"):
+            fixed = self._fixed_vocab()
+            if fixed is None:
+                raise ValueError(
+                    "this CountVectorizer is not fitted yet: call fit or fit_transform first, "
+                    "or pass vocabulary="
+                )
+            index = {w: i for i, w in enumerate(fixed)}
+        else:
+            index = self.vocabulary_
+        return self._count(self._tokens(docs, frozenset()), index)
+
+    def get_feature_names_out(self) -> np.ndarray:
+        """The vocabulary as an array of str (scikit-learn's spelling)."""
+        if not hasattr(self, "vocab_"):
+            raise ValueError("this CountVectorizer is not fitted yet: call fit or fit_transform first")
+        return np.asarray(self.vocab_, dtype=object)
+
+    def __repr__(self) -> str:
+        return (
+            f"CountVectorizer(stop_words={self.stop_words!r}, min_df={self.min_df!r}, max_df={self.max_df!r}, "
+            f"max_features={self.max_features!r}, min_length={self.min_length!r}, "
+            f"vocabulary={'None' if self.vocabulary is None else '<%d terms>' % len(self.vocabulary)})"
+        )

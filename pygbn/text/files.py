@@ -1,0 +1,472 @@
+"""Reading and writing documents, vocabularies and count matrices.
+
+Everything here is re-exported by :mod:`pygbn.text` (use it from there):
+:func:`read_lines` (one document per line, from a file or a stream),
+:func:`read_folder` (one document per file), :func:`read_documents` (either),
+:class:`DecodeError`, :func:`read_vocab` / :func:`write_vocab` (one term per
+line), :func:`load_counts` / :func:`save_counts` (Matrix Market ``.mtx`` or
+scipy ``.npz``) and :func:`align_vocabulary`.
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+from typing import Sequence
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+logger = logging.getLogger("pygbn")
+
+__all__ = ["read_lines", "read_folder", "DecodeError", "read_documents", "read_vocab", "write_vocab",
+           "load_counts", "save_counts", "align_vocabulary"]
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+# ---------------------------------------------------------------------------
+# reading documents
+# ---------------------------------------------------------------------------
+
+
+class DecodeError(ValueError):
+    """A document that cannot be decoded with the given encoding.
+
+    A ``ValueError`` whose message names the file, the encoding and the
+    byte; the attributes hold them for callers that word their own advice
+    (the command line points to ``--encoding`` and ``--errors``).
+
+    Attributes
+    ----------
+    name : str
+        The file (or stream) name.
+    encoding : str
+    reason : str
+        The codec's reason, e.g. ``"invalid start byte"``.
+    position : int
+        Offset of the first undecodable byte.
+    """
+
+    def __init__(self, name: str, encoding: str, reason: str, position: int):
+        self.name, self.encoding, self.reason, self.position = name, encoding, reason, position
+        super().__init__(f"could not decode {name!r} as {encoding}: {reason} at byte {position}; "
+                         f"pass encoding= or errors='replace'")
+
+
+def _decode(data, encoding: str, errors: str, name: str) -> str:
+    """Bytes (or str) as text with universal newlines (``\\r\\n`` and ``\\r`` become ``\\n``)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode(encoding, errors)
+        except UnicodeDecodeError as exc:
+            raise DecodeError(name, encoding, exc.reason, exc.start) from None
+        except LookupError:
+            raise ValueError(f"unknown encoding or errors handler: encoding={encoding!r}, "
+                             f"errors={errors!r}") from None
+    return data.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_text(path: str, encoding: str, errors: str) -> str:
+    with open(path, "rb") as fh:
+        return _decode(fh.read(), encoding, errors, path)
+
+
+def read_lines(path, *, encoding: str = "utf-8", errors: str = "strict", skip_empty: bool = False) -> list[str]:
+    """Read a text file (or a stream) holding one document per line.
+
+    Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; the line breaks are removed.
+
+    Parameters
+    ----------
+    path : str, path-like or file object
+        A file name, or an open file read to its end (binary, e.g.
+        ``sys.stdin.buffer``, decoded with ``encoding`` and ``errors``; or
+        text, used as it is).
+    encoding : str, default "utf-8"
+    errors : str, default "strict"
+        How to handle undecodable bytes (``"replace"`` to keep going).
+    skip_empty : bool, default False
+        Drop lines that hold only whitespace.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is a folder, or cannot be decoded (:class:`DecodeError`).
+    """
+    if hasattr(path, "read"):
+        text = _decode(path.read(), encoding, errors, str(getattr(path, "name", "<stream>")))
+    else:
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"documents file not found: {path!r}")
+        if os.path.isdir(path):
+            raise ValueError(f"path must be a text file with one document per line, got the folder {path!r}")
+        text = _read_text(path, encoding, errors)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if skip_empty:
+        lines = [ln for ln in lines if ln.strip()]
+    return lines
+
+
+def read_folder(
+    path, *, pattern: str = "*", recursive: bool = False, encoding: str = "utf-8", errors: str = "strict"
+) -> tuple[list[str], list[str]]:
+    """Read a folder holding one document per file.
+
+    Parameters
+    ----------
+    path : str or path-like
+    pattern : str, default "*"
+        Shell-style pattern the file names must match, e.g. ``"*.txt"``.
+    recursive : bool, default False
+        Also read the files of sub-folders.
+    encoding, errors : str
+        As in :func:`read_lines`.
+
+    Returns
+    -------
+    names : list of str
+        Paths relative to ``path`` (with ``/`` separators), sorted.
+    documents : list of str
+        The files' contents, in the same order.
+
+    Hidden files and folders (name starting with ``.``) are skipped.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"documents folder not found: {path!r}")
+    if not os.path.isdir(path):
+        raise ValueError(f"path must be a folder with one document per file, got the file {path!r}")
+    found = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
+        for f in files:
+            full = os.path.join(root, f)
+            if f.startswith(".") or not fnmatch.fnmatch(f, pattern) or not os.path.isfile(full):
+                continue
+            found.append(os.path.relpath(full, path).replace(os.sep, "/"))
+    found.sort()
+    if not found:
+        raise ValueError(f"no files matching {pattern!r} in {path!r}")
+    docs = [_read_text(os.path.join(path, name), encoding, errors) for name in found]
+    return found, docs
+
+
+def read_documents(path, **kwargs) -> tuple[list[str], list[str]]:
+    """Read documents from a text file (one per line) or a folder (one per file).
+
+    Returns
+    -------
+    names : list of str
+        Line numbers (1-based, as str) for a file; relative file names for a
+        folder.
+    documents : list of str
+
+    Keyword arguments go to :func:`read_lines` (``encoding``, ``errors``) or
+    :func:`read_folder` (``pattern``, ``recursive``, ``encoding``,
+    ``errors``).
+    """
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise FileNotFoundError(f"documents path not found: {p!r}")
+    if os.path.isdir(p):
+        return read_folder(p, **kwargs)
+    bad = set(kwargs) - {"encoding", "errors"}
+    if bad:
+        raise ValueError(f"unexpected keyword arguments for a documents file: {sorted(bad)}")
+    lines = read_lines(p, **kwargs)
+    return [str(i) for i in range(1, len(lines) + 1)], lines
+
+
+# ---------------------------------------------------------------------------
+# vocabulary and count matrices
+# ---------------------------------------------------------------------------
+
+
+def read_vocab(path, *, encoding: str = "utf-8") -> list[str]:
+    """Read a vocabulary file: one term per line, in column order.
+
+    Surrounding whitespace is stripped; empty lines and repeated terms are
+    errors (a final line break is fine).
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"vocabulary file not found: {path!r}")
+    if os.path.isdir(path):
+        raise ValueError(f"vocabulary path must be a text file, got the folder {path!r}")
+    lines = _read_text(path, encoding, "strict").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    seen: dict = {}
+    vocab = []
+    for i, line in enumerate(lines, start=1):
+        term = line.strip()
+        if not term:
+            raise ValueError(f"line {i} of the vocabulary file {path!r} is empty")
+        if term in seen:
+            raise ValueError(f"the vocabulary file {path!r} repeats {term!r} (lines {seen[term]} and {i})")
+        seen[term] = i
+        vocab.append(term)
+    if not vocab:
+        raise ValueError(f"the vocabulary file {path!r} is empty")
+    return vocab
+
+
+def write_vocab(path, vocab: Sequence[str]) -> str:
+    """Write ``vocab`` one term per line (UTF-8); return the path."""
+    if isinstance(vocab, (str, bytes)):
+        raise ValueError("vocab must be a sequence of str, got a single str")
+    terms = list(vocab)
+    for i, t in enumerate(terms):
+        if not isinstance(t, str) or not t.strip() or t != t.strip() or "\n" in t or "\r" in t:
+            raise ValueError(
+                f"vocab[{i}] must be a non-empty str without line breaks or surrounding whitespace, got {t!r}"
+            )
+    if len(set(terms)) != len(terms):
+        raise ValueError("vocab must not repeat a term")
+    path = os.fspath(path)
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for t in terms:
+            fh.write(t + "\n")
+    return path
+
+
+_MTX_SUFFIXES = (".mtx", ".mtx.gz", ".mtx.bz2", ".mm")
+
+
+def _format_of(path: str) -> str:
+    low = path.lower()
+    if low.endswith(_MTX_SUFFIXES):
+        return "mtx"
+    if low.endswith(".npz"):
+        return "npz"
+    raise ValueError(
+        f"unsupported counts file {path!r}: expected a Matrix Market file (.mtx, .mtx.gz) or a "
+        f".npz archive (scipy.sparse.save_npz, or numpy.savez of one 2-D array)"
+    )
+
+
+def _load_npz(path: str, key: str | None):
+    try:
+        z = np.load(path, allow_pickle=False)
+    except Exception as exc:  # zipfile/pickle/format errors all mean "not an npz we can read"
+        raise ValueError(f"could not read {path!r} as a .npz archive: {exc}") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path!r} is a .npy array, not a .npz archive")
+    with z:
+        files = set(z.files)
+        if key is None and {"format", "shape", "data"} <= files:
+            pass  # a scipy.sparse archive, read below
+        else:
+            if key is not None:
+                if key not in files:
+                    raise ValueError(f"key {key!r} not in {path!r}; it holds {sorted(files)}")
+                name = key
+            elif len(files) == 1:
+                name = next(iter(files))
+            elif "X" in files:
+                name = "X"
+            elif "counts" in files:
+                name = "counts"
+            else:
+                raise ValueError(
+                    f"{path!r} holds several arrays {sorted(files)} and none is a scipy.sparse matrix; "
+                    f"pass key= to pick one"
+                )
+            try:
+                return np.asarray(z[name])
+            except Exception as exc:
+                raise ValueError(f"could not read array {name!r} of {path!r}: {exc}") from None
+    try:
+        return sp.load_npz(path)
+    except Exception as exc:
+        raise ValueError(f"could not read {path!r} as a scipy.sparse .npz archive: {exc}") from None
+
+
+def _validated_counts(mat, integer: bool, what: str) -> sp.csr_matrix:
+    if sp.issparse(mat):
+        X = sp.csr_matrix(mat, copy=True)
+    else:
+        a = np.asarray(mat)
+        if a.ndim != 2:
+            raise ValueError(f"{what} must be a 2-D matrix (documents x terms), got shape {a.shape}")
+        if a.dtype.kind not in "biuf":
+            raise ValueError(f"{what} must be numeric, got dtype {a.dtype}")
+        X = sp.csr_matrix(a)
+    if X.ndim != 2:
+        raise ValueError(f"{what} must be a 2-D matrix (documents x terms), got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{what} must be numeric, got dtype {X.dtype}")
+    X.sum_duplicates()
+    data = X.data
+    if data.dtype.kind == "f":
+        if not np.isfinite(data).all():
+            raise ValueError(f"{what} must be finite")
+    if data.size and data.min() < 0:
+        raise ValueError(f"{what} must be non-negative, found {data.min()!r}")
+    if integer:
+        if data.dtype.kind == "f":
+            if not np.array_equal(data, np.round(data)):
+                bad = data[data != np.round(data)][0]
+                raise ValueError(
+                    f"{what} must hold integer counts, found {bad!r} (pass integer=False for non-negative reals)"
+                )
+        top = data.max() if data.size else 0
+        dtype = np.int32 if top <= _INT32_MAX else np.int64
+        X = sp.csr_matrix((data.astype(dtype), X.indices, X.indptr), shape=X.shape)
+    else:
+        X = sp.csr_matrix((data.astype(np.float64), X.indices, X.indptr), shape=X.shape)
+    X.eliminate_zeros()
+    X.sort_indices()
+    return X
+
+
+def load_counts(
+    path, vocab_path=None, *, transpose: bool = False, integer: bool = True, key: str | None = None
+) -> tuple[sp.csr_matrix, list[str] | None]:
+    """Read a count matrix (and optionally its vocabulary) from disk.
+
+    Parameters
+    ----------
+    path : str or path-like
+        ``.mtx`` / ``.mtx.gz`` (Matrix Market, read with
+        :func:`scipy.io.mmread`) or ``.npz`` (written by
+        :func:`scipy.sparse.save_npz`, or by :func:`numpy.savez` with one 2-D
+        array, or with arrays named ``X`` or ``counts``, or any ``key``).
+    vocab_path : str or path-like, optional
+        Text file with one term per line, one per column.
+    transpose : bool, default False
+        Set when the file stores terms x documents (as many Matrix Market
+        corpora do); the result is always documents x terms.
+    integer : bool, default True
+        Require integer counts (stored as int32, or int64 if needed).  With
+        False, non-negative reals are kept as float64 (for the
+        Poisson-randomized-gamma link).
+    key : str, optional
+        Array to read from a ``.npz`` holding several dense arrays.
+
+    Returns
+    -------
+    counts : scipy.sparse.csr_matrix, shape (n_documents, n_terms)
+    vocab : list of str or None
+
+    Raises
+    ------
+    FileNotFoundError
+        A file does not exist.
+    ValueError
+        Unknown suffix, unreadable content, negative / non-integer /
+        non-finite values, or a vocabulary whose length differs from the
+        number of columns.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"counts file not found: {path!r}")
+    if os.path.isdir(path):
+        raise ValueError(f"counts path must be a file, got the folder {path!r}")
+    fmt = _format_of(path)
+    if fmt == "mtx":
+        try:
+            mat = scipy.io.mmread(path)
+        except Exception as exc:
+            raise ValueError(f"could not read {path!r} as a Matrix Market file: {exc}") from None
+    else:
+        mat = _load_npz(path, key)
+    X = _validated_counts(mat, integer, f"the counts in {path!r}")
+    if transpose:
+        X = X.T.tocsr()
+        X.sort_indices()
+    vocab = None
+    if vocab_path is not None:
+        vocab = read_vocab(vocab_path)
+        if len(vocab) != X.shape[1]:
+            raise ValueError(
+                f"the vocabulary {os.fspath(vocab_path)!r} has {len(vocab)} terms but the counts in "
+                f"{path!r} have {X.shape[1]} columns (documents x terms{'' if transpose else '; pass transpose=True if the file is terms x documents'})"
+            )
+    logger.info("loaded counts %s from %s (%d non-zeros)", X.shape, path, X.nnz)
+    return X, vocab
+
+
+def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=None) -> str:
+    """Write a documents x terms count matrix as ``.mtx`` or ``.npz``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Ends in ``.mtx`` (Matrix Market coordinate format, via
+        :func:`scipy.io.mmwrite`) or ``.npz`` (compressed,
+        :func:`scipy.sparse.save_npz`).
+    counts : array_like or sparse matrix
+        Non-negative counts (integers are written as integers).
+    vocab : sequence of str, optional
+        Column names, written to ``vocab_path`` one per line.
+    vocab_path : str or path-like, optional
+        Required when ``vocab`` is given.
+
+    Returns
+    -------
+    str
+        ``path``.
+    """
+    path = os.fspath(path)
+    low = path.lower()
+    if not (low.endswith(".mtx") or low.endswith(".npz")):
+        raise ValueError(f"path must end in .mtx or .npz, got {path!r}")
+    X = _validated_counts(counts, integer=False, what="counts")
+    is_int = np.array_equal(X.data, np.round(X.data))
+    if is_int:
+        X = _validated_counts(X, integer=True, what="counts")
+    if (vocab is None) != (vocab_path is None):
+        raise ValueError("pass both vocab and vocab_path, or neither")
+    if vocab is not None:
+        terms = list(vocab)
+        if len(terms) != X.shape[1]:
+            raise ValueError(f"vocab has {len(terms)} terms but counts have {X.shape[1]} columns")
+    if low.endswith(".mtx"):
+        scipy.io.mmwrite(path, X.tocoo(), field="integer" if is_int else "real")
+    else:
+        sp.save_npz(path, X, compressed=True)
+    if vocab is not None:
+        write_vocab(vocab_path, terms)
+    return path
+
+
+def align_vocabulary(X, vocab: Sequence[str], target: Sequence[str], name: str = "X") -> sp.csr_matrix:
+    """Move the columns of counts ``X`` (named by ``vocab``) onto the vocabulary ``target``.
+
+    A term of both vocabularies goes to its column in ``target`` (e.g. a
+    fitted model's vocabulary); terms missing from ``target`` are dropped and
+    terms of ``target`` missing from ``vocab`` get zero columns.  ``name``
+    names ``X`` in errors.  Returns a csr_matrix of shape
+    ``(n_documents, len(target))``.
+
+    Raises
+    ------
+    ValueError
+        If ``vocab`` does not name every column of ``X``, or no term of
+        ``vocab`` is in ``target``.
+    """
+    vocab, target = list(vocab), list(target)
+    X = sp.csr_matrix(X)
+    if X.shape[1] != len(vocab):
+        raise ValueError(f"{name} has {X.shape[1]} columns but its vocabulary {len(vocab)} terms")
+    index = {w: i for i, w in enumerate(target)}
+    cols = np.array([index.get(w, -1) for w in vocab], dtype=np.int64)
+    keep = cols >= 0
+    if not keep.any():
+        raise ValueError(f"none of the terms of {name} is in the vocabulary to align to ({len(target)} terms)")
+    C = sp.csr_matrix((np.ones(int(keep.sum())), (np.flatnonzero(keep), cols[keep])),
+                      shape=(len(vocab), len(target)))
+    logger.debug("matched %d of %d terms of %s to the model's vocabulary", int(keep.sum()), len(vocab), name)
+    return (X @ C).tocsr()

@@ -1,0 +1,191 @@
+"""The engine's public boundaries: schedules, n_jobs, and network/data shapes before any kernel.
+
+The Cython kernels do not check bounds; every public entry must refuse a
+mismatch with a ValueError that names it (never read out of bounds).
+"""
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pygbn import GBN, random
+from pygbn._utils import effective_n_jobs
+from pygbn.inference import GibbsSampler, Schedule, fit_layerwise, infer_local
+from pygbn.model import Layer, Network
+from pygbn.model.links import get_link
+
+QUICK = dict(burn_in=(4, 3), n_collect=3, transform_iter=(2, 3))
+
+
+@pytest.fixture(scope="module")
+def Y():
+    rng = np.random.default_rng(0)
+    return sp.csr_matrix(rng.poisson(1.5, size=(30, 12)).astype(np.float64))
+
+
+@pytest.fixture(scope="module")
+def fitted(Y):
+    return GBN(n_components=5, n_layers=2, min_width=0, random_state=0, **QUICK).fit(Y)
+
+
+# ---------------------------------------------------------------- schedules
+@pytest.mark.parametrize("burn_in,n_collect,n_layers,bad_layer", [
+    ((0,), 0, 1, 1),
+    (0, 0, 3, 1),
+    ((5, 0), (3, 0), 2, 2),
+    ((4, 2, 0), (1, 1, 0), 3, 3),
+])
+def test_a_layer_without_iterations_is_refused(Y, burn_in, n_collect, n_layers, bad_layer):
+    with pytest.raises(ValueError, match=f"at least one iteration.*layer {bad_layer} "):
+        GBN(burn_in=burn_in, n_collect=n_collect, n_layers=n_layers).fit(Y)
+    with pytest.raises(ValueError, match=f"layer {bad_layer} "):
+        Schedule.for_layers(n_layers, burn_in=burn_in, n_collect=n_collect)
+
+
+def test_one_iteration_per_layer_is_enough(Y):
+    for burn_in, n_collect in ((0, 1), (1, 0)):
+        m = GBN(n_components=4, n_layers=2, min_width=0, burn_in=burn_in, n_collect=n_collect,
+                transform_iter=(1, 1), random_state=0).fit(Y)
+        assert len(m.networks_) == 2 and m.transform(Y[:2]).shape == (2, m.widths_[0])
+
+
+def test_fit_layerwise_takes_only_a_schedule(Y):
+    with pytest.raises(ValueError, match="Schedule"):
+        fit_layerwise(Y, (10, 5))
+
+
+# ------------------------------------------------------------------- n_jobs
+def test_effective_n_jobs():
+    cores = os.cpu_count() or 1
+    assert effective_n_jobs(None) == 1 and effective_n_jobs(3) == 3 and effective_n_jobs(np.int64(2)) == 2
+    assert effective_n_jobs(-1) == cores and effective_n_jobs(-2) == max(1, cores - 1)
+    assert effective_n_jobs(-10 * cores) == 1
+    for bad in (0, True, False, 1.0, 2.5, "2", [1]):
+        with pytest.raises(ValueError, match="n_jobs"):
+            effective_n_jobs(bad)
+
+
+def test_n_jobs_is_resolved_the_same_at_every_entry(Y, fitted):
+    cores = os.cpu_count() or 1
+    net = fitted.network_
+    for n_jobs, threads in ((None, 1), (-1, cores), (2, 2)):
+        s = GibbsSampler.for_training(Y, 4, method="blocked", n_jobs=n_jobs, random_state=0)
+        assert s.n_threads == threads
+        s = GibbsSampler.for_inference(net, Y, n_jobs=n_jobs, random_state=0)
+        assert s.n_threads == threads
+    sched = Schedule.for_layers(1, burn_in=2, n_collect=2)
+    a = fit_layerwise(Y, sched, n_components=4, n_jobs=None, random_state=1)
+    b = fit_layerwise(Y, sched, n_components=4, n_jobs=-1, random_state=1)
+    np.testing.assert_array_equal(a.networks[0].layers[0].phi, b.networks[0].layers[0].phi)
+    f1 = infer_local(net, Y, burn_in=1, n_collect=2, n_jobs=None, random_state=0).features
+    f2 = infer_local(net, Y, burn_in=1, n_collect=2, n_jobs=-1, random_state=0).features
+    np.testing.assert_array_equal(f1, f2)
+    np.testing.assert_array_equal(
+        random.crt(np.full(50, 7), 0.5, random_state=0, n_jobs=None),
+        random.crt(np.full(50, 7), 0.5, random_state=0, n_jobs=-1))
+    for bad in (0, True, 1.5, "4"):
+        with pytest.raises(ValueError, match="n_jobs"):
+            GibbsSampler.for_training(Y, 4, n_jobs=bad)
+        with pytest.raises(ValueError, match="n_jobs"):
+            GibbsSampler.for_inference(net, Y, n_jobs=bad)
+        with pytest.raises(ValueError, match="n_jobs"):
+            fit_layerwise(Y, sched, n_components=4, n_jobs=bad)
+        with pytest.raises(ValueError, match="n_jobs"):
+            infer_local(net, Y, burn_in=1, n_collect=1, n_jobs=bad)
+        with pytest.raises(ValueError, match="n_jobs"):
+            GBN(n_jobs=bad, **QUICK).fit(Y)
+        with pytest.raises(ValueError, match="n_jobs"):
+            fitted.set_params(n_jobs=bad).transform(Y)
+        with pytest.raises(ValueError, match="n_jobs"):
+            random.crt(np.full(3, 2), 0.5, n_jobs=bad)
+        with pytest.raises(ValueError, match="n_jobs"):
+            random.dirichlet(np.ones((4, 3)), n_jobs=bad)
+    fitted.set_params(n_jobs=1)
+
+
+# ------------------------------------------------- network against the data
+def _live(net, J, with_theta=True):
+    """A copy of ``net`` with per-sample state for J samples."""
+    live = net.summary()
+    for layer in live.layers:
+        layer.c = np.ones(J)
+        layer.theta = np.full((J, layer.width), 0.5) if with_theta else None
+    return live
+
+
+def test_sampler_refuses_data_of_another_width(Y, fitted):
+    net = fitted.network_
+    with pytest.raises(ValueError, match="Y has 7 columns but the network has 12 features"):
+        GibbsSampler(_live(net, Y.shape[0]), Y[:, :7].tocsr(), method="blocked")
+    with pytest.raises(ValueError, match="X has 7 features"):
+        GibbsSampler.for_inference(net, Y[:, :7].tocsr())
+    with pytest.raises(ValueError, match="CSR"):
+        GibbsSampler(_live(net, Y.shape[0]), Y.toarray(), method="blocked")
+    with pytest.raises(ValueError, match="CSR"):
+        GibbsSampler(_live(net, Y.shape[0]), Y.tocsc(), method="blocked")
+
+
+def test_sampler_refuses_layers_that_do_not_chain(Y, fitted):
+    live = _live(fitted.network_, Y.shape[0])
+    top = live.layers[1]
+    top.phi = np.full((top.n_inputs + 2, top.width), 1.0 / (top.n_inputs + 2))
+    top.counts = None
+    with pytest.raises(ValueError, match=r"Phi\^\(2\) has .* rows but layer 1 has width"):
+        GibbsSampler(live, Y, method="blocked")
+
+
+@pytest.mark.parametrize("what", ["theta", "c", "counts"])
+def test_sampler_refuses_per_sample_state_of_another_size(Y, fitted, what):
+    J = Y.shape[0]
+    live = _live(fitted.network_, J)
+    layer = live.layers[1]
+    bad = {"theta": np.ones((J + 3, layer.width)), "c": np.ones(J - 1),
+           "counts": np.zeros((layer.n_inputs, layer.width + 1), dtype=np.int64)}[what]
+    setattr(layer, what, bad)
+    with pytest.raises(ValueError, match=f"layer 2's {what} has shape"):
+        GibbsSampler(live, Y, method="blocked")
+
+
+def test_sweep_refuses_missing_or_mismatched_state(Y, fitted):
+    J = Y.shape[0]
+    s = GibbsSampler(_live(fitted.network_, J, with_theta=False), Y, method="blocked")
+    with pytest.raises(ValueError, match="layer 1 has no theta"):
+        s.sweep()
+    s = GibbsSampler(_live(fitted.network_, J), Y, method="collapsed")
+    with pytest.raises(ValueError, match="token labels"):
+        s.sweep()
+    s = GibbsSampler(_live(fitted.network_, J), Y, method="blocked")
+    s.network.layers[0].theta = np.ones((J - 1, s.network.layers[0].width))
+    with pytest.raises(ValueError, match="layer 1's theta"):
+        s.sweep()
+    s = GibbsSampler(_live(fitted.network_, J), Y, method="blocked")
+    s.m[1] = np.zeros((J, 1), dtype=np.int64)
+    with pytest.raises(ValueError, match="m must hold"):
+        s.local_upward()
+    # a link with per-sample parameters needs one per sample
+    prg = fitted.network_.summary()
+    prg.link = get_link("prg")
+    s = GibbsSampler(_live(prg, J), Y, method="blocked")
+    with pytest.raises(ValueError, match="aux"):
+        s.sweep()
+    s.aux = np.ones(J)
+    s.sweep()  # complete state: runs
+
+
+def test_heldout_must_match_the_data(Y, fitted):
+    sched = Schedule.for_layers(1, burn_in=1, n_collect=1)
+    with pytest.raises(ValueError, match="heldout"):
+        fit_layerwise(Y, sched, n_components=3, heldout=Y[:5])
+    with pytest.raises(ValueError, match="heldout"):
+        fit_layerwise(Y, sched, n_components=3, heldout=Y.toarray())
+    with pytest.raises(ValueError, match="heldout"):
+        infer_local(fitted.network_, Y, burn_in=1, n_collect=1, heldout=Y[:, :4])
+
+
+def test_hand_built_network_against_data():
+    net = Network(layers=[Layer(np.full((6, 2), 1 / 6))], r=np.ones(2))
+    m = GBN.from_networks(net, transform_iter=(1, 2), random_state=0)
+    assert m.transform(np.ones((3, 6))).shape == (3, 2)
+    with pytest.raises(ValueError, match="X has 5 features, but GBN is expecting 6"):
+        m.transform(np.ones((3, 5)))

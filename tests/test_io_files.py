@@ -1,0 +1,298 @@
+"""Model files: every failure of ``load`` is one clear ValueError; writes are atomic.
+
+The fuzz tests mutate saved files (bytes of the archive, JSON metadata,
+arrays) and assert that ``load`` either raises ValueError or returns a
+model whose ``transform`` works.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pygbn
+from pygbn import GBN, io
+from pygbn.model import Layer, Network
+
+QUICK = dict(burn_in=(4, 3), n_collect=3, transform_iter=(1, 2))
+FUZZ = settings(derandomize=True, max_examples=250, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+class _Files(dict):
+    """Saved files by name (a short repr: hypothesis prints its arguments)."""
+
+    def __repr__(self):
+        return f"<model files {sorted(self)}>"
+
+
+def _counts(n=40, V=10, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.poisson(1.5, size=(n, V))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Saved model files: a GBN with vocabulary and perplexity_, a PRG GBN, a bare Network."""
+    d = tmp_path_factory.mktemp("models")
+    X = _counts()
+    Xtr, Xho = pygbn.split_tokens(X, 0.5, random_state=0)
+    m = GBN(n_components=4, n_layers=2, min_width=0, random_state=1, **QUICK)
+    m.fit(Xtr, heldout=Xho, vocabulary=[f"t{i}" for i in range(X.shape[1])])
+    m.save(d / "gbn.npz")
+    GBN(link="prg", n_components=3, n_layers=1, random_state=2, **QUICK).fit(X * 0.5).save(d / "prg.npz")
+    pygbn.save(m.network_, d / "net.npz")
+    return _Files({name: (d / f"{name}.npz").read_bytes() for name in ("gbn", "prg", "net")})
+
+
+def _arrays(data: bytes, tmp_path):
+    p = tmp_path / "orig.npz"
+    p.write_bytes(data)
+    with np.load(p, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(arrays.pop("__meta__").tobytes())
+    return meta, arrays
+
+
+def _write(tmp_path, meta, arrays, name="mutated.npz", raw_meta=None):
+    p = tmp_path / name
+    text = raw_meta if raw_meta is not None else json.dumps(meta)
+    np.savez(p, __meta__=np.frombuffer(text.encode(), dtype=np.uint8), **arrays)
+    return p
+
+
+def _loads_or_value_error(path):
+    """``load(path)`` raises ValueError, or gives a model whose transform works."""
+    try:
+        model = pygbn.load(path)
+    except ValueError as exc:
+        msg = str(exc)
+        assert "allow_pickle" not in msg and "\n" not in msg and "pygbn model file" in msg, msg
+        return None
+    if isinstance(model, Network):
+        model = GBN.from_networks(model, transform_iter=(1, 2), random_state=0)
+    V = model.n_features_in_
+    X = np.ones((3, V)) if model.network_.link.name != "prg" else np.full((3, V), 0.5)
+    feats = model.transform(X)
+    assert feats.shape == (3, model.network_.layers[0].width)
+    assert np.isfinite(feats).all()
+    return model
+
+
+def test_round_trip_still_exact(files, tmp_path):
+    for name, data in files.items():
+        p = tmp_path / f"{name}.npz"
+        p.write_bytes(data)
+        assert _loads_or_value_error(p) is not None
+
+
+# ----------------------------------------------------------- named failures
+def _mutated(files, tmp_path, name, change):
+    meta, arrays = _arrays(files[name], tmp_path)
+    change(meta, arrays)
+    return _write(tmp_path, meta, arrays)
+
+
+def _set(path, value):
+    def change(meta, arrays):
+        obj = meta
+        for k in path[:-1]:
+            obj = obj[k]
+        obj[path[-1]] = value
+    return change
+
+
+CASES = [
+    ("gbn", _set(("networks",), []), "'networks' must be a non-empty list"),
+    ("gbn", _set(("networks", 0, "layers", 0, "eta"), -0.5), "layer 1's eta must be a finite positive"),
+    ("gbn", _set(("networks", 1, "layers", 1, "c_median"), float("nan")), "c_median"),
+    ("gbn", _set(("networks", 0, "gamma0"), 0), "gamma0"),
+    ("gbn", _set(("networks", 0, "c0"), "1.0"), "c0"),
+    ("gbn", _set(("networks", 0, "hyper", "a0"), -1), "a0"),
+    ("gbn", _set(("networks", 0, "hyper", "zz"), 1), "hyper"),
+    ("gbn", _set(("networks", 0, "depth"), 3), "depth 3 does not match"),
+    ("gbn", _set(("networks", 0, "link"), {"name": "gaussian"}), "link"),
+    ("gbn", _set(("networks", 0, "vocabulary"), "yes"), "vocabulary"),
+    ("prg", _set(("networks", 0, "link", "a_median"), -2.0), "a_median"),
+    ("gbn", _set(("fitted", "n_features_in_"), 11), "n_features_in_"),
+    ("gbn", _set(("fitted", "widths_"), [99]), "widths_"),
+    ("gbn", _set(("fitted", "method_"), "magic"), "method_"),
+    ("gbn", _set(("fitted", "perplexity_"), [1.0, 2.0, 3.0]), "perplexity_"),
+    ("gbn", _set(("params", "n_components"), -3), "n_components"),
+    ("gbn", _set(("params", "bogus"), 1), "params"),
+    ("gbn", _set(("params", "link"), "bernoulli"), "link"),
+    ("gbn", _set(("kind",), "Forest"), "kind 'Forest'"),
+    ("net", _set(("fitted",), {}), "kind 'Network'"),
+    ("gbn", _set(("format_version",), 2), "version 2"),
+    ("gbn", _set(("format_version",), True), "version True"),
+    ("gbn", lambda m, a: a.update(net0_vocabulary=a["net0_vocabulary"][:-1]), "vocabulary has 9 terms"),
+    ("gbn", lambda m, a: a.update(net1_phi1=a["net1_phi1"] * 1.5), "simplex"),
+    ("gbn", lambda m, a: a.update(net1_phi2=a["net1_phi2"][:-1]), r"Phi\^\(2\) has"),
+    ("gbn", lambda m, a: a.update(net0_phi1=a["net0_phi1"].astype(np.int64)), "kind"),
+    ("gbn", lambda m, a: a.update(net0_r=-a["net0_r"]), "r must be finite and nonnegative"),
+    ("gbn", lambda m, a: a.update(net0_r=a["net0_r"][:1]), "r has 1 entries"),
+    ("gbn", lambda m, a: a.pop("net1_phi2"), "'net1_phi2' is missing"),
+    ("gbn", lambda m, a: a.update(net5_phi1=np.ones((2, 2))), "does not describe"),
+    ("gbn", lambda m, a: a.update(net0_phi1=np.array([[1.0], [np.nan]])), "non-finite|rows"),
+]
+
+
+@pytest.mark.parametrize("name,change,match", CASES)
+def test_load_names_what_is_wrong(files, tmp_path, name, change, match):
+    path = _mutated(files, tmp_path, name, change)
+    with pytest.raises(ValueError, match=match):
+        pygbn.load(path)
+    assert _loads_or_value_error(path) is None
+
+
+def test_deep_or_huge_metadata_is_refused_before_parsing(files, tmp_path):
+    meta, arrays = _arrays(files["gbn"], tmp_path)
+    deep = json.dumps(meta)[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(ValueError, match="nests deeper than 32"):
+        pygbn.load(_write(tmp_path, meta, arrays, raw_meta=deep))
+    # brackets inside strings do not count
+    meta["note"] = "[" * 100
+    assert isinstance(pygbn.load(_write(tmp_path, meta, arrays)), GBN)
+    meta["note"] = "x" * (io.MAX_META_BYTES + 10)
+    with pytest.raises(ValueError, match="larger than"):
+        pygbn.load(_write(tmp_path, meta, arrays))
+    with pytest.raises(ValueError, match="not valid JSON"):
+        pygbn.load(_write(tmp_path, meta, arrays, raw_meta='{"format": "pygbn-model", '))
+
+
+def test_object_arrays_and_other_files(files, tmp_path):
+    meta, arrays = _arrays(files["gbn"], tmp_path)
+    p = tmp_path / "objects.npz"
+    np.savez(p, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+             **{**arrays, "net0_r": np.array([{"a": 1}, None], dtype=object)})
+    with pytest.raises(ValueError, match="object arrays, which pygbn never writes") as info:
+        pygbn.load(p)
+    assert "allow_pickle" not in str(info.value)
+    npy = tmp_path / "array.npy"
+    np.save(npy, np.arange(3))
+    with pytest.raises(ValueError, match="single array"):
+        pygbn.load(npy)
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"\x80\x04 not a pickle either")
+    with pytest.raises(ValueError, match="not a .npz archive") as info:
+        pygbn.load(junk)
+    assert "allow_pickle" not in str(info.value)
+    with pytest.raises(ValueError, match="folder"):
+        pygbn.load(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        pygbn.load(tmp_path / "absent.npz")
+
+
+def test_writes_are_atomic(files, tmp_path, monkeypatch):
+    model = pygbn.load(_write(tmp_path, *_arrays(files["gbn"], tmp_path)))
+    target = tmp_path / "out" / "model.npz"
+    with pytest.raises(FileNotFoundError):
+        model.save(target)
+    target.parent.mkdir()
+    model.save(target)
+    before = target.read_bytes()
+    assert os.listdir(target.parent) == ["model.npz"]
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez_compressed", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.save(target)
+    with pytest.raises(KeyboardInterrupt):
+        model.save(target.parent / "other.npz")
+    monkeypatch.undo()
+    assert os.listdir(target.parent) == ["model.npz"] and target.read_bytes() == before
+
+
+def test_networks_off_the_simplex_are_not_written(tmp_path):
+    net = Network(layers=[Layer(np.full((3, 2), 0.5))], r=np.ones(2))
+    with pytest.raises(ValueError, match="simplex"):
+        pygbn.save(net, tmp_path / "bad.npz")
+    assert not os.listdir(tmp_path)
+
+
+# -------------------------------------------------------------------- fuzz
+@FUZZ
+@given(name=st.sampled_from(["gbn", "prg", "net"]),
+       edits=st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 255)), min_size=1, max_size=8))
+def test_fuzz_archive_bytes(files, tmp_path, name, edits):
+    data = bytearray(files[name])
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    p = tmp_path / "bytes.npz"
+    p.write_bytes(bytes(data))
+    _loads_or_value_error(p)
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.text(max_size=5),
+                    st.floats(allow_nan=True, allow_infinity=True), st.just([]), st.just({}),
+                    st.just([[[[1]]]]), st.just(1e300), st.just(1e-300), st.just(-1.0))
+
+
+@FUZZ
+@given(name=st.sampled_from(["gbn", "prg", "net"]), data=st.data())
+def test_fuzz_metadata(files, tmp_path, name, data):
+    meta, arrays = _arrays(files[name], tmp_path)
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from([p for p in _paths(meta) if p]))
+        parent = meta
+        for k in path[:-1]:
+            parent = parent[k]
+        old = parent[path[-1]]
+        op = data.draw(st.sampled_from(["delete", "replace", "scale", "nest"]))
+        if op == "delete":
+            del parent[path[-1]]
+        elif op == "replace":
+            parent[path[-1]] = data.draw(_VALUES)
+        elif op == "scale" and isinstance(old, (int, float)) and not isinstance(old, bool):
+            parent[path[-1]] = old * data.draw(st.sampled_from([-1, 0, 2, 1e-9, 1e9, 1.5]))
+        else:
+            for _ in range(data.draw(st.integers(1, 40))):
+                old = [old]
+            parent[path[-1]] = old
+    _loads_or_value_error(_write(tmp_path, meta, arrays))
+
+
+@FUZZ
+@given(name=st.sampled_from(["gbn", "prg", "net"]), data=st.data())
+def test_fuzz_arrays(files, tmp_path, name, data):
+    meta, arrays = _arrays(files[name], tmp_path)
+    key = data.draw(st.sampled_from(sorted(arrays)))
+    a = arrays[key]
+    op = data.draw(st.sampled_from(["drop_row", "transpose", "flatten", "dtype", "nan", "negative",
+                                    "scale", "delete", "empty"]))
+    if op == "drop_row" and a.shape[0] > 1:
+        a = a[:-1]
+    elif op == "transpose":
+        a = a.T.copy()
+    elif op == "flatten":
+        a = a.reshape(-1)
+    elif op == "dtype":
+        dtype = data.draw(st.sampled_from([np.int64, np.float32, np.bool_, str]))
+        a = np.zeros(a.shape, dtype=dtype) if a.dtype.kind == "U" else a.astype(dtype)
+    elif op in ("nan", "negative") and a.dtype.kind == "f" and a.size:
+        a = a.copy()
+        a.flat[data.draw(st.integers(0, a.size - 1))] = np.nan if op == "nan" else -0.1
+    elif op == "scale" and a.dtype.kind == "f":
+        a = a * data.draw(st.sampled_from([0.0, 1 + 1e-9, 1.01, 1e300]))
+    elif op == "delete":
+        arrays.pop(key)
+        a = None
+    elif op == "empty":
+        a = a[:0]
+    if a is not None:
+        arrays[key] = a
+    _loads_or_value_error(_write(tmp_path, meta, arrays))

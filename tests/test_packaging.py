@@ -1,0 +1,75 @@
+"""The packaging configuration stays coherent: sdist contents, wheel matrix, release workflow.
+
+Static checks of ``pyproject.toml``, ``MANIFEST.in`` and
+``.github/workflows/wheels.yml`` (building is checked by
+``tools/build_wheel.py`` and by the workflow itself).  Skipped where the
+checkout is not beside the tests (an installed copy).
+"""
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(not (REPO / "MANIFEST.in").exists(), reason="checkout not beside the tests")
+
+
+@pytest.fixture(scope="module")
+def pyproject():
+    tomllib = pytest.importorskip("tomllib")
+    with open(REPO / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def test_runtime_dependencies_are_numpy_and_scipy_only(pyproject):
+    deps = [re.split(r"[<>=!~ \[]", d, maxsplit=1)[0] for d in pyproject["project"]["dependencies"]]
+    assert sorted(deps) == ["numpy", "scipy"]
+    assert pyproject["project"]["optional-dependencies"]["dask"] == [
+        "dask[array]>=2024.1", "distributed>=2024.1"]
+
+
+def test_build_requirements_and_package_data(pyproject):
+    requires = " ".join(pyproject["build-system"]["requires"])
+    for name in ("setuptools", "Cython", "numpy"):
+        assert name in requires
+    assert "*.pxd" in pyproject["tool"]["setuptools"]["package-data"]["*"]
+    assert (REPO / "pygbn" / "random" / "kernels.pxd").is_file()
+
+
+def test_sdist_manifest_carries_the_cython_sources_not_generated_c():
+    text = (REPO / "MANIFEST.in").read_text(encoding="utf-8")
+    assert re.search(r"^recursive-include pygbn .*\*\.pyx", text, flags=re.M)
+    assert re.search(r"^recursive-include pygbn .*\*\.pxd", text, flags=re.M)
+    assert re.search(r"^recursive-exclude pygbn \*\.c\b", text, flags=re.M)
+    for folder in ("tests", "docs", "tools"):
+        assert re.search(rf"^graft {folder}$", text, flags=re.M), folder
+
+
+def test_cibuildwheel_covers_every_platform_and_tests_the_wheel(pyproject):
+    cfg = pyproject["tool"]["cibuildwheel"]
+    assert {"x86_64", "aarch64"} <= set(cfg["linux"]["archs"])
+    assert "musllinux" in cfg["linux"]["musllinux-aarch64-image"]
+    assert "delvewheel repair" in cfg["windows"]["repair-wheel-command"]
+    selects = {o["select"]: o for o in cfg["overrides"]}
+    arm = selects["*-macosx_arm64"]
+    assert "libomp" in arm["before-all"] and arm["inherit"]["environment"] == "append"
+    assert "libomp" in arm["environment"]["CPPFLAGS"] and "libomp" in arm["environment"]["LDFLAGS"]
+    assert selects["*-macosx_x86_64"]["environment"]["PYGBN_NO_OPENMP"] == "1"
+    command = " && ".join(cfg["test-command"])
+    files = re.findall(r"\{project\}/(tests/\w+\.py)", command)
+    assert "tests/test_cython_api.py" in files
+    for f in files:
+        assert (REPO / f).is_file(), f
+    assert "pygbn demo" in command
+    for req in ("pytest", "Cython"):
+        assert any(r.startswith(req) for r in cfg["test-requires"])
+
+
+def test_release_workflow_builds_every_platform_and_publishes_on_tags():
+    text = (REPO / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8")
+    for runner in ("ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "macos-15-intel", "windows-latest"):
+        assert re.search(rf"os: {re.escape(runner)}\b", text), runner
+    assert "pypa/cibuildwheel@" in text
+    assert "tools/build_wheel.py --sdist --tests" in text
+    assert "id-token: write" in text and "pypa/gh-action-pypi-publish" in text
+    assert "startsWith(github.ref, 'refs/tags/v')" in text

@@ -1,0 +1,145 @@
+"""scikit-learn's own estimator checks and model selection on a bare GBN.
+
+scikit-learn is a test-only tool here (pygbn does not depend on it): the whole
+module is skipped where it is missing.
+
+``check_estimator`` generates its own data: real numbers (uniform or normal,
+shifted to be nonnegative because GBN declares ``positive_only``).  The PRG
+link models nonnegative reals and passes every check.  The Poisson and
+Bernoulli-Poisson links model counts and 0/1 data; they refuse real-valued
+input with a ValueError, so every check that fits them on such data fails
+for that reason alone: those checks are listed in ``COUNT_DATA_CHECKS`` with
+the reason, and the test asserts that each of them fails *only* by that
+refusal (the link's message is in the exception chain) and that no other
+check fails.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.model_selection import GridSearchCV, cross_val_score  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
+from sklearn.utils.validation import check_is_fitted  # noqa: E402
+
+import pygbn  # noqa: E402
+from pygbn import GBN  # noqa: E402
+
+SMALL = dict(n_components=3, n_layers=2, burn_in=(3, 2), n_collect=2, min_width=0,
+             transform_iter=(2, 3), random_state=0)
+
+_REAL_DATA = ("the check fits on real-valued data (uniform or normal draws), which a count "
+              "link refuses with a ValueError")
+#: checks that cannot pass for a link of counts or 0/1 data, because they fit
+#: (or transform) on real-valued data; the reason of each
+COUNT_DATA_CHECKS = {name: _REAL_DATA for name in (
+    "check_fit_score_takes_y",
+    "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input",
+    "check_n_features_in_after_fitting",
+    "check_estimators_dtypes",
+    "check_dtype_object",
+    "check_pipeline_consistency",
+    "check_estimators_nan_inf",
+    "check_estimators_pickle",
+    "check_f_contiguous_array_estimator",
+    "check_transformer_data_not_an_array",
+    "check_transformer_general",
+    "check_transformer_preserve_dtypes",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_dict_unchanged",
+    "check_fit_idempotent",
+    "check_fit_check_is_fitted",
+    "check_n_features_in",
+    "check_fit2d_predict1d",
+)}
+COUNT_DATA_CHECKS.update({
+    "check_estimator_sparse_tag": _REAL_DATA + " (sparse, so the check blames the sparse tag)",
+    "check_estimator_sparse_array": _REAL_DATA + " (sparse, so the check asks for a 'sparse' message)",
+    "check_estimator_sparse_matrix": _REAL_DATA + " (sparse, so the check asks for a 'sparse' message)",
+    "check_fit2d_1sample": _REAL_DATA + " (the check then expects a message about one sample)",
+    "check_fit2d_1feature": _REAL_DATA + " (the check then expects a message about one feature)",
+})
+#: what each link says when it refuses real-valued data
+REFUSAL = {"poisson": "must hold integer counts", "bernoulli": "must be binary"}
+EXPECTED_FAILURES = {"poisson": COUNT_DATA_CHECKS, "bernoulli": COUNT_DATA_CHECKS, "prg": {}}
+
+
+def _messages(exc):
+    """The messages of ``exc`` and of the exceptions it was raised from."""
+    out = []
+    while exc is not None:
+        out.append(str(exc))
+        exc = exc.__cause__ or exc.__context__
+    return " | ".join(out)
+
+
+@pytest.mark.parametrize("link", ["poisson", "bernoulli", "prg"])
+def test_check_estimator(link):
+    expected = EXPECTED_FAILURES[link]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. "does not inherit from BaseEstimator"
+        results = check_estimator(GBN(link=link, **SMALL), expected_failed_checks=expected,
+                                  on_fail=None, on_skip=None)
+    status = {}
+    for r in results:
+        status.setdefault(r["check_name"], set()).add(r["status"])
+        if r["status"] == "xfail":
+            assert REFUSAL[link] in _messages(r["exception"]), (r["check_name"], _messages(r["exception"]))
+    failed = sorted(name for name, s in status.items() if "failed" in s)
+    assert not failed, {r["check_name"]: _messages(r["exception"]) for r in results if r["status"] == "failed"}
+    # every listed check really fails (the list is not stale), and only those
+    assert sorted(n for n, s in status.items() if "xfail" in s) == sorted(expected)
+    passed = [n for n, s in status.items() if s == {"passed"}]
+    assert len(passed) >= (40 if link == "prg" else 15)
+
+
+def _counts(n=60, V=15, seed=0):
+    rng = np.random.default_rng(seed)
+    phi = rng.dirichlet(np.full(V, 0.3), size=3).T
+    theta = rng.gamma(1.0, 8.0, size=(n, 3))
+    return rng.poisson(theta @ phi.T)
+
+
+def test_grid_search_and_cross_val_score_on_a_bare_gbn():
+    X = _counts()
+    search = GridSearchCV(GBN(**SMALL), {"n_components": [2, 4]}, cv=3).fit(X)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.isfinite(scores).all() and scores.shape == (2,)
+    assert search.best_params_["n_components"] == [2, 4][int(np.argmax(scores))]
+    assert search.best_estimator_.transform(X[:4]).shape[0] == 4
+    cv = cross_val_score(GBN(**SMALL), X, cv=3)
+    assert cv.shape == (3,) and np.isfinite(cv).all() and (cv < 0).all()
+    # the same seeds give the same scores
+    np.testing.assert_array_equal(cv, cross_val_score(GBN(**SMALL), X, cv=3))
+
+
+def test_check_is_fitted_clone_and_pipeline():
+    model = GBN(**SMALL)
+    with pytest.raises(sklearn.exceptions.NotFittedError):
+        check_is_fitted(model)
+    assert not hasattr(model, "network_")
+    X = _counts()
+    check_is_fitted(model.fit(X))
+    twin = clone(model)
+    assert twin.get_params() == model.get_params() and not hasattr(twin, "networks_")
+    pipe = make_pipeline(GBN(**SMALL)).fit(X)
+    np.testing.assert_array_equal(pipe.transform(X), model.transform(X))
+    assert pipe.score(X) == model.score(X)
+    assert list(pipe.get_feature_names_out()) == ["gbn0", "gbn1", "gbn2"][: model.widths_[0]]
+
+
+def test_tags():
+    from sklearn.utils import get_tags
+
+    tags = get_tags(GBN())
+    assert tags.input_tags.positive_only and tags.input_tags.sparse and not tags.input_tags.allow_nan
+    assert tags.transformer_tags is not None and not tags.target_tags.required
+    assert pygbn.GBN()._get_tags()["requires_positive_X"]
