@@ -72,9 +72,13 @@ class CollapsedState:
         the terms that use few factors (``word_dense[v] = 0``).
     """
 
+    #: default of ``dense_from`` (-1: the kernel's, ``ceil(K / 3)``)
+    DENSE_FROM = -1
+
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
-                 labels: np.ndarray, n_terms: int, n_components: int, dense_from: int = -1):
-        self.dense_from = int(dense_from)
+                 labels: np.ndarray, n_terms: int, n_components: int,
+                 dense_from: Optional[int] = None):
+        self.dense_from = int(self.DENSE_FROM if dense_from is None else dense_from)
         self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(indices, dtype=np.int32)
         self.values = np.ascontiguousarray(values, dtype=np.float64)
@@ -94,7 +98,7 @@ class CollapsedState:
     @classmethod
     def from_counts(cls, Y: sp.csr_matrix, n_components: int, labels: Optional[np.ndarray] = None,
                     rng: Optional[np.random.Generator] = None, *, arrays=None,
-                    dense_from: int = -1) -> "CollapsedState":
+                    dense_from: Optional[int] = None) -> "CollapsedState":
         """The tokens of the counts ``Y`` (documents x terms, canonical CSR).
 
         ``labels`` gives each token's factor (tokens in CSR order); without
@@ -103,7 +107,7 @@ class CollapsedState:
         kernel arrays of ``Y`` when the caller already holds them.
         ``dense_from`` is the kernel's switch between a term's list and its
         dense row (see :func:`pygbn.inference._collapsed.collapsed_sweep`;
-        any value samples the same distribution).
+        any value samples the same distribution; default :attr:`DENSE_FROM`).
 
         Raises
         ------
