@@ -74,7 +74,8 @@ def test_blocked_chain_does_not_depend_on_the_type_of_m(T):
             if dtype is not None:
                 s.m[0] = s.m[0].astype(dtype)
             s.sweep()
-        nets.append((s.network.layers[0].phi.copy(), s.network.layers[-1].theta.copy(), s.network.r))
+        theta = s.theta_one() if T == 1 else s.network.layers[-1].theta
+        nets.append((s.network.layers[0].phi.copy(), theta.copy(), s.network.r))
     for other in nets[1:]:
         for a, b in zip(nets[0], other):
             np.testing.assert_array_equal(a, b)
@@ -164,3 +165,44 @@ def test_bucket_totals_on_a_very_long_document(shared):
     np.testing.assert_array_equal(t.doc_counts[1], np.bincount(t.labels[10:], minlength=K))
     np.testing.assert_array_equal(t.totals, np.bincount(t.labels, minlength=K))
     t.check()
+
+
+# --------------------------------------------------------------------------
+# blocked training: theta^(1) drawn when its split needs it
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("link", ["poisson", "bernoulli", "prg"])
+def test_lazy_theta_one_is_the_same_chain(link):
+    """theta^(1) drawn by the next split (no (J, K_1) array between iterations)
+    is the chain that draws it at the end of each iteration: through a new
+    layer, pruning and held-out style reads of theta^(1)."""
+    Y = _counts(J=300, V=20, seed=4)
+    if link != "poisson":
+        Y.data[:] = 1.0 if link == "bernoulli" else Y.data * 0.3
+    Y = get_link(link).check_data(Y)
+    chains = []
+    for lazy in (False, True):
+        s = GibbsSampler.for_training(Y, 8, link=link, method="blocked", random_state=9)
+        s.lazy_theta_one = lazy
+        thetas = []
+        for it in range(9):
+            s.sweep()
+            if lazy:
+                assert s.network.layers[0].theta is None
+            if it == 2:
+                s.prune_top()
+                s.add_layer(0.05)
+            if it == 5:
+                s.m[-1][:, 0] = 0            # a factor of the new top layer falls out of use
+                s.prune_top()
+            if it in (4, 7):
+                thetas.append(s.theta_one().copy())
+        chains.append((thetas, s.theta_one().copy(), s.network, s.m))
+    (ta, tha, na, ma), (tb, thb, nb, mb) = chains
+    for a, b in zip(ta + [tha], tb + [thb]):
+        np.testing.assert_array_equal(a, b)
+    for la, lb in zip(na.layers, nb.layers):
+        np.testing.assert_array_equal(la.phi, lb.phi)
+        np.testing.assert_array_equal(la.c, lb.c)
+    np.testing.assert_array_equal(na.r, nb.r)
+    for a, b in zip(ma, mb):
+        np.testing.assert_array_equal(a, b)

@@ -21,11 +21,14 @@ interpreter, numpy/scipy and the loaded corpus) is one library's alone:
 * ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` on a local
   cluster of 1 and 2 single-threaded worker processes (see :func:`run_dask`).
 
-Reported per row: the mean seconds per iteration over the first ``--early``
-iterations and over ``--late-iters`` iterations after ``--late`` iterations
-(``--late 0`` skips them), tokens per second at each, the resident size
-right after loading the corpus and the peak resident size of the process.
-Timings are wall clock on whatever machine runs this; no assertion is made.
+Reported per row: the mean wall-clock seconds per iteration over the first
+``--early`` iterations and over ``--late-iters`` iterations after ``--late``
+iterations (``--late 0`` skips them), tokens per second at each, the same
+means in CPU seconds of the process (all its threads; on a shared, loaded
+machine the CPU time is the steadier figure), the resident size right after
+loading the corpus, the peak resident size of the process and the fit's
+bytes per token (peak minus loaded, over the tokens).  Timings are measured
+on whatever machine runs this; no assertion is made.
 """
 from __future__ import annotations
 
@@ -113,23 +116,24 @@ def _peak_rss_mb() -> float:
 
 
 class _Clock:
-    """Per-iteration wall times, from a fit's callback."""
+    """Per-iteration wall-clock and CPU times, from a fit's callback."""
 
     def __init__(self):
-        self.times = []
-        self.last = time.perf_counter()
+        self.wall, self.cpu = [], []
+        self.last = (time.perf_counter(), time.process_time())
 
     def tick(self, *_):
-        now = time.perf_counter()
-        self.times.append(now - self.last)
+        now = (time.perf_counter(), time.process_time())
+        self.wall.append(now[0] - self.last[0])
+        self.cpu.append(now[1] - self.last[1])
         self.last = now
 
-
-def _summary(times, early, late, late_iters):
-    out = {"early": float(np.mean(times[:early]))}
-    if late:
-        out["late"] = float(np.mean(times[late:late + late_iters]))
-    return out
+    def summary(self, early, late, late_iters):
+        out = {"early": float(np.mean(self.wall[:early])), "early_cpu": float(np.mean(self.cpu[:early]))}
+        if late:
+            out["late"] = float(np.mean(self.wall[late:late + late_iters]))
+            out["late_cpu"] = float(np.mean(self.cpu[late:late + late_iters]))
+        return out
 
 
 def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
@@ -140,7 +144,7 @@ def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
     clock = _Clock()
     GBN(n_components=K, n_layers=1, burn_in=n_iter, n_collect=0, prune=False, method=method,
         n_jobs=n_jobs, random_state=0, callback=lambda info: clock.tick()).fit(X)
-    return _summary(clock.times, early, late, late_iters)
+    return clock.summary(early, late, late_iters)
 
 
 def run_tomotopy(X, K, early, late, late_iters):
@@ -159,7 +163,7 @@ def run_tomotopy(X, K, early, late, late_iters):
     for _ in range(n_iter):
         mdl.train(1, workers=1)
         clock.tick()
-    return _summary(clock.times, early, late, late_iters)
+    return clock.summary(early, late, late_iters)
 
 
 def run_dask(X, K, n_workers, early, late, late_iters):
@@ -168,8 +172,8 @@ def run_dask(X, K, n_workers, early, late, late_iters):
 
     Hook for the Dask estimator: it should fit one layer of ``K`` factors for
     ``max(early, late + late_iters)`` iterations on ``X`` (split into
-    ``n_workers`` partitions) and return :func:`_summary` of the per-iteration
-    wall times, as :func:`run_pygbn` does.  The peak resident size reported
+    ``n_workers`` partitions) and return :meth:`_Clock.summary` of the
+    per-iteration times, as :func:`run_pygbn` does.  The peak resident size reported
     for these rows is the client process's; add the workers' (e.g. from
     ``client.run``) to compare memory.
     """
@@ -238,23 +242,25 @@ def main(argv=None):
     load = os.getloadavg()
     print(f"# pygbn bench_scale: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} at start; wall-clock seconds per iteration")
-    late = f"after {args.late}" if args.late else ""
+    late = f"after {args.late}" if args.late else "late"
     print()
-    print(f"| tokens | docs | K | run | s/iter (first {args.early}) | tokens/s | "
-          f"s/iter ({late}) | tokens/s | RSS loaded (MB) | peak RSS (MB) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| tokens | docs | K | run | s/iter (first {args.early}) | tokens/s | CPU s/iter | "
+          f"s/iter ({late}) | tokens/s | CPU s/iter | RSS loaded (MB) | peak RSS (MB) | fit B/token |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for text in args.tokens:
         path = corpus_path(args.cache, parse_tokens(text), args.seed)
         for K in args.K:
             for run in runs:
                 r = measure(run, path, K, args)
                 if "error" in r:
-                    print(f"| {text} | | {K} | {run} | {r['error']} | | | | | |", flush=True)
+                    print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 8, flush=True)
                     continue
-                late_cols = (f"{r['late']:.3f} | {r['tokens'] / r['late']:.3g}" if "late" in r else " | ")
+                late_cols = (f"{r['late']:.3f} | {r['tokens'] / r['late']:.3g} | {r['late_cpu']:.3f}"
+                             if "late" in r else " | | ")
+                per_token = (r["peak_rss"] - r["rss_loaded"]) * 2**20 / r["tokens"]
                 print(f"| {_fmt_tokens(r['tokens'])} | {r['docs']} | {K} | {run} | {r['early']:.3f} | "
-                      f"{r['tokens'] / r['early']:.3g} | {late_cols} | {r['rss_loaded']:.0f} | "
-                      f"{r['peak_rss']:.0f} |", flush=True)
+                      f"{r['tokens'] / r['early']:.3g} | {r['early_cpu']:.3f} | {late_cols} | "
+                      f"{r['rss_loaded']:.0f} | {r['peak_rss']:.0f} | {per_token:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.inference import _collapsed
+from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 __all__ = ["CollapsedState"]
 
@@ -187,6 +188,25 @@ class CollapsedState:
                                    self.word_ptr, self.word_lists, self.word_len, self.word_dense,
                                    prior, float(eta), rng.bit_generator,
                                    dense_from=self.dense_from, **options)
+
+    def sweep_blocks(self, theta_up: np.ndarray, phi_up: np.ndarray, bounds: np.ndarray, eta: float,
+                     rng: np.random.Generator) -> None:
+        """A sweep of all documents (:meth:`sweep`) under the prior
+        ``a_j = theta_up[j] @ phi_up.T`` (floored positive), made for a few
+        document blocks (``bounds``) at a time: one product per block, no
+        (J, K) array."""
+        step = CHUNK_BLOCKS
+        longest = int(np.max(np.diff(bounds))) if len(bounds) > 1 else 0
+        buf = np.empty((min(self.n_docs, step * longest), self.n_components))
+        phi_t = phi_up.T
+        for c in range(0, len(bounds) - 1, step):
+            b = bounds[c:c + step + 1]
+            lo, hi = int(b[0]), int(b[-1])
+            prior = buf[:hi - lo]
+            for b0, b1 in zip(b[:-1], b[1:]):
+                np.matmul(theta_up[b0:b1], phi_t, out=prior[b0 - lo:b1 - lo])
+            np.maximum(prior, np.finfo(np.float64).tiny, out=prior)
+            self.sweep(prior, eta, rng, lo, hi)
 
     def check(self) -> None:
         """Raise AssertionError if labels or totals are inconsistent (debug checks)."""

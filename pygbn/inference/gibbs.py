@@ -41,6 +41,7 @@ import scipy.sparse as sp
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked
 from pygbn.inference.collapsed_state import CollapsedState
+from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -54,10 +55,9 @@ __all__ = ["GibbsSampler", "SufficientStats", "check_invariants", "check_chain_i
 BLOCK_SIZE = 128
 #: Phi columns per block of the parallel Dirichlet draws
 COLUMN_BLOCK = 8
-#: document blocks per call of the collapsed sweep when every document has its own
-#: prior row (the rows of one call are computed together: no (J, K) temporary)
-PRIOR_CHUNK_BLOCKS = 32
 _TINY = np.finfo(np.float64).tiny
+#: the kernels' view of the data (kept under this name for pygbn.inference's other modules)
+_as_kernel_csr = kernel_csr
 
 
 def check_chain_input(network: Network, Y, values: bool = True) -> None:
@@ -95,32 +95,6 @@ def check_chain_input(network: Network, Y, values: bool = True) -> None:
             if arr is not None and np.shape(arr) != shape:
                 raise ValueError(f"layer {t}'s {name} has shape {np.shape(arr)} but Y has {J} rows and the "
                                  f"layer is {layer.n_inputs} x {K}: expected {shape}")
-
-
-def _as_kernel_csr(Y: sp.csr_matrix):
-    """The kernels' view of ``Y``: int64 row pointers, int32 indices, float64
-    values (the indices and values are ``Y``'s own arrays when their types
-    already match: no copy)."""
-    return (
-        np.ascontiguousarray(Y.indptr, dtype=np.int64),
-        np.ascontiguousarray(Y.indices, dtype=np.int32),
-        np.ascontiguousarray(Y.data, dtype=np.float64),
-    )
-
-
-def _count_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
-    """The smallest integer type of layer one's per-document counts ``m[0]``.
-
-    For counts (the Poisson link) a document's latent counts add up to its
-    total, known from the data: uint16 up to 65535, int32 up to 2**31 - 1.
-    The latent counts of the other links are random and unbounded: int64.
-    """
-    if link.latent_mode != LATENT_COUNTS or Y.shape[0] == 0 or Y.nnz == 0:
-        return np.dtype(np.int64)
-    longest = float(np.max(np.add.reduceat(Y.data, Y.indptr[:-1][np.diff(Y.indptr) > 0])))
-    if longest <= np.iinfo(np.uint16).max:
-        return np.dtype(np.uint16)
-    return np.dtype(np.int32 if longest <= np.iinfo(np.int32).max else np.int64)
 
 
 @dataclass
@@ -173,7 +147,8 @@ class GibbsSampler:
     ----------
     network : Network
         The live network: ``layers[t-1].theta`` (J, K_t), ``layers[t-1].c``
-        (c_j^(t+1)) and ``layers[t-1].counts`` are the chain's current values.
+        (c_j^(t+1)) and ``layers[t-1].counts`` are the chain's current values
+        (theta^(1) of a blocked training chain: see ``lazy_theta_one``).
     m : list of ndarray
         ``m[t-1]`` is m^(t)(t+1), shape (J, K_t): how often factor k of
         layer t is used by sample j.
@@ -181,6 +156,12 @@ class GibbsSampler:
     tokens : CollapsedState or None
         The token labels of the collapsed layer one (method "collapsed");
         ``m[0]`` and ``layers[0].counts`` are its counts.
+    lazy_theta_one : bool
+        True for a blocked training chain: theta^(1) of a document block is
+        drawn when the next sweep's split needs it, with the same draws in the
+        same order (so the chain is the same), and ``layers[0].theta`` is None
+        between iterations instead of a (J, K_1) array; :meth:`theta_one`
+        draws and returns it.
 
     Notes
     -----
@@ -222,10 +203,14 @@ class GibbsSampler:
         self.eval_col_streams = BlockStreams(rng, -(-max_width // COLUMN_BLOCK) + 1)
         self.indptr, self.indices, self.values = _as_kernel_csr(Y)
         self.aux = np.empty(0, dtype=np.float64)
-        # m[0] in the smallest type its range allows (see _count_dtype); the upper layers int64
+        # m[0] in the smallest type its range allows (layer_one.count_dtype); the upper layers int64
         self.m: List[np.ndarray] = [
-            np.zeros((self.n_docs, k), dtype=_count_dtype(self.link, Y) if t == 0 else np.int64)
+            np.zeros((self.n_docs, k), dtype=count_dtype(self.link, Y) if t == 0 else np.int64)
             for t, k in enumerate(network.widths)]
+        # blocked training draws theta^(1) of a document block when its split needs it
+        # (same draws, same order): no (J, K_1) array between iterations
+        self.lazy_theta_one = method == "blocked" and self.update_globals
+        self._theta_one = LazyThetaOne(len(self.bounds) - 1)
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
 
@@ -304,8 +289,9 @@ class GibbsSampler:
         check_chain_input(self.network, self.Y, values=False)
         J = self.n_docs
         for t, layer in enumerate(self.network.layers, start=1):
-            collapsed_one = t == 1 and self.method == "collapsed"
-            if layer.theta is None and not collapsed_one:
+            # theta^(1) is integrated out (collapsed) or may be pending (lazy_theta_one)
+            no_theta_one = t == 1 and (self.method == "collapsed" or not self._theta_one.held_anywhere())
+            if layer.theta is None and not no_theta_one:
                 raise ValueError(f"layer {t} has no theta: set it (shape ({J}, {layer.width})) or build the "
                                  "sampler with GibbsSampler.for_training / for_inference")
             if layer.c is None:
@@ -347,6 +333,14 @@ class GibbsSampler:
         self.m[0] = tokens.doc_counts
         self.network.layers[0].counts = tokens.term_counts
 
+    def theta_one(self) -> np.ndarray:
+        """theta^(1) of every document (blocked method), drawn now where it is
+        pending (see ``lazy_theta_one``: the draws the next sweep would make).
+        Structure changes (:meth:`prune_top`, :meth:`add_layer`) call it first,
+        since a pending draw is due under the current prior; so must any other
+        change to the network, ``c`` or ``m[0]`` between two sweeps."""
+        return self._theta_one.materialize(self)
+
     def _doc_prior(self, t: int) -> np.ndarray:
         """Prior shapes of theta^(t): ``r`` (one shared row) at the top, else
         ``theta^(t+1) Phi^(t+1)^T`` (one row per sample), floored positive."""
@@ -386,18 +380,7 @@ class GibbsSampler:
             self.tokens.sweep(np.maximum(self.network.r, _TINY)[None, :], layer.eta, self.rng)
         else:
             upper = self.network.layers[1]
-            phi_t = upper.phi.T
-            step = PRIOR_CHUNK_BLOCKS
-            buf = np.empty((min(self.n_docs, step * BLOCK_SIZE), layer.width))
-            for c in range(0, len(self.bounds) - 1, step):
-                b = self.bounds[c:c + step + 1]
-                lo, hi = int(b[0]), int(b[-1])
-                prior = buf[:hi - lo]
-                # one product per document block, as for the other layers' priors
-                for b0, b1 in zip(b[:-1], b[1:]):
-                    np.matmul(upper.theta[b0:b1], phi_t, out=prior[b0 - lo:b1 - lo])
-                np.maximum(prior, _TINY, out=prior)
-                self.tokens.sweep(prior, layer.eta, self.rng, lo, hi)
+            self.tokens.sweep_blocks(upper.theta, upper.phi, self.bounds, layer.eta, self.rng)
         layer.counts = self.tokens.term_counts
 
     def sample_layer_one_blocked(self, blocks=None) -> np.ndarray:
@@ -416,9 +399,11 @@ class GibbsSampler:
         nt = self.n_threads
         # one (V, K) array shared by the threads (exact atomic integer additions)
         n_out = np.zeros((self.n_features, layer.width), dtype=np.int64)
-        _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
-                              self.aux, int(self.link.latent_mode), bounds, streams, self.m[0], n_out,
-                              np.empty(0, dtype=np.int64), nt)
+        b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
+        if not self._theta_one.split(self, b0, b1, n_out):      # theta^(1) pending: drawn there
+            _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
+                                  self.aux, int(self.link.latent_mode), bounds, streams, self.m[0],
+                                  n_out, np.empty(0, dtype=np.int64), nt)
         if self.aux.size:
             shape, rate = self.link.aux_conditional(self.Y, self.m[0].sum(axis=1), self.hyper)
             _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
@@ -577,9 +562,12 @@ class GibbsSampler:
     def local_downward(self, blocks=None) -> None:
         """The per-document downward half: theta^(T), ..., theta^(2) (theta^(1)
         too for the blocked method) for the documents of ``blocks`` (eq:step4)."""
-        lowest = 2 if self.method == "collapsed" else 1
+        lowest = 2 if self.method == "collapsed" or self.lazy_theta_one else 1
         for t in range(self.depth, lowest - 1, -1):
             self.sample_theta(t, blocks)
+        if self.method == "blocked" and self.lazy_theta_one:
+            b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
+            self._theta_one.mark_pending(self, b0, b1)      # drawn by the next split (or theta_one)
 
     def sweep(self, update_p_c: bool = True) -> None:
         """One upward-downward iteration (Algorithm 1, lines 4-11; Algorithm 2).
@@ -620,6 +608,8 @@ class GibbsSampler:
         n_keep = int(keep.sum())
         if n_keep == K:
             return K
+        if self.method == "blocked":
+            self.theta_one()      # a pending theta^(1) is drawn under the prior it was due under
         if T == 1 and self.method == "collapsed":
             # the labels are renumbered and every count rebuilt from them;
             # Phi^(1) stays a placeholder (integrated out)
@@ -646,6 +636,8 @@ class GibbsSampler:
         r_k = 1/K, gamma0 = K / K_1, c0 = 1 and c_j^(T+2) = 1.
         """
         net = self.network
+        if self.method == "blocked":
+            self.theta_one()      # a pending theta^(1) is drawn under the prior it was due under
         K = net.layers[-1].width
         phi = self.rng.random((K, K))
         phi /= phi.sum(axis=0, keepdims=True)
@@ -690,7 +682,7 @@ class GibbsSampler:
         """
         layer = self.network.layers[0]
         if self.method == "blocked":
-            return layer.phi, layer.theta
+            return layer.phi, self.theta_one()
         streams = streams or self.eval_streams
         col_streams = col_streams or self.eval_col_streams
         phi = self.sample_phi(1, streams=col_streams)
