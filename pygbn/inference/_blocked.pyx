@@ -200,7 +200,8 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     CSR matrix (``indptr``, ``indices``, ``values``):
     ``w_k = phi[v, k] * theta[j, k]``, latent count ``x`` from ``obs`` by
     ``mode`` (identity, truncated Poisson with rate ``sum(w)``, truncated
-    Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``), then
+    Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``; ``theta`` may be one
+    row shared by all documents), then
     ``x ~> Mult(x, w / sum(w))`` (eq:step1), added to ``m_out[j, :]`` and to
     ``n_out[v, :]`` (one array shared by the threads, atomic integer
     additions); ``x_out[cell] = x`` when ``x_out`` is not empty.  ``m_out``
@@ -212,6 +213,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef Py_ssize_t b, j, c, i
     cdef bint keep_x = x_out.shape[0] > 0
     cdef bint atomic = n_threads > 1
+    cdef bint shared_theta = theta.shape[0] == 1
     cdef double *w
     cdef double *cw
     cdef int64_t *tmp
@@ -232,7 +234,8 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                     m_out[j, i] = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 for c in range(indptr[j], indptr[j + 1]):
-                    total = _cell_weights(&phi[indices[c], 0], &theta[j, 0], k, w, cw)
+                    total = _cell_weights(&phi[indices[c], 0], &theta[0 if shared_theta else j, 0],
+                                          k, w, cw)
                     x = _latent(g, mode, values[c], total, a)
                     if keep_x:
                         x_out[c] = x

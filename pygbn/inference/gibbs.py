@@ -240,7 +240,8 @@ class GibbsSampler:
         else:
             phi = init_rng.random((V, K))
             phi /= phi.sum(axis=0, keepdims=True)
-            theta = np.full((J, K), 1.0 / K)
+            # theta^(1) = 1/K for every document: one row, read-only (no (J, K) array)
+            theta = np.broadcast_to(np.full(K, 1.0 / K), (J, K))
         layer = Layer(phi=phi, eta=float(eta), theta=theta, c=np.ones(J),
                       counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
@@ -401,7 +402,8 @@ class GibbsSampler:
         n_out = np.zeros((self.n_features, layer.width), dtype=np.int64)
         b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
         if not self._theta_one.split(self, b0, b1, n_out):      # theta^(1) pending: drawn there
-            _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
+            theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
+            _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, theta,
                                   self.aux, int(self.link.latent_mode), bounds, streams, self.m[0],
                                   n_out, np.empty(0, dtype=np.int64), nt)
         if self.aux.size:
@@ -515,7 +517,8 @@ class GibbsSampler:
         L = self.log_rates()
         rate = np.ascontiguousarray(layer.c + L[t - 1])
         prior = self._doc_prior(t)
-        if layer.theta is None or layer.theta.shape != (self.n_docs, layer.width):
+        if (layer.theta is None or layer.theta.shape != (self.n_docs, layer.width)
+                or not layer.theta.flags.writeable):
             layer.theta = np.empty((self.n_docs, layer.width), dtype=np.float64)
         bounds, streams = self._blocks(blocks)
         _blocked.sample_gamma_rows(np.ascontiguousarray(prior), self.m[t - 1], rate, bounds,
