@@ -206,3 +206,23 @@ def test_lazy_theta_one_is_the_same_chain(link):
     np.testing.assert_array_equal(na.r, nb.r)
     for a, b in zip(ma, mb):
         np.testing.assert_array_equal(a, b)
+
+
+def test_split_reports_documents_whose_total_outgrows_m():
+    """split_sparse counts the documents whose latent total m_out cannot hold;
+    the sampler refuses such an m[0] rather than wrap around."""
+    Y = sp.csr_matrix(np.array([[70000.0, 3.0], [2.0, 0.0]]))
+    phi, theta = np.full((2, 3), 0.5), np.ones((2, 3))
+    streams = BlockStreams(np.random.default_rng(0), 1)
+    bounds = np.array([0, 2], dtype=np.int64)
+    for dtype, expected in ((np.uint16, 1), (np.int32, 0)):
+        m = np.empty((2, 3), dtype=dtype)
+        over = _blocked.split_sparse(Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, np.empty(0),
+                                     0, bounds, streams.addresses, m, np.zeros((2, 3), np.int64),
+                                     np.empty(0, np.int64), 1)
+        assert over == expected
+    s = GibbsSampler.for_training(get_link("poisson").check_data(Y), 3, method="blocked", random_state=0)
+    assert s.m[0].dtype == np.int32
+    s.m[0] = s.m[0].astype(np.uint16)
+    with pytest.raises(OverflowError, match="1 document"):
+        s.sweep()

@@ -206,7 +206,8 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     ``n_out[v, :]`` (one array shared by the threads, atomic integer
     additions); ``x_out[cell] = x`` when ``x_out`` is not empty.  ``m_out``
     rows of the documents are overwritten; ``n_out`` is added to.  ``m_out``
-    may be uint16, int32 or int64: its rows must hold the documents' totals.
+    may be uint16, int32 or int64.  Returns the number of documents whose
+    latent total exceeds what ``m_out`` holds (their rows are then wrong).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
@@ -220,7 +221,15 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef double total, a
     cdef int64_t x
     cdef int n_failed = 0
+    cdef Py_ssize_t n_over = 0
+    cdef int64_t total_x, cap
     cdef bitgen_t *g
+    if count_t is uint16_t:
+        cap = 65535
+    elif count_t is int32_t:
+        cap = 2147483647
+    else:
+        cap = 9223372036854775807
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         w = <double *> block_malloc(k * sizeof(double))
@@ -232,6 +241,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
             for j in range(bounds[b], bounds[b + 1]):
                 for i in range(k):
                     m_out[j, i] = 0
+                total_x = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 for c in range(indptr[j], indptr[j + 1]):
                     total = _cell_weights(&phi[indices[c], 0], &theta[0 if shared_theta else j, 0],
@@ -239,12 +249,16 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                     x = _latent(g, mode, values[c], total, a)
                     if keep_x:
                         x_out[c] = x
+                    total_x = total_x + x
                     _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[indices[c], 0], atomic)
+                if total_x > cap:
+                    n_over += 1
         free(w)
         free(cw)
         free(tmp)
     if n_failed:
         raise MemoryError(f"split_sparse: scratch memory of {n_failed} document block(s) could not be allocated")
+    return n_over
 
 
 def split_dense_crt(const count_t[:, ::1] m_in, const double[:, ::1] phi,

@@ -401,11 +401,14 @@ class GibbsSampler:
         # one (V, K) array shared by the threads (exact atomic integer additions)
         n_out = np.zeros((self.n_features, layer.width), dtype=np.int64)
         b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
-        if not self._theta_one.split(self, b0, b1, n_out):      # theta^(1) pending: drawn there
+        over = self._theta_one.split(self, b0, b1, n_out)      # theta^(1) pending: drawn there
+        if over is None:
             theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
-            _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, theta,
-                                  self.aux, int(self.link.latent_mode), bounds, streams, self.m[0],
-                                  n_out, np.empty(0, dtype=np.int64), nt)
+            over = _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, theta,
+                                         self.aux, int(self.link.latent_mode), bounds, streams,
+                                         self.m[0], n_out, np.empty(0, dtype=np.int64), nt)
+        if over:     # count_dtype's bound is a proof: a wrong m[0] was set from outside
+            raise OverflowError(f"{over} document(s) hold more latent counts than m[0] ({self.m[0].dtype}) holds")
         if self.aux.size:
             shape, rate = self.link.aux_conditional(self.Y, self.m[0].sum(axis=1), self.hyper)
             _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),

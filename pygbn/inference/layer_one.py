@@ -105,30 +105,32 @@ class LazyThetaOne:
             self.state[:] = HELD
         return layer.theta
 
-    def split(self, s, b0: int, b1: int, n_out: np.ndarray) -> bool:
+    def split(self, s, b0: int, b1: int, n_out: np.ndarray):
         """The split of blocks ``b0:b1`` (eq:step1) with their pending theta^(1),
         drawn a chunk of blocks at a time just before the chunk's split (each
-        block's stream: theta^(1)'s draws, then the split's).  Returns False,
-        having drawn nothing, unless every block of the range is pending (the
-        caller then splits with ``layers[0].theta``, made complete here)."""
+        block's stream: theta^(1)'s draws, then the split's).  Returns the
+        number of documents whose latent total outgrew ``m[0]``'s type, or
+        None, having drawn nothing, unless every block of the range is pending
+        (the caller then splits with ``layers[0].theta``, made complete here)."""
         self._check_not_used(b0, b1)
         pending = self.state[b0:b1] == PENDING
         if not pending.all() or b1 <= b0:
             if pending.any():
                 self.materialize(s)
-            return False
+            return None
         layer, nt = s.network.layers[0], s.n_threads
         prior = s._doc_prior(1)
         step = max(CHUNK_BLOCKS, 8 * nt)
         longest_block = int(np.max(np.diff(s.bounds)))
         buf = np.empty((min(s.n_docs, step * longest_block), layer.width))
+        over = 0
         for c0 in range(b0, b1, step):
             c1 = min(c0 + step, b1)
             lo, hi = int(s.bounds[c0]), int(s.bounds[c1])
             theta = self.draw(s, c0, c1, buf[:hi - lo], prior)
-            _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, layer.phi, theta,
-                                  s.aux[lo:hi], int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo,
-                                  s.doc_streams.addresses[c0:c1], s.m[0][lo:hi], n_out,
-                                  np.empty(0, dtype=np.int64), nt)
+            over += _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, layer.phi, theta,
+                                          s.aux[lo:hi], int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo,
+                                          s.doc_streams.addresses[c0:c1], s.m[0][lo:hi], n_out,
+                                          np.empty(0, dtype=np.int64), nt)
         self.state[b0:b1] = USED
-        return True
+        return over
