@@ -226,3 +226,31 @@ def test_split_reports_documents_whose_total_outgrows_m():
     s.m[0] = s.m[0].astype(np.uint16)
     with pytest.raises(OverflowError, match="1 document"):
         s.sweep()
+
+
+# --------------------------------------------------------------------------
+# the data: one copy
+# --------------------------------------------------------------------------
+def test_canonical_csr_input_is_not_copied_and_never_changed():
+    from pygbn.model.links import as_csr
+
+    rng = np.random.default_rng(0)
+    X = sp.random(50, 30, density=0.2, format="csr", random_state=rng)
+    Y = as_csr(X)
+    assert np.shares_memory(Y.data, X.data) and np.shares_memory(Y.indices, X.indices)
+    Xi = X.copy()
+    Xi.data = np.ceil(Xi.data * 3).astype(np.int32)     # integer counts: new values, same indices
+    Yi = as_csr(Xi)
+    assert Yi.dtype == np.float64 and np.shares_memory(Yi.indices, Xi.indices)
+    # duplicates, an explicit zero and unsorted indices: X is left as it was
+    A = sp.csr_matrix((np.array([1.0, 0.0, 2.0, 3.0]), np.array([2, 1, 2, 0]), np.array([0, 3, 4])),
+                      shape=(2, 3))
+    before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+    B = as_csr(A)
+    for a, b in zip(before, (A.data, A.indices, A.indptr)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(B.toarray(), [[0, 0, 3], [3, 0, 0]])
+    assert B.has_canonical_format and B.nnz == 2
+    # the sampler's kernels read those arrays (no copy of the values or indices)
+    s = GibbsSampler.for_training(get_link("poisson").check_data(Yi), 3, method="blocked", random_state=0)
+    assert np.shares_memory(s.values, Yi.data) and np.shares_memory(s.indices, Xi.indices)
