@@ -567,7 +567,8 @@ class GibbsSampler:
 
     def local_downward(self, blocks=None) -> None:
         """The per-document downward half: theta^(T), ..., theta^(2) (theta^(1)
-        too for the blocked method) for the documents of ``blocks`` (eq:step4)."""
+        too for the blocked method: drawn here, or left pending for the next
+        split with ``lazy_theta_one``) for the documents of ``blocks`` (eq:step4)."""
         lowest = 2 if self.method == "collapsed" or self.lazy_theta_one else 1
         for t in range(self.depth, lowest - 1, -1):
             self.sample_theta(t, blocks)
