@@ -69,6 +69,19 @@ def test_geweke_long(method, widths, link):
     assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
 
 
+@pytest.mark.parametrize("widths", [[3], [3, 2, 2]], ids=["T1", "T3"])
+@pytest.mark.parametrize("dense_from", [2, 4], ids=["rows-and-lists", "lists-only"])
+def test_geweke_collapsed_term_lists(widths, dense_from, monkeypatch):
+    """The collapsed sweep's two word buckets (a term's sorted list, its dense
+    row; the tests above, K = 3, use rows only) and the switch between them."""
+    from pygbn.inference.collapsed_state import CollapsedState
+
+    monkeypatch.setattr(CollapsedState, "DENSE_FROM", dense_from)
+    z = _run("collapsed", widths, "poisson", 5000, seed=20 + dense_from + len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
 def _break_theta_rate(sampler):
     """Plant a wrong conditional: theta's gamma rate with -2 ln(1 - p) for -ln(1 - p)."""
     import types

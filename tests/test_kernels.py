@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import scipy.sparse as sp
+
 from pygbn._utils import BlockStreams
 from pygbn.inference import _blocked, _collapsed, _upper
+from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.stats import crt_pmf_table
 
 ALPHA = 1e-6
@@ -45,8 +48,21 @@ def _collapsed_state(prior_rows):
     return V, K, tok_w, tok_z, doc_ptr, nwk, njk, nk, prior
 
 
+def _tokens(tok_w, tok_z, doc_ptr, V, K, dense_from=-1):
+    """The kernel's state of these tokens: the data as CSR (tokens of a document
+    in CSR order) with the labels in that order."""
+    J = doc_ptr.size - 1
+    doc_of = np.repeat(np.arange(J), np.diff(doc_ptr))
+    order = np.lexsort((tok_w, doc_of))
+    Y = sp.csr_matrix((np.ones(tok_w.size), (doc_of, tok_w)), shape=(J, V))
+    Y.sum_duplicates()
+    return (CollapsedState.from_counts(Y, K, labels=tok_z[order], dense_from=dense_from),
+            tok_w[order], doc_of[order])
+
+
+@pytest.mark.parametrize("dense_from", [1, 5], ids=["dense-row", "list"])
 @pytest.mark.parametrize("shared", [True, False], ids=["prior-r", "prior-per-doc"])
-def test_collapsed_sweep_draws_one_token_from_eq_z(shared):
+def test_collapsed_sweep_draws_one_token_from_eq_z(shared, dense_from):
     eta = 0.3
     if shared:
         prior = np.array([[0.5, 0.05, 1.5, 0.2]])
@@ -63,61 +79,59 @@ def test_collapsed_sweep_draws_one_token_from_eq_z(shared):
     gen = np.random.Generator(np.random.PCG64(12))
     counts = np.zeros(K)
     n = 40000
-    order = np.array([0], dtype=np.int64)
     for _ in range(n):
-        z = tok_z.copy()
-        a_nwk, a_nk, a_njk = nwk.copy(), nk.copy(), njk.copy()
-        wlist = np.zeros((V, 2 * K), np.int32)
-        wlen = np.zeros(V, np.int32)
-        wpos = np.zeros((V, K), np.int32)
-        _collapsed.build_word_lists(a_nwk, wlist, wlen, wpos)
-        _collapsed.collapsed_sweep(tok_w.copy(), z, doc_ptr, order, a_nk, a_njk, wlist, wlen, wpos,
-                                   prior, eta, gen.bit_generator)
-        _collapsed.word_counts(wlist, wlen, a_nwk)
+        state, _, _ = _tokens(tok_w, tok_z, doc_ptr, V, K, dense_from)
+        state.sweep(prior[:1], eta, gen, 0, 1)      # document 0 only
+        z = state.labels
+        a_nwk, a_nk = state.term_counts, state.totals
         counts[z[0]] += 1
         # counts stay consistent with the new label
         assert a_nwk[2, z[0]] == nwk_m[2, z[0]] + 1 and a_nk.sum() == nk.sum()
     assert _chisq_p(counts, p) > ALPHA
 
 
-def test_collapsed_sweep_keeps_counts_and_word_lists_consistent():
+@pytest.mark.parametrize("K, dense_from", [(7, None), (7, 1), (7, 8), (40, 8), (40000, None)],
+                         ids=["int16-labels", "dense-rows", "lists", "switching", "int32-labels"])
+def test_collapsed_sweep_keeps_counts_and_word_lists_consistent(K, dense_from):
     rng = np.random.default_rng(3)
-    V, K, J = 30, 7, 40
+    V, J = 30, 40
     lengths = rng.integers(0, 25, size=J)
     doc_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     tok_w = rng.integers(0, V, size=doc_ptr[-1]).astype(np.int32)
-    tok_z = rng.integers(0, K, size=doc_ptr[-1]).astype(np.int32)
-    doc_of = np.repeat(np.arange(J), lengths)
-    nwk = np.zeros((V, K), np.int64)
-    njk = np.zeros((J, K), np.int64)
-    np.add.at(nwk, (tok_w, tok_z), 1)
-    np.add.at(njk, (doc_of, tok_z), 1)
-    nk = nwk.sum(axis=0)
-    wlist = np.zeros((V, 2 * K), np.int32)
-    wlen = np.zeros(V, np.int32)
-    wpos = np.zeros((V, K), np.int32)
-    _collapsed.build_word_lists(nwk, wlist, wlen, wpos)
+    tok_z = rng.integers(0, min(K, 40), size=doc_ptr[-1]).astype(np.int32)
+    state, tok_w, doc_of = _tokens(tok_w, tok_z, doc_ptr, V, K, -1 if dense_from is None else dense_from)
     prior = rng.gamma(0.5, size=(J, K))
     gen = np.random.default_rng(4)
-    for _ in range(20):
-        _collapsed.collapsed_sweep(tok_w, tok_z, doc_ptr, gen.permutation(J).astype(np.int64),
-                                   nk, njk, wlist, wlen, wpos, prior, 0.1, gen.bit_generator)
-    _collapsed.word_counts(wlist, wlen, nwk)
+    for it in range(20):
+        # whole sweeps, and sweeps in two parts with a row per document
+        if it % 2:
+            state.sweep(prior, 0.1, gen)
+        else:
+            state.sweep(prior[:13], 0.1, gen, 0, 13)
+            state.sweep(prior[13:], 0.1, gen, 13, J)
+    tok_z = state.labels
+    nwk, njk, nk = state.term_counts, state.doc_counts, state.totals
     nwk2 = np.zeros_like(nwk)
     njk2 = np.zeros_like(njk)
-    doc_of = np.repeat(np.arange(J), np.diff(doc_ptr))
     np.add.at(nwk2, (tok_w, tok_z), 1)
     np.add.at(njk2, (doc_of, tok_z), 1)
     np.testing.assert_array_equal(nwk, nwk2)
     np.testing.assert_array_equal(njk, njk2)
     np.testing.assert_array_equal(nk, nwk2.sum(axis=0))
-    for v in range(V):
-        lst = wlist[v, 0 : 2 * wlen[v] : 2]
-        cnt = wlist[v, 1 : 2 * wlen[v] : 2]
+    wptr, wlist, wlen, dense = state.word_ptr, state.word_lists, state.word_len, state.word_dense
+    np.testing.assert_array_equal(wlen, (nwk > 0).sum(axis=1))
+    d_from = dense_from or -(-K // 3)
+    # a term drops its list at d_from topics and gets it back below d_from // 2
+    assert np.all(wlen[dense == 1] >= d_from // 2) and np.all(wlen[dense == 0] < d_from)
+    if dense_from == 1 or (dense_from or 0) > K:
+        assert dense.all() if dense_from == 1 else not dense.any()
+    for v in np.flatnonzero(dense == 0):
+        # a term's list: its non-zero counts, sorted by decreasing count
+        lst = wlist[2 * wptr[v]: 2 * (wptr[v] + wlen[v]): 2]
+        cnt = wlist[2 * wptr[v] + 1: 2 * (wptr[v] + wlen[v]): 2]
         np.testing.assert_array_equal(np.sort(lst), np.flatnonzero(nwk[v]))
         np.testing.assert_array_equal(cnt, nwk[v, lst])
         assert np.all(np.diff(cnt) <= 0), "term lists sorted by decreasing count"
-        np.testing.assert_array_equal(wpos[v, lst], np.arange(wlen[v]))
 
 
 # --------------------------------------------------------------------------
@@ -292,13 +306,13 @@ def test_split_sparse_counts_is_multinomial(count):
     indices = np.full(J, 1, dtype=np.int32)
     values = np.full(J, float(count))
     m_out = np.empty((J, K), dtype=np.int64)
-    n_out = np.zeros((1, V, K), dtype=np.int64)
+    n_out = np.zeros((V, K), dtype=np.int64)
     streams = BlockStreams(np.random.default_rng(1), 3)
     bounds = np.array([0, 1000, 2000, 3000], dtype=np.int64)
     _blocked.split_sparse(indptr, indices, values, phi, theta, np.empty(0), 0, bounds,
                           streams.addresses, m_out, n_out, np.empty(0, dtype=np.int64), 1)
     np.testing.assert_array_equal(m_out.sum(axis=1), count)
-    np.testing.assert_array_equal(n_out[0, 1], m_out.sum(axis=0))
+    np.testing.assert_array_equal(n_out[1], m_out.sum(axis=0))
     # per document: E[m_jk] = count * w_jk, Var = count * w (1 - w)
     w = phi[1] * theta
     w /= w.sum(axis=1, keepdims=True)
@@ -310,7 +324,7 @@ def test_split_sparse_underflowing_weights_split_in_log_space():
     phi = np.array([[1e-200, 1e-200]])
     theta = np.array([[1e-200, 3e-200]])
     m_out = np.empty((1, 2), dtype=np.int64)
-    n_out = np.zeros((1, 1, 2), dtype=np.int64)
+    n_out = np.zeros((1, 2), dtype=np.int64)
     streams = BlockStreams(np.random.default_rng(2), 1)
     _blocked.split_sparse(np.array([0, 1], np.int64), np.array([0], np.int32), np.array([40000.0]),
                           phi, theta, np.empty(0), 0, np.array([0, 1], np.int64), streams.addresses,

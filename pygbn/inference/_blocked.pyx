@@ -6,9 +6,13 @@ Every kernel here is a pure step over fixed blocks of documents: block ``b``
 (a ``bitgen_t*`` spawned from one SeedSequence, see
 :class:`pygbn._utils.BlockStreams`).  Blocks are independent given the global
 parameters, so the result does not depend on how many threads run them.
-Count statistics that are summed across documents (``n_out``) are
-accumulated per thread and summed afterwards in integer arithmetic, which is
-exact whatever the order.
+Count statistics that are summed across documents are integers: layer
+one's term-factor counts go to one shared array by atomic integer additions
+(:func:`split_sparse`), the upper layers' are accumulated per thread and
+summed afterwards; integer sums are exact whatever the order.  The per-document
+counts ``m`` may be uint16, int32 or int64 (the sampler picks the smallest
+type their range allows).  A block whose scratch memory cannot be allocated
+does no work and the kernel raises ``MemoryError`` after the loop.
 
 The kernels trust their input (shapes, dtypes, positivity): the Python layer
 in :mod:`pygbn.inference.gibbs` prepares it.
@@ -16,7 +20,7 @@ in :mod:`pygbn.inference.gibbs` prepares it.
 from cython.parallel cimport prange, threadid
 from libc.math cimport log, exp, sqrt, INFINITY
 from libc.float cimport DBL_MIN
-from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
@@ -30,6 +34,60 @@ from pygbn.random._kernels cimport (
 # How the latent count of a cell is obtained from its observation
 # (Link.latent_mode; the codes are defined once, in pygbn/model/_latent.pxd).
 from pygbn.model._latent cimport LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON
+
+ctypedef fused count_t:
+    # per-document counts m (uint16 where every document's total fits)
+    uint16_t
+    int32_t
+    int64_t
+
+
+cdef extern from *:
+    """
+    /* Atomic 64-bit integer addition (exact in any order, so the shared sums
+       do not depend on the thread count). */
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
+        _InterlockedExchangeAdd64((volatile __int64 *) p, (__int64) v);
+    }
+    #elif defined(__GNUC__) || defined(__clang__)
+    static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
+        __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    }
+    #elif defined(_OPENMP)
+    static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
+        #pragma omp atomic
+        *p += v;
+    }
+    #else
+    static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) { *p += v; }  /* serial build */
+    #endif
+
+    /* Test hook: make the next n block allocations of the kernels fail. */
+    static int pygbn_failing_allocations = 0;
+    static inline void *pygbn_block_malloc(size_t n) {
+        if (pygbn_failing_allocations > 0) {
+            int failed;
+            #if defined(_OPENMP)
+            #pragma omp atomic capture
+            #endif
+            failed = pygbn_failing_allocations--;
+            if (failed > 0) return NULL;
+        }
+        return malloc(n);
+    }
+    """
+    void atomic_add_i64 "pygbn_atomic_add_i64"(int64_t *p, int64_t v) noexcept nogil
+    void *block_malloc "pygbn_block_malloc"(size_t n) noexcept nogil
+    int failing_allocations "pygbn_failing_allocations"
+
+
+def _fail_next_allocations(int n):
+    """Test hook: the next ``n`` per-block scratch allocations fail (0 resets)."""
+    global failing_allocations
+    failing_allocations = n
+
 
 # below this many units a split uses categorical draws (binary search on the
 # cumulative weights), above it conditional binomials
@@ -93,9 +151,10 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
 
 
 cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
-                            Py_ssize_t k, int64_t *tmp, int64_t *m_row,
-                            int64_t *n_row) noexcept nogil:
-    """Multinomial split of x units over k cells (eq:step1); adds to m_row and n_row."""
+                            Py_ssize_t k, int64_t *tmp, count_t *m_row, int64_t *n_row,
+                            bint atomic) noexcept nogil:
+    """Multinomial split of x units over k cells (eq:step1); adds to m_row and n_row
+    (by atomic additions when ``atomic``: ``n_row`` is shared by the threads)."""
     cdef int64_t i
     cdef Py_ssize_t c
     cdef double total = cw[k - 1]
@@ -105,13 +164,19 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
         for i in range(x):
             c = _search(cw, k, random_standard_uniform(g) * total)
             m_row[c] += 1
-            n_row[c] += 1
+            if atomic:
+                atomic_add_i64(&n_row[c], 1)
+            else:
+                n_row[c] += 1
     else:
         random_multinomial_split(g, x, w, k, total, tmp)
         for c in range(k):
             if tmp[c] != 0:
-                m_row[c] += tmp[c]
-                n_row[c] += tmp[c]
+                m_row[c] += <count_t> tmp[c]
+                if atomic:
+                    atomic_add_i64(&n_row[c], tmp[c])
+                else:
+                    n_row[c] += tmp[c]
 
 
 cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
@@ -128,7 +193,7 @@ cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, dou
 def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                  const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
                  int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
-                 int64_t[:, ::1] m_out, int64_t[:, :, ::1] n_out, int64_t[::1] x_out,
+                 count_t[:, ::1] m_out, int64_t[:, ::1] n_out, int64_t[::1] x_out,
                  int n_threads):
     """Latent counts and their split for a sparse documents x rows layer.
 
@@ -136,45 +201,68 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     CSR matrix (``indptr``, ``indices``, ``values``):
     ``w_k = phi[v, k] * theta[j, k]``, latent count ``x`` from ``obs`` by
     ``mode`` (identity, truncated Poisson with rate ``sum(w)``, truncated
-    Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``), then
+    Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``; ``theta`` may be one
+    row shared by all documents), then
     ``x ~> Mult(x, w / sum(w))`` (eq:step1), added to ``m_out[j, :]`` and to
-    the thread's ``n_out[tid, v, :]``; ``x_out[cell] = x`` when ``x_out`` is
-    not empty.  ``m_out`` rows of the documents are overwritten;
-    ``n_out`` must be zero on entry.
+    ``n_out[v, :]`` (one array shared by the threads, atomic integer
+    additions); ``x_out[cell] = x`` when ``x_out`` is not empty.  ``m_out``
+    rows of the documents are overwritten; ``n_out`` is added to.  ``m_out``
+    may be uint16, int32 or int64.  Returns the number of documents whose
+    latent total exceeds what ``m_out`` holds (their rows are then wrong).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
     cdef Py_ssize_t b, j, c, i
-    cdef int tid
     cdef bint keep_x = x_out.shape[0] > 0
+    cdef bint atomic = n_threads > 1
+    cdef bint shared_theta = theta.shape[0] == 1
     cdef double *w
     cdef double *cw
     cdef int64_t *tmp
     cdef double total, a
     cdef int64_t x
+    cdef int n_failed = 0
+    cdef Py_ssize_t n_over = 0
+    cdef int64_t total_x, cap
     cdef bitgen_t *g
+    if count_t is uint16_t:
+        cap = 65535
+    elif count_t is int32_t:
+        cap = 2147483647
+    else:
+        cap = 9223372036854775807
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        tid = threadid()
         g = <bitgen_t *> streams[b]
-        w = <double *> malloc(k * sizeof(double))
-        cw = <double *> malloc(k * sizeof(double))
-        tmp = <int64_t *> malloc(k * sizeof(int64_t))
-        for j in range(bounds[b], bounds[b + 1]):
-            for i in range(k):
-                m_out[j, i] = 0
-            a = aux[j] if aux.shape[0] > 0 else 1.0
-            for c in range(indptr[j], indptr[j + 1]):
-                total = _cell_weights(&phi[indices[c], 0], &theta[j, 0], k, w, cw)
-                x = _latent(g, mode, values[c], total, a)
-                if keep_x:
-                    x_out[c] = x
-                _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[tid, indices[c], 0])
+        w = <double *> block_malloc(k * sizeof(double))
+        cw = <double *> block_malloc(k * sizeof(double))
+        tmp = <int64_t *> block_malloc(k * sizeof(int64_t))
+        if w == NULL or cw == NULL or tmp == NULL:
+            n_failed += 1
+        else:
+            for j in range(bounds[b], bounds[b + 1]):
+                for i in range(k):
+                    m_out[j, i] = 0
+                total_x = 0
+                a = aux[j] if aux.shape[0] > 0 else 1.0
+                for c in range(indptr[j], indptr[j + 1]):
+                    total = _cell_weights(&phi[indices[c], 0], &theta[0 if shared_theta else j, 0],
+                                          k, w, cw)
+                    x = _latent(g, mode, values[c], total, a)
+                    if keep_x:
+                        x_out[c] = x
+                    total_x = total_x + x
+                    _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[indices[c], 0], atomic)
+                if total_x > cap:
+                    n_over += 1
         free(w)
         free(cw)
         free(tmp)
+    if n_failed:
+        raise MemoryError(f"split_sparse: scratch memory of {n_failed} document block(s) could not be allocated")
+    return n_over
 
 
-def top_crt(const int64_t[:, ::1] m, const double[::1] r, const int64_t[::1] bounds,
+def top_crt(const count_t[:, ::1] m, const double[::1] r, const int64_t[::1] bounds,
             const uintptr_t[::1] streams, int64_t[:, ::1] out, int n_threads):
     """``out[b, k] = sum_{j in block b} CRT(m[j, k], r[k])`` (eq:CRT at the top layer)."""
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
@@ -188,7 +276,7 @@ def top_crt(const int64_t[:, ::1] m, const double[::1] r, const int64_t[::1] bou
         for j in range(bounds[b], bounds[b + 1]):
             for i in range(k):
                 if m[j, i] > 0:
-                    out[b, i] += random_crt(g, m[j, i], r[i])
+                    out[b, i] += random_crt(g, <int64_t> m[j, i], r[i])
 
 
 def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,

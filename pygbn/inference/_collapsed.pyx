@@ -8,9 +8,11 @@ document ``j`` (term ``w``) is drawn from
 
 where the counts exclude the token itself and ``a_jk`` is the document's
 prior shape: ``r_k`` when the network has one layer, ``(Phi^(2) theta_j^(2))_k``
-otherwise.  The sweep visits the documents in the order given and the tokens
-of each document in a fresh uniformly random order (Fisher-Yates shuffle of
-the document's token slice), one stream, GIL released.
+otherwise.  The sweep visits the documents of a range in order and the tokens
+of each document in the order of the data (the document's stored terms in
+CSR order, the tokens of one term one after another); one stream, GIL
+released.  That is a fixed scan order of the same single-site conditionals:
+every update leaves the posterior invariant, so the sweep does too.
 
 Exact sparse decomposition (after Yao, Mimno & McCallum 2009, "SparseLDA"),
 with ``D_k = V eta + n_k`` and ``c_k = (n_jk + a_jk) / D_k``:
@@ -21,23 +23,65 @@ with ``D_k = V eta + n_k`` and ``c_k = (n_jk + a_jk) / D_k``:
          + eta a_jk / D_k                smoothing bucket: all topics
 
 The bucket totals of the document and smoothing buckets are kept up to date
-incrementally (only two topics change per token) and recomputed at the start
-of every document; the word bucket is summed over the word's non-zero topics.
-So a token costs O(#topics of its word + #topics of its document), plus O(K)
-only in the rare event that the smoothing bucket is chosen; each document
-costs O(K) once.  The result is the exact conditional, not an approximation.
+incrementally (only one topic changes per token move) and recomputed exactly
+every ``refresh`` tokens, so that their rounding cannot drift however long a
+document is; the document bucket's total is also computed afresh at the start
+of every document.  The word bucket is summed over the word's non-zero topics, from the term's
+sorted list, or, for a term that uses many topics, over its dense row of
+counts (contiguous arrays the compiler vectorises).  So a token costs
+O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
+the rare event that the smoothing bucket is chosen.  A document costs
+O(its tokens + its topics) to set up when the prior is one shared row (the
+coefficients of the topics it does not use are shared by all documents), and
+O(K) when every document has its own prior row.  The result is the exact
+conditional, not an approximation.
 
-One helper per step: ``_start_document`` (the per-document set-up),
-``_shuffle_tokens``, ``_remove_token`` / ``_add_token`` (counts, the
-document's topic list and the term's sorted topic list), ``_draw_topic``
-(``_word_bucket``, then ``_pick_in_word_bucket``, ``_pick_in_document_bucket``
-or ``_pick_in_smoothing_bucket``); all share one ``Sweep`` state.
+Data layout (see :class:`pygbn.inference.collapsed_state.CollapsedState`):
+the tokens are not stored; the data's CSR arrays say which term each token
+has (stored cell ``c`` of row ``j`` holds ``values[c]`` tokens of term
+``indices[c]``) and ``labels`` holds one label per token in that order, as
+int16 when K <= 32767.  The term-topic counts are a dense (V, K) int32 array
+``nwk`` plus, for each term that uses fewer than K / DENSE_SHARE topics, a
+compact list (``wlist``, pairs (topic, count) sorted by decreasing count,
+capacity ``min(K, tokens of the term)``); a term that comes to use many
+topics drops its list (``wdense``) and gets it back, rebuilt from its row,
+when it uses fewer than half as many.  The document-topic counts ``n_jk`` are
+written to a compact (J, K) array (uint16 when no document holds more than
+65535 tokens) and held, while a document is swept, in a dense K-vector.
+
+One helper per step: ``_start_document`` / ``_end_document`` (the
+per-document set-up and write-back), ``_refresh_masses``, ``_remove_token``
+/ ``_add_token`` (the counts, the document's topic list and the term's row
+and list), ``_draw_topic`` (``_word_bucket`` or ``_dense_word_bucket``, then
+``_pick_in_word_bucket``, ``_pick_in_dense_word_bucket``,
+``_pick_in_document_bucket`` or ``_pick_in_smoothing_bucket``); all share one
+``Sweep`` state, and a ``Term`` bundles one term's counts.
 """
-from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.stdlib cimport malloc, free
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, calloc, free, qsort
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_uniform, random_interval
+from numpy.random.c_distributions cimport random_standard_uniform
+
+#: tokens between two exact recomputations of the bucket totals
+REFRESH = 4096
+
+cdef enum:
+    # topics per block of the dense word bucket (block totals, then a scan inside one block)
+    DENSE_BLOCK = 8
+    # a term that uses at least K / DENSE_SHARE topics drops its list for its dense row,
+    # and gets it back once it uses fewer than K / (2 DENSE_SHARE)
+    DENSE_SHARE = 3
+
+ctypedef fused topic_t:
+    # a label: int16 when K <= 32767
+    int16_t
+    int32_t
+
+ctypedef fused doc_count_t:
+    # n_jk: uint16 when no document holds more than 65535 tokens
+    uint16_t
+    int32_t
 
 
 cdef inline void _list_remove(int32_t *lst, int32_t *length, int32_t *pos, int32_t k) noexcept nogil:
@@ -58,15 +102,37 @@ cdef inline void _list_add(int32_t *lst, int32_t *length, int32_t *pos, int32_t 
     length[0] += 1
 
 
-cdef inline void _swap(int32_t *wlist, int32_t *wpos, int32_t p, int32_t q) noexcept nogil:
-    """Swap entries p and q of a term's (topic, count) list and fix the positions."""
+cdef inline void _swap(int32_t *wlist, int32_t p, int32_t q) noexcept nogil:
+    """Swap entries p and q of a term's (topic, count) list."""
     cdef int32_t topic = wlist[2 * p], count = wlist[2 * p + 1]
     wlist[2 * p] = wlist[2 * q]
     wlist[2 * p + 1] = wlist[2 * q + 1]
     wlist[2 * q] = topic
     wlist[2 * q + 1] = count
-    wpos[wlist[2 * p]] = p
-    wpos[wlist[2 * q]] = q
+
+
+cdef int _by_decreasing_key(const void *a, const void *b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t *> a)[0], y = (<const uint64_t *> b)[0]
+    return (x < y) - (x > y)
+
+
+cdef inline int32_t _list_from_row(const int32_t *nw, Py_ssize_t K, uint64_t *keys,
+                                   int32_t *wlist) noexcept nogil:
+    """Write the non-zero entries of a term's dense row ``nw`` to its list, sorted
+    by decreasing count (ties by topic); returns their number.  ``keys`` is
+    scratch room for K entries."""
+    cdef int32_t n = 0, p
+    cdef Py_ssize_t k
+    for k in range(K):
+        if nw[k] > 0:
+            # larger counts first, then smaller topics first
+            keys[n] = (<uint64_t> nw[k] << 32) | <uint64_t> (K - 1 - k)
+            n += 1
+    qsort(keys, n, sizeof(uint64_t), _by_decreasing_key)
+    for p in range(n):
+        wlist[2 * p] = <int32_t> (K - 1 - <Py_ssize_t> (<uint32_t> keys[p]))
+        wlist[2 * p + 1] = <int32_t> (keys[p] >> 32)
+    return n
 
 
 # ---------------------------------------------------------------------------
@@ -79,62 +145,105 @@ cdef struct Sweep:
     double v_eta              # V * eta
     int64_t *topic_counts     # n_k
     double *inv_denom         # 1 / D_k = 1 / (V eta + n_k)
+    bint shared_prior         # one prior row for every document
     # the document being swept
     const double *prior       # a_jk
-    int64_t *doc_counts       # n_jk
-    double *coef              # c_k = (n_jk + a_jk) / D_k
+    int32_t *doc_counts       # n_jk (zero outside the document's topics)
+    double *coef              # c_k = (n_jk + a_jk) / D_k, every k
     int32_t *doc_topics       # the topics with n_jk > 0, in no order
     int32_t *doc_topic_pos    # position of topic k in doc_topics (-1 if n_jk = 0)
     int32_t n_doc_topics
     double doc_mass           # sum_k n_jk / D_k: the document bucket is eta times this
     double smooth_mass        # sum_k a_jk / D_k: the smoothing bucket is eta times this
     # the token being swept
-    double *word_terms        # n_wk c_k, in the order of the word's topic list
+    double *word_terms        # n_wk c_k: in the order of the word's topic list, or by topic (dense)
+    double *block_terms       # dense word bucket: the totals of DENSE_BLOCK consecutive topics
+    int32_t dense_from        # a term using this many topics drops its list ...
+    int32_t sparse_below      # ... and gets it back when it uses fewer than this many
+    uint64_t *keys            # scratch for rebuilding a list (K entries)
 
 
-cdef inline void _start_document(Sweep *state, const double *prior, int64_t *doc_counts) noexcept nogil:
-    """Per-document set-up, O(K): the coefficients, both bucket masses and the
-    list of the document's topics."""
+cdef struct Term:
+    # the counts n_wk of one term
+    int32_t *row              # dense row (K)
+    int32_t *lst              # (topic, count) pairs sorted by decreasing count (if not dense)
+    int32_t *n_topics         # how many k have n_wk > 0 (the list's length if not dense)
+    uint8_t *dense            # 1: no list is kept, the row is used
+
+
+cdef inline void _refresh_masses(Sweep *state) noexcept nogil:
+    """Both bucket totals recomputed exactly from their terms (O(K))."""
+    cdef const double *a = state.prior
     cdef const double *inv_d = state.inv_denom
-    cdef double *coef = state.coef
-    cdef int32_t *topics = state.doc_topics
-    cdef int32_t *pos = state.doc_topic_pos
     cdef double smooth = 0.0, doc = 0.0
-    cdef int32_t n = 0
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, i
     for k in range(state.n_topics):
-        coef[k] = (doc_counts[k] + prior[k]) * inv_d[k]
-        smooth += prior[k] * inv_d[k]
-        if doc_counts[k] > 0:
-            pos[k] = n
-            topics[n] = <int32_t> k
-            n += 1
-            doc += doc_counts[k] * inv_d[k]
-        else:
-            pos[k] = -1
-    state.prior = prior
-    state.doc_counts = doc_counts
+        smooth += a[k] * inv_d[k]
+    for i in range(state.n_doc_topics):
+        k = state.doc_topics[i]
+        doc += state.doc_counts[k] * inv_d[k]
     state.smooth_mass = smooth
     state.doc_mass = doc
+
+
+cdef inline void _start_document(Sweep *state, const double *prior, const topic_t *labels,
+                                 int64_t n_tokens, doc_count_t *njk_row) noexcept nogil:
+    """Per-document set-up: ``n_jk`` and the list of the document's topics from
+    its labels (the old counts are cleared from ``njk_row``, which
+    :func:`_end_document` fills again), the coefficients and the document
+    bucket's total; with a prior row of its own, the coefficients of every
+    topic and the smoothing bucket's total too (O(K))."""
+    cdef int32_t *nj = state.doc_counts
+    cdef const double *inv_d = state.inv_denom
+    cdef double doc = 0.0, smooth = 0.0
+    cdef int64_t i
+    cdef Py_ssize_t k
+    cdef int32_t n = 0
+    for i in range(n_tokens):
+        k = labels[i]
+        if nj[k] == 0:
+            state.doc_topic_pos[k] = n
+            state.doc_topics[n] = <int32_t> k
+            n += 1
+            njk_row[k] = 0
+        nj[k] += 1
     state.n_doc_topics = n
+    state.prior = prior
+    if state.shared_prior:
+        for i in range(n):
+            k = state.doc_topics[i]
+            state.coef[k] = (nj[k] + prior[k]) * inv_d[k]
+    else:
+        for k in range(state.n_topics):
+            state.coef[k] = (nj[k] + prior[k]) * inv_d[k]
+            smooth += prior[k] * inv_d[k]
+        state.smooth_mass = smooth
+    for i in range(n):
+        k = state.doc_topics[i]
+        doc += nj[k] * inv_d[k]
+    state.doc_mass = doc
 
 
-cdef inline void _shuffle_tokens(bitgen_t *g, int32_t *tok_w, int32_t *tok_z, int64_t start,
-                                 int64_t end) noexcept nogil:
-    """Fisher-Yates shuffle of the tokens ``start:end`` (terms and labels together)."""
-    cdef int64_t i, other
-    cdef int32_t tmp
-    for i in range(end - 1, start, -1):
-        other = start + <int64_t> random_interval(g, <uint64_t> (i - start))
-        tmp = tok_w[i]; tok_w[i] = tok_w[other]; tok_w[other] = tmp
-        tmp = tok_z[i]; tok_z[i] = tok_z[other]; tok_z[other] = tmp
+cdef inline void _end_document(Sweep *state, doc_count_t *njk_row) noexcept nogil:
+    """Write ``n_jk`` to the document's row and clear the scratch state (its
+    topics' counts, positions and, with a shared prior, coefficients)."""
+    cdef int32_t *nj = state.doc_counts
+    cdef Py_ssize_t i, k
+    for i in range(state.n_doc_topics):
+        k = state.doc_topics[i]
+        njk_row[k] = <doc_count_t> nj[k]
+        nj[k] = 0
+        state.doc_topic_pos[k] = -1
+        if state.shared_prior:
+            state.coef[k] = state.prior[k] * state.inv_denom[k]
+    state.n_doc_topics = 0
 
 
 cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta) noexcept nogil:
     """Add ``delta`` to ``n_jk`` and ``n_k``, keeping ``1 / D_k``, ``c_k`` and the
-    two bucket masses up to date (the topic's old share out, its new share in)."""
+    two bucket totals up to date (the topic's old share out, its new share in)."""
     cdef const double *a = state.prior
-    cdef int64_t *nj = state.doc_counts
+    cdef int32_t *nj = state.doc_counts
     cdef double *inv_d = state.inv_denom
     cdef double smooth = state.smooth_mass - a[k] * inv_d[k]
     cdef double doc = state.doc_mass - nj[k] * inv_d[k]
@@ -146,55 +255,83 @@ cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta) noexc
     state.coef[k] = (nj[k] + a[k]) * inv_d[k]
 
 
-cdef inline void _word_topic_decrement(int32_t *wlist, int32_t *wpos, int32_t *wlen,
-                                       int32_t k) noexcept nogil:
-    """``n_wk -= 1`` in a term's (topic, count) list, kept sorted by decreasing
-    count (as in SparseLDA, so that the word-bucket search usually stops early)."""
-    cdef int32_t p = wpos[k], n = wlen[0]
-    wlist[2 * p + 1] -= 1
-    while p + 1 < n and wlist[2 * p + 1] < wlist[2 * p + 3]:
-        _swap(wlist, wpos, p, p + 1)
+cdef inline int32_t _find(const int32_t *wlist, int32_t n, int32_t k) noexcept nogil:
+    """Position of topic ``k`` in a term's list of ``n`` entries (-1 if absent)."""
+    cdef int32_t p
+    for p in range(n):
+        if wlist[2 * p] == k:
+            return p
+    return -1
+
+
+cdef inline void _word_topic_decrement(Sweep *state, Term *term, int32_t k) noexcept nogil:
+    """``n_wk -= 1`` in the term's row and, for a term with a list, in its list,
+    kept sorted by decreasing count (as in SparseLDA, so that the word-bucket
+    search usually stops early).  A term with a dense row that comes to use
+    few topics gets its list back."""
+    cdef int32_t *wl = term.lst
+    cdef int32_t p, n = term.n_topics[0]
+    term.row[k] -= 1
+    if term.dense[0]:
+        if term.row[k] == 0:
+            term.n_topics[0] = n - 1
+            if n - 1 < state.sparse_below:
+                term.n_topics[0] = _list_from_row(term.row, state.n_topics, state.keys, wl)
+                term.dense[0] = 0
+        return
+    p = _find(wl, n, k)
+    wl[2 * p + 1] -= 1
+    while p + 1 < n and wl[2 * p + 1] < wl[2 * p + 3]:
+        _swap(wl, p, p + 1)
         p += 1
-    if wlist[2 * p + 1] == 0:
+    if wl[2 * p + 1] == 0:
         # a zero count sorts last: drop it
-        wpos[k] = -1
-        wlen[0] = n - 1
+        term.n_topics[0] = n - 1
 
 
-cdef inline void _word_topic_increment(int32_t *wlist, int32_t *wpos, int32_t *wlen,
-                                       int32_t k) noexcept nogil:
-    """``n_wk += 1`` in a term's (topic, count) list, kept sorted by decreasing count."""
-    cdef int32_t p = wpos[k]
+cdef inline void _word_topic_increment(Sweep *state, Term *term, int32_t k, int32_t p) noexcept nogil:
+    """``n_wk += 1`` in the term's row and list (``p``: topic k's position in the
+    list if known, else -1).  A term that comes to use many topics drops its
+    list."""
+    cdef int32_t *wl = term.lst
+    cdef int32_t n = term.n_topics[0]
+    term.row[k] += 1
+    if term.dense[0]:
+        if term.row[k] == 1:
+            term.n_topics[0] = n + 1
+        return
     if p < 0:
-        p = wlen[0]
-        wlist[2 * p] = k
-        wlist[2 * p + 1] = 1
-        wpos[k] = p
-        wlen[0] = p + 1
+        p = _find(wl, n, k)
+    if p < 0:
+        p = n
+        wl[2 * p] = k
+        wl[2 * p + 1] = 1
+        term.n_topics[0] = n + 1
+        if n + 1 >= state.dense_from:
+            term.dense[0] = 1
+            return
     else:
-        wlist[2 * p + 1] += 1
-    while p > 0 and wlist[2 * p + 1] > wlist[2 * p - 1]:
-        _swap(wlist, wpos, p, p - 1)
+        wl[2 * p + 1] += 1
+    while p > 0 and wl[2 * p + 1] > wl[2 * p - 1]:
+        _swap(wl, p, p - 1)
         p -= 1
 
 
-cdef inline void _remove_token(Sweep *state, int32_t *wlist, int32_t *wpos, int32_t *wlen,
-                               int32_t k) noexcept nogil:
+cdef inline void _remove_token(Sweep *state, Term *term, int32_t k) noexcept nogil:
     """Take a token of topic ``k`` out of the counts, the document's topics and
-    its term's list."""
+    its term's row and list."""
     _move_token_count(state, k, -1)
     if state.doc_counts[k] == 0:
         _list_remove(state.doc_topics, &state.n_doc_topics, state.doc_topic_pos, k)
-    _word_topic_decrement(wlist, wpos, wlen, k)
+    _word_topic_decrement(state, term, k)
 
 
-cdef inline void _add_token(Sweep *state, int32_t *wlist, int32_t *wpos, int32_t *wlen,
-                            int32_t k) noexcept nogil:
-    """Put a token back with topic ``k``."""
+cdef inline void _add_token(Sweep *state, Term *term, int32_t k, int32_t p) noexcept nogil:
+    """Put a token back with topic ``k`` (``p``: its position in the term's list, or -1)."""
     _move_token_count(state, k, 1)
     if state.doc_counts[k] == 1:
         _list_add(state.doc_topics, &state.n_doc_topics, state.doc_topic_pos, k)
-    _word_topic_increment(wlist, wpos, wlen, k)
+    _word_topic_increment(state, term, k, p)
 
 
 cdef inline double _word_bucket(Sweep *state, const int32_t *wlist, int32_t n) noexcept nogil:
@@ -220,15 +357,80 @@ cdef inline double _word_bucket(Sweep *state, const int32_t *wlist, int32_t n) n
     return even + odd
 
 
-cdef inline int32_t _pick_in_word_bucket(const Sweep *state, const int32_t *wlist, int32_t n,
-                                         double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, word bucket)``) of the word bucket."""
+cdef inline int32_t _pick_in_word_bucket(const Sweep *state, int32_t n, double u) noexcept nogil:
+    """The list position of the topic at ``u`` (in ``[0, word bucket)``) of the word bucket."""
     cdef const double *terms = state.word_terms
-    cdef Py_ssize_t i = 0
+    cdef int32_t i = 0
     while i < n - 1 and u >= terms[i]:
         u -= terms[i]
         i += 1
-    return wlist[2 * i]
+    return i
+
+
+cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept nogil:
+    """The word bucket ``sum_k n_wk c_k`` over all K topics, from the term's dense
+    row: the terms go to ``state.word_terms`` (by topic) and the totals of each
+    block of DENSE_BLOCK topics to ``state.block_terms``.  Contiguous arrays and
+    a fixed summation tree per block (the compiler can vectorise it): for a
+    term that uses many topics this beats the list's indirect loads."""
+    cdef double *terms = state.word_terms
+    cdef double *blocks = state.block_terms
+    cdef const double *coef = state.coef
+    cdef Py_ssize_t K = state.n_topics, n_full = K // DENSE_BLOCK, b, k, k0
+    cdef double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7
+    for b in range(n_full):
+        # all loads before the stores, in pairs: the compiler makes vector code of it
+        k0 = b * DENSE_BLOCK
+        t0 = nw[k0] * coef[k0]
+        t1 = nw[k0 + 1] * coef[k0 + 1]
+        t2 = nw[k0 + 2] * coef[k0 + 2]
+        t3 = nw[k0 + 3] * coef[k0 + 3]
+        t4 = nw[k0 + 4] * coef[k0 + 4]
+        t5 = nw[k0 + 5] * coef[k0 + 5]
+        t6 = nw[k0 + 6] * coef[k0 + 6]
+        t7 = nw[k0 + 7] * coef[k0 + 7]
+        terms[k0] = t0
+        terms[k0 + 1] = t1
+        terms[k0 + 2] = t2
+        terms[k0 + 3] = t3
+        terms[k0 + 4] = t4
+        terms[k0 + 5] = t5
+        terms[k0 + 6] = t6
+        terms[k0 + 7] = t7
+        s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7))
+        blocks[b] = s
+        total += s
+    k0 = n_full * DENSE_BLOCK
+    if k0 < K:
+        s = 0.0
+        for k in range(k0, K):
+            terms[k] = nw[k] * coef[k]
+            s += terms[k]
+        blocks[n_full] = s
+        total += s
+    return total
+
+
+cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, word bucket)``) of the dense word bucket: the
+    block first, then the topic inside it; a topic of zero weight (possible
+    only by rounding at the very end of a block) gives way to the nearest
+    one of positive weight before it."""
+    cdef const double *terms = state.word_terms
+    cdef const double *blocks = state.block_terms
+    cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
+    cdef Py_ssize_t b = 0, k, last
+    while b < nb - 1 and u >= blocks[b]:
+        u -= blocks[b]
+        b += 1
+    k = b * DENSE_BLOCK
+    last = min(k + DENSE_BLOCK, K) - 1
+    while k < last and u >= terms[k]:
+        u -= terms[k]
+        k += 1
+    while k > 0 and terms[k] <= 0.0:
+        k -= 1
+    return <int32_t> k
 
 
 cdef inline int32_t _pick_in_document_bucket(const Sweep *state, double u) noexcept nogil:
@@ -262,56 +464,89 @@ cdef inline int32_t _pick_in_smoothing_bucket(const Sweep *state, double u) noex
     return k if k >= 0 else 0
 
 
-cdef inline int32_t _draw_topic(bitgen_t *g, Sweep *state, const int32_t *wlist, int32_t n) noexcept nogil:
-    """Draw a token's topic from eq:z: one uniform over the three buckets."""
-    cdef double word = _word_bucket(state, wlist, n)
+cdef inline int32_t _draw_topic(bitgen_t *g, Sweep *state, const Term *term,
+                                int32_t *position) noexcept nogil:
+    """Draw a token's topic from eq:z: one uniform over the three buckets.  The
+    word bucket is summed over the term's list, or over its dense row.  A
+    topic from a term's list also gives its position there (``position``,
+    else -1)."""
+    cdef bint dense = term.dense[0]
+    cdef int32_t n = term.n_topics[0], i
+    cdef double word = _dense_word_bucket(state, term.row) if dense else _word_bucket(state, term.lst, n)
     cdef double u
-    if state.doc_mass < 0.0:       # rounding of the running masses
+    position[0] = -1
+    if state.doc_mass < 0.0:       # rounding of the running totals
         state.doc_mass = 0.0
     if state.smooth_mass < 0.0:
         state.smooth_mass = 0.0
     u = random_standard_uniform(g) * (word + state.eta * (state.doc_mass + state.smooth_mass))
     if u < word:
-        return _pick_in_word_bucket(state, wlist, n, u)
+        if dense:
+            return _pick_in_dense_word_bucket(state, u)
+        i = _pick_in_word_bucket(state, n, u)
+        position[0] = i
+        return term.lst[2 * i]
     u = (u - word) / state.eta
     if u < state.doc_mass and state.n_doc_topics > 0:
         return _pick_in_document_bucket(state, u)
     return _pick_in_smoothing_bucket(state, u - state.doc_mass)
 
 
-def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] doc_ptr,
-                    const int64_t[::1] doc_order, int64_t[::1] nk, int64_t[:, ::1] njk,
-                    int32_t[:, ::1] wlist, int32_t[::1] wlen, int32_t[:, ::1] wpos,
-                    const double[:, ::1] prior, double eta, bit_generator):
-    """One collapsed sweep over all tokens (eq:z), updating labels and counts in place.
+def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
+                    const int64_t[::1] doc_ptr, topic_t[::1] labels, Py_ssize_t first, Py_ssize_t stop,
+                    int64_t[::1] nk, doc_count_t[:, ::1] njk, int32_t[:, ::1] nwk,
+                    const int64_t[::1] wptr, int32_t[::1] wlist, int32_t[::1] wlen,
+                    uint8_t[::1] wdense, const double[:, ::1] prior, double eta, bit_generator,
+                    Py_ssize_t refresh=REFRESH, Py_ssize_t dense_from=-1):
+    """One collapsed sweep over the tokens of documents ``first:stop`` (eq:z),
+    updating labels and counts in place.
 
     Parameters
     ----------
-    tok_w, tok_z : int32 arrays (N,)
-        Term and topic label of every token, grouped by document.
+    indptr, indices, values : int64, int32, float64 arrays
+        The data as CSR (documents x terms, canonical, integral counts).
     doc_ptr : int64 array (J + 1,)
-        Tokens of document ``j`` are ``doc_ptr[j]:doc_ptr[j + 1]``.
-    doc_order : int64 array
-        Documents to visit, in order.
-    nk, njk : int64 arrays (K,), (J, K)
-        Topic and document-topic counts, consistent with ``tok_z``.
-    wlist, wlen, wpos : int32 arrays (V, 2 K), (V,), (V, K)
-        The term-topic counts ``n_wk`` as one compact list per term: entry
-        ``i < wlen[w]`` is the pair ``(wlist[w, 2 i], wlist[w, 2 i + 1])`` =
-        (topic, count), every count positive, sorted by decreasing count;
-        ``wpos[w, k]`` is topic k's entry (-1 if ``n_wk = 0``).  A term's
-        word bucket is then one sequential pass over adjacent memory.  Use
-        :func:`build_word_lists` and :func:`word_counts` to convert from and to
-        the dense (V, K) counts.
-    prior : float64 array (J, K) or (1, K)
-        The prior shapes ``a_jk`` (one shared row when it has one row); > 0.
+        The labels of document ``j`` are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``,
+        in the order of its stored cells, ``values[c]`` tokens for cell ``c``.
+    labels : int16 or int32 array (N,)
+        The topic of every token.
+    first, stop : int
+        The documents to sweep, in order.
+    nk : int64 array (K,)
+        Topic counts, consistent with ``labels``.
+    njk : uint16 or int32 array (J, K)
+        Document-topic counts, consistent with ``labels`` (rows ``first:stop``
+        are rewritten).
+    nwk : int32 array (V, K)
+        Term-topic counts, consistent with ``labels`` (kept up to date).
+    wptr, wlist, wlen, wdense : int64 (V + 1,), int32 (2 C,), int32 (V,), uint8 (V,)
+        ``wlen[w]`` is the number of topics with ``n_wk > 0``.  A term with
+        ``wdense[w] = 0`` also has them as a compact list: entry ``i < wlen[w]``
+        is the pair ``(wlist[2 (wptr[w] + i)], wlist[2 (wptr[w] + i) + 1])`` =
+        (topic, count), sorted by decreasing count, so that its word bucket is
+        one sequential pass over adjacent memory; a term with ``wdense[w] = 1``
+        (one that uses many topics) uses its row of ``nwk`` instead.  Term
+        ``w`` has room for ``wptr[w + 1] - wptr[w]`` topics (at least
+        ``min(K, its tokens)``).  See :func:`build_word_lists`.
+    prior : float64 array (stop - first, K) or (1, K)
+        The prior shapes ``a_jk`` of the swept documents (row ``j - first``), or
+        one row shared by all; > 0.
     eta : float
         Dirichlet concentration of Phi^(1).
     bit_generator : numpy BitGenerator
         The stream (its lock is held during the sweep).
+    refresh : int, default=REFRESH
+        Tokens between two exact recomputations of the bucket totals (1: at
+        every token).  Any value gives the same distribution; it bounds the
+        rounding drift of the running totals.
+    dense_from : int, default=-1
+        A term that uses this many topics drops its list for its dense row,
+        and gets it back below half as many (-1: ``ceil(K / DENSE_SHARE)``).
+        Any value gives the same distribution (``K + 1``: lists only; 1:
+        dense rows only).
 
-    Equivalent to, for each document ``j`` in ``doc_order`` and each of its
-    tokens ``i`` in random order::
+    Equivalent to, for each document ``j`` in ``first:stop`` and each of its
+    tokens ``i`` in order::
 
         remove token i from the counts
         p = (eta + nwk[w_i]) / (V * eta + nk) * (njk[j] + a[j])
@@ -320,76 +555,153 @@ def collapsed_sweep(int32_t[::1] tok_w, int32_t[::1] tok_z, const int64_t[::1] d
     """
     cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
     cdef Py_ssize_t K = nk.shape[0]
-    cdef bint shared = prior.shape[0] == 1
     cdef Sweep state
-    cdef Py_ssize_t o, j, k
-    cdef int64_t i, start, end
-    cdef int32_t w, z
+    cdef Term term
+    cdef Py_ssize_t j, k
+    cdef int64_t c, i, n, tok, left = refresh if refresh > 0 else 1
+    cdef int32_t w, z, position
     state.n_topics = K
     state.eta = eta
-    state.v_eta = wpos.shape[0] * eta
+    state.v_eta = nwk.shape[0] * eta
     state.topic_counts = &nk[0]
+    state.shared_prior = prior.shape[0] == 1
+    state.prior = &prior[0, 0]
+    state.n_doc_topics = 0
+    if dense_from < 0:
+        dense_from = max(1, (K + DENSE_SHARE - 1) // DENSE_SHARE)
+    state.dense_from = <int32_t> min(dense_from, K + 1)
+    state.sparse_below = <int32_t> min(state.dense_from // 2, K)
     state.inv_denom = <double *> malloc(K * sizeof(double))
     state.coef = <double *> malloc(K * sizeof(double))
     state.word_terms = <double *> malloc(K * sizeof(double))
+    state.block_terms = <double *> malloc((K // DENSE_BLOCK + 1) * sizeof(double))
+    state.keys = <uint64_t *> malloc(K * sizeof(uint64_t))
+    state.doc_counts = <int32_t *> calloc(K, sizeof(int32_t))
     state.doc_topics = <int32_t *> malloc(K * sizeof(int32_t))
     state.doc_topic_pos = <int32_t *> malloc(K * sizeof(int32_t))
     try:
         if (state.inv_denom == NULL or state.coef == NULL or state.word_terms == NULL
+                or state.block_terms == NULL or state.keys == NULL or state.doc_counts == NULL
                 or state.doc_topics == NULL or state.doc_topic_pos == NULL):
             raise MemoryError()
         with bit_generator.lock, nogil:
             for k in range(K):
                 state.inv_denom[k] = 1.0 / (state.v_eta + state.topic_counts[k])
-            for o in range(doc_order.shape[0]):
-                j = doc_order[o]
-                start = doc_ptr[j]
-                end = doc_ptr[j + 1]
-                if end <= start:
+                state.coef[k] = prior[0, k] * state.inv_denom[k]
+                state.doc_topic_pos[k] = -1
+            _refresh_masses(&state)
+            for j in range(first, stop):
+                tok = doc_ptr[j]
+                if doc_ptr[j + 1] <= tok:
                     continue
-                _start_document(&state, &prior[0 if shared else j, 0], &njk[j, 0])
-                _shuffle_tokens(g, &tok_w[0], &tok_z[0], start, end)
-                for i in range(start, end):
-                    w = tok_w[i]
-                    _remove_token(&state, &wlist[w, 0], &wpos[w, 0], &wlen[w], tok_z[i])
-                    z = _draw_topic(g, &state, &wlist[w, 0], wlen[w])
-                    _add_token(&state, &wlist[w, 0], &wpos[w, 0], &wlen[w], z)
-                    tok_z[i] = z
+                _start_document(&state, &prior[0 if state.shared_prior else j - first, 0],
+                                &labels[tok], doc_ptr[j + 1] - tok, &njk[j, 0])
+                for c in range(indptr[j], indptr[j + 1]):
+                    w = indices[c]
+                    term.row = &nwk[w, 0]
+                    term.lst = &wlist[2 * wptr[w]]
+                    term.n_topics = &wlen[w]
+                    term.dense = &wdense[w]
+                    n = <int64_t> values[c]
+                    for i in range(n):
+                        left -= 1
+                        if left == 0:
+                            _refresh_masses(&state)
+                            left = refresh
+                        _remove_token(&state, &term, labels[tok])
+                        z = _draw_topic(g, &state, &term, &position)
+                        _add_token(&state, &term, z, position)
+                        labels[tok] = <topic_t> z
+                        tok += 1
+                _end_document(&state, &njk[j, 0])
     finally:
-        free(state.inv_denom); free(state.coef); free(state.word_terms)
-        free(state.doc_topics); free(state.doc_topic_pos)
+        free(state.inv_denom); free(state.coef); free(state.word_terms); free(state.block_terms)
+        free(state.keys); free(state.doc_counts); free(state.doc_topics); free(state.doc_topic_pos)
 
 
-def build_word_lists(const int64_t[:, ::1] nwk, int32_t[:, ::1] wlist, int32_t[::1] wlen,
-                     int32_t[:, ::1] wpos):
-    """Fill the per-term (topic, count) lists of :func:`collapsed_sweep` from
-    dense counts ``nwk`` (V, K), sorted by decreasing count."""
-    cdef Py_ssize_t V = nwk.shape[0], K = nwk.shape[1], v, k
-    cdef int32_t n, p
+# ---------------------------------------------------------------------------
+# Building the counts from the labels
+# ---------------------------------------------------------------------------
+
+def token_layout(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
+                 int64_t[::1] doc_ptr, int64_t[::1] term_tokens):
+    """Token offsets of the documents and tokens per term of the CSR data.
+
+    ``doc_ptr[j]`` (J + 1 entries) becomes the first token of document j
+    (its labels are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``) and
+    ``term_tokens[v]`` the tokens of term v (overwritten).  Returns the
+    largest document's token count.
+    """
+    cdef Py_ssize_t J = indptr.shape[0] - 1, V = term_tokens.shape[0], j, v
+    cdef int64_t c, n, total = 0, longest = 0
     with nogil:
         for v in range(V):
+            term_tokens[v] = 0
+        doc_ptr[0] = 0
+        for j in range(J):
             n = 0
-            for k in range(K):
-                wpos[v, k] = -1
-                if nwk[v, k] > 0:
-                    # insertion into the list sorted by decreasing count
-                    p = n
-                    wlist[v, 2 * p] = <int32_t> k
-                    wlist[v, 2 * p + 1] = <int32_t> nwk[v, k]
-                    wpos[v, k] = p
-                    n += 1
-                    while p > 0 and wlist[v, 2 * p + 1] > wlist[v, 2 * p - 1]:
-                        _swap(&wlist[v, 0], &wpos[v, 0], p, p - 1)
-                        p -= 1
-            wlen[v] = n
+            for c in range(indptr[j], indptr[j + 1]):
+                n += <int64_t> values[c]
+                term_tokens[indices[c]] += <int64_t> values[c]
+            total += n
+            doc_ptr[j + 1] = total
+            if n > longest:
+                longest = n
+    return longest
 
 
-def word_counts(const int32_t[:, ::1] wlist, const int32_t[::1] wlen, int64_t[:, ::1] nwk):
-    """Dense term-topic counts ``nwk`` (V, K) from the per-term lists (overwrites ``nwk``)."""
-    cdef Py_ssize_t V = nwk.shape[0], K = nwk.shape[1], v, k, i
+def count_labels(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
+                 const topic_t[::1] labels, int32_t[:, ::1] nwk, doc_count_t[:, ::1] njk,
+                 int64_t[::1] nk):
+    """The counts implied by the labels: ``nwk`` (V, K), ``njk`` (J, K) and
+    ``nk`` (K,), overwritten (tokens in the order of :func:`collapsed_sweep`)."""
+    cdef Py_ssize_t J = njk.shape[0], K = njk.shape[1], V = nwk.shape[0]
+    cdef Py_ssize_t j, k, v
+    cdef int64_t c, i, tok = 0
+    cdef int32_t z
     with nogil:
         for v in range(V):
             for k in range(K):
                 nwk[v, k] = 0
-            for i in range(wlen[v]):
-                nwk[v, wlist[v, 2 * i]] = wlist[v, 2 * i + 1]
+        for k in range(K):
+            nk[k] = 0
+        for j in range(J):
+            for k in range(K):
+                njk[j, k] = 0
+            for c in range(indptr[j], indptr[j + 1]):
+                v = indices[c]
+                for i in range(<int64_t> values[c]):
+                    z = labels[tok]
+                    nwk[v, z] += 1
+                    njk[j, z] += 1
+                    nk[z] += 1
+                    tok += 1
+
+
+def relabel(topic_t[::1] labels, const int64_t[::1] new_index):
+    """``labels[i] = new_index[labels[i]]`` in place."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(labels.shape[0]):
+            labels[i] = <topic_t> new_index[labels[i]]
+
+
+def build_word_lists(const int32_t[:, ::1] nwk, const int64_t[::1] wptr, int32_t[::1] wlist,
+                     int32_t[::1] wlen, uint8_t[::1] wdense, Py_ssize_t dense_from=-1):
+    """The per-term lists of :func:`collapsed_sweep` from the dense counts ``nwk``
+    (V, K): ``wlen`` (topics in use), ``wdense`` (1 for the terms that use at
+    least ``dense_from`` topics, default ``ceil(K / DENSE_SHARE)``) and the
+    other terms' lists, sorted by decreasing count (ties by topic)."""
+    cdef Py_ssize_t V = nwk.shape[0], K = nwk.shape[1], v
+    cdef uint64_t *keys = <uint64_t *> malloc(max(K, 1) * sizeof(uint64_t))
+    if keys == NULL:
+        raise MemoryError()
+    if dense_from < 0:
+        dense_from = max(1, (K + DENSE_SHARE - 1) // DENSE_SHARE)
+    try:
+        with nogil:
+            for v in range(V):
+                wlen[v] = _list_from_row(&nwk[v, 0], K, keys, &wlist[2 * wptr[v]])
+                wdense[v] = wlen[v] >= dense_from
+    finally:
+        free(keys)

@@ -5,6 +5,13 @@ factor label ``z`` of every token plus the counts those labels imply.
 :class:`CollapsedState` holds both, builds the counts from the labels, keeps
 them consistent when factors are pruned and runs the kernel
 :func:`pygbn.inference._collapsed.collapsed_sweep` on them.
+
+Memory (N tokens, J documents, V terms, K factors): the labels take 2 bytes
+a token (4 when K > 32767); the tokens' terms are not stored, the data's own
+CSR arrays say them.  ``n_jk`` is one (J, K) array of 2 bytes an entry (4 when
+a document holds more than 65535 tokens), ``n_vk`` a dense (V, K) int32
+array, and the term-topic lists 8 bytes per slot (``min(K, tokens of the
+term)`` slots a term).
 """
 from __future__ import annotations
 
@@ -14,113 +21,192 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.inference import _collapsed
+from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 __all__ = ["CollapsedState"]
 
-#: the labels are int32 (so are the kernel's token indices)
+#: the kernel's token offsets and the label count are bounded by int32 (n_vk is int32)
 _MAX_TOKENS = 2**31 - 1
+#: largest K whose labels and list positions fit int16
+_MAX_SMALL_K = 2**15 - 1
+#: largest document whose n_jk fit uint16
+_MAX_SMALL_DOC = 2**16 - 1
+
+
+def label_dtype(n_components: int) -> np.dtype:
+    """dtype of the labels (and list positions) for K factors: int16 when K <= 32767."""
+    return np.dtype(np.int16 if n_components <= _MAX_SMALL_K else np.int32)
+
+
+def doc_count_dtype(max_doc_tokens: int) -> np.dtype:
+    """dtype of ``n_jk`` when no document holds more than ``max_doc_tokens`` tokens."""
+    return np.dtype(np.uint16 if max_doc_tokens <= _MAX_SMALL_DOC else np.int32)
 
 
 class CollapsedState:
-    """Tokens, their factor labels and the counts of the collapsed sampler.
+    """Factor labels of the tokens and the counts of the collapsed sampler.
 
     Build it with :meth:`from_counts`.  The counts are derived from the
     labels (:meth:`rebuild`); :meth:`sweep` updates labels and counts
-    together.
+    together.  The tokens of document j are its stored cells in CSR order,
+    ``Y[j, v]`` tokens of term v one after another.
 
     Attributes
     ----------
-    words : ndarray of int32, shape (n_tokens,)
-        The term of each token; tokens are grouped by document, in CSR order.
-    labels : ndarray of int32, shape (n_tokens,)
-        The factor ``z`` of each token.
+    indptr, indices, values : ndarray
+        The data (documents x terms) as canonical CSR arrays: int64 row
+        pointers, int32 term indices and float64 integral counts (shared with
+        the sampler, not copied).
+    labels : ndarray of int16 or int32, shape (n_tokens,)
+        The factor ``z`` of each token (int16 when K <= 32767).
     doc_ptr : ndarray of int64, shape (n_docs + 1,)
-        Tokens of document j are ``doc_ptr[j]:doc_ptr[j + 1]``.
-    term_counts : ndarray of int64, shape (n_terms, K)
+        Labels of document j are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
+    term_counts : ndarray of int32, shape (n_terms, K)
         ``n_vk``, tokens of term v labelled k (layer one's ``counts``).
     totals : ndarray of int64, shape (K,)
         ``n_.k``.
-    doc_counts : ndarray of int64, shape (n_docs, K)
-        ``n_jk``, tokens of document j labelled k (the sampler's ``m[0]``).
-    word_lists, word_len, word_pos : ndarray of int32
-        The kernel's sparse per-term lists of the non-zero ``n_vk``.
+    doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
+        ``n_jk``, tokens of document j labelled k (the sampler's ``m[0]``;
+        uint16 when no document holds more than 65535 tokens).
+    word_ptr, word_lists, word_len, word_dense : ndarray
+        The kernel's sorted per-term lists of the non-zero ``n_vk``, kept for
+        the terms that use few factors (``word_dense[v] = 0``).
     """
 
-    def __init__(self, words: np.ndarray, labels: np.ndarray, doc_ptr: np.ndarray, n_terms: int,
-                 n_components: int):
-        self.words = words
-        self.labels = np.ascontiguousarray(labels, dtype=np.int32)
-        self.doc_ptr = doc_ptr
+    #: default of ``dense_from`` (-1: the kernel's, ``ceil(K / 3)``)
+    DENSE_FROM = -1
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
+                 labels: np.ndarray, n_terms: int, n_components: int,
+                 dense_from: Optional[int] = None):
+        self.dense_from = int(self.DENSE_FROM if dense_from is None else dense_from)
+        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(indices, dtype=np.int32)
+        self.values = np.ascontiguousarray(values, dtype=np.float64)
         self.n_terms = int(n_terms)
         self.n_components = int(n_components)
+        self.doc_ptr = np.empty(self.indptr.size, dtype=np.int64)
+        self.term_tokens = np.empty(self.n_terms, dtype=np.int64)
+        self.max_doc_tokens = _collapsed.token_layout(self.indptr, self.indices, self.values,
+                                                      self.doc_ptr, self.term_tokens)
+        self.labels = np.ascontiguousarray(labels, dtype=label_dtype(self.n_components))
+        # room for min(K, tokens of the term) topics per term
+        self.word_ptr = np.zeros(self.n_terms + 1, dtype=np.int64)
+        np.cumsum(np.minimum(self.term_tokens, self.n_components), out=self.word_ptr[1:])
+        self.term_counts = np.empty((self.n_terms, self.n_components), dtype=np.int32)
         self.rebuild()
 
     @classmethod
     def from_counts(cls, Y: sp.csr_matrix, n_components: int, labels: Optional[np.ndarray] = None,
-                    rng: Optional[np.random.Generator] = None) -> "CollapsedState":
-        """Expand the counts ``Y`` (documents x terms, canonical CSR) into tokens.
+                    rng: Optional[np.random.Generator] = None, *, arrays=None,
+                    dense_from: Optional[int] = None) -> "CollapsedState":
+        """The tokens of the counts ``Y`` (documents x terms, canonical CSR).
 
         ``labels`` gives each token's factor (tokens in CSR order); without
         it the labels are drawn uniformly from ``rng`` (the authors'
-        initialisation).
+        initialisation).  ``arrays`` are the ``(indptr, indices, values)``
+        kernel arrays of ``Y`` when the caller already holds them.
+        ``dense_from`` is the kernel's switch between a term's list and its
+        dense row (see :func:`pygbn.inference._collapsed.collapsed_sweep`;
+        any value samples the same distribution; default :attr:`DENSE_FROM`).
 
         Raises
         ------
         ValueError
-            If ``Y`` holds too many tokens for int32 labels.
+            If ``Y`` holds too many tokens for the collapsed sampler, or
+            ``labels`` has the wrong length or a label outside ``[0, K)``.
         """
-        counts = Y.data.astype(np.int64)
-        n_tokens = int(counts.sum())
+        indptr, indices, values = arrays if arrays is not None else (
+            Y.indptr.astype(np.int64), Y.indices.astype(np.int32, copy=False),
+            Y.data.astype(np.float64, copy=False))
+        n_tokens = int(values.sum())
         if n_tokens >= _MAX_TOKENS:
             raise ValueError(
                 f"X holds {n_tokens} tokens, too many for method='collapsed' "
                 "(token-level labels); use method='blocked'"
             )
         K = int(n_components)
-        words = np.repeat(Y.indices.astype(np.int32), counts)
-        cum = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        doc_ptr = np.ascontiguousarray(cum[Y.indptr], dtype=np.int64)
         if labels is None:
-            labels = rng.integers(0, K, size=n_tokens, dtype=np.int32)
-        return cls(words, labels, doc_ptr, Y.shape[1], K)
+            labels = rng.integers(0, K, size=n_tokens, dtype=label_dtype(K))
+        else:
+            labels = np.asarray(labels)
+            if labels.shape != (n_tokens,):
+                raise ValueError(f"labels must hold one label per token ({n_tokens}), got shape {labels.shape}")
+            if labels.size and (labels.min() < 0 or labels.max() >= K):
+                raise ValueError(f"labels must lie in [0, {K}), got [{labels.min()}, {labels.max()}]")
+        return cls(indptr, indices, values, labels, Y.shape[1], K, dense_from)
 
     @property
     def n_docs(self) -> int:
         return self.doc_ptr.size - 1
 
+    @property
+    def n_tokens(self) -> int:
+        return int(self.doc_ptr[-1])
+
     def rebuild(self) -> None:
         """Recount ``term_counts``, ``totals``, ``doc_counts`` and the word lists from the labels."""
         K, V, J = self.n_components, self.n_terms, self.n_docs
-        z = self.labels
-        doc_of = np.repeat(np.arange(J, dtype=np.int64), np.diff(self.doc_ptr))
-        nwk = np.bincount(self.words.astype(np.int64) * K + z, minlength=V * K).reshape(V, K).astype(np.int64)
-        self.doc_counts = np.bincount(doc_of * K + z, minlength=J * K).reshape(J, K).astype(np.int64)
-        self.term_counts = nwk
-        self.totals = nwk.sum(axis=0)
-        self.word_lists = np.zeros((V, 2 * K), dtype=np.int32)
+        self.totals = np.zeros(K, dtype=np.int64)
+        self.doc_counts = np.empty((J, K), dtype=doc_count_dtype(self.max_doc_tokens))
+        if self.term_counts.shape != (V, K):
+            self.term_counts = np.empty((V, K), dtype=np.int32)
+        _collapsed.count_labels(self.indptr, self.indices, self.values, self.labels,
+                                self.term_counts, self.doc_counts, self.totals)
+        self.word_lists = np.empty(2 * int(self.word_ptr[-1]), dtype=np.int32)
         self.word_len = np.zeros(V, dtype=np.int32)
-        self.word_pos = np.zeros((V, K), dtype=np.int32)
-        _collapsed.build_word_lists(nwk, self.word_lists, self.word_len, self.word_pos)
+        self.word_dense = np.zeros(V, dtype=np.uint8)
+        _collapsed.build_word_lists(self.term_counts, self.word_ptr, self.word_lists, self.word_len,
+                                    self.word_dense, self.dense_from)
 
     def keep(self, keep: np.ndarray) -> None:
         """Drop the factors where the boolean mask ``keep`` is False (no token may carry them)
         and renumber the others in order; the counts are rebuilt."""
-        new_index = np.cumsum(keep) - 1
-        self.labels = new_index[self.labels].astype(np.int32)
+        new_index = (np.cumsum(keep) - 1).astype(np.int64)
+        _collapsed.relabel(self.labels, new_index)
         self.n_components = int(np.count_nonzero(keep))
+        np.cumsum(np.minimum(self.term_tokens, self.n_components), out=self.word_ptr[1:])
+        dt = label_dtype(self.n_components)
+        if self.labels.dtype != dt:
+            self.labels = self.labels.astype(dt)
+        self.term_counts = np.empty((self.n_terms, self.n_components), dtype=np.int32)
         self.rebuild()
 
-    def sweep(self, order: np.ndarray, prior: np.ndarray, eta: float, rng: np.random.Generator) -> None:
-        """Relabel every token from eq:z, documents in ``order`` (see
-        :func:`pygbn.inference._collapsed.collapsed_sweep`), then refresh ``term_counts``.
+    def sweep(self, prior: np.ndarray, eta: float, rng: np.random.Generator, first: int = 0,
+              stop: Optional[int] = None, **options) -> None:
+        """Relabel the tokens of documents ``first:stop`` (default: all) from
+        eq:z, in order (see :func:`pygbn.inference._collapsed.collapsed_sweep`).
 
-        ``prior`` holds the document prior ``a_jk`` (one shared row, or one
-        row per document); the draws come from ``rng``.
+        ``prior`` holds the documents' prior ``a_jk``: one shared row, or one
+        row per swept document; the draws come from ``rng``.  ``term_counts``
+        and the other counts stay consistent with the labels.  ``options`` go
+        to the kernel (``refresh``).
         """
-        _collapsed.collapsed_sweep(self.words, self.labels, self.doc_ptr, order, self.totals,
-                                   self.doc_counts, self.word_lists, self.word_len, self.word_pos,
-                                   prior, float(eta), rng.bit_generator)
-        _collapsed.word_counts(self.word_lists, self.word_len, self.term_counts)
+        stop = self.n_docs if stop is None else stop
+        _collapsed.collapsed_sweep(self.indptr, self.indices, self.values, self.doc_ptr, self.labels,
+                                   first, stop, self.totals, self.doc_counts, self.term_counts,
+                                   self.word_ptr, self.word_lists, self.word_len, self.word_dense,
+                                   prior, float(eta), rng.bit_generator,
+                                   dense_from=self.dense_from, **options)
+
+    def sweep_blocks(self, theta_up: np.ndarray, phi_up: np.ndarray, bounds: np.ndarray, eta: float,
+                     rng: np.random.Generator) -> None:
+        """A sweep of all documents (:meth:`sweep`) under the prior
+        ``a_j = theta_up[j] @ phi_up.T`` (floored positive), made for a few
+        document blocks (``bounds``) at a time: one product per block, no
+        (J, K) array."""
+        step = CHUNK_BLOCKS
+        longest = int(np.max(np.diff(bounds))) if len(bounds) > 1 else 0
+        buf = np.empty((min(self.n_docs, step * longest), self.n_components))
+        phi_t = phi_up.T
+        for c in range(0, len(bounds) - 1, step):
+            b = bounds[c:c + step + 1]
+            lo, hi = int(b[0]), int(b[-1])
+            prior = buf[:hi - lo]
+            for b0, b1 in zip(b[:-1], b[1:]):
+                np.matmul(theta_up[b0:b1], phi_t, out=prior[b0 - lo:b1 - lo])
+            np.maximum(prior, np.finfo(np.float64).tiny, out=prior)
+            self.sweep(prior, eta, rng, lo, hi)
 
     def check(self) -> None:
         """Raise AssertionError if labels or totals are inconsistent (debug checks)."""
@@ -129,3 +215,5 @@ class CollapsedState:
             raise AssertionError("collapsed labels out of range")
         if not np.array_equal(self.totals, self.term_counts.sum(axis=0)):
             raise AssertionError("collapsed topic totals inconsistent")
+        if not np.array_equal(self.totals, self.doc_counts.sum(axis=0)):
+            raise AssertionError("collapsed document-topic counts inconsistent")

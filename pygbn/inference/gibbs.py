@@ -42,6 +42,7 @@ from pygbn._utils import BlockStreams, block_bounds, check_random_state, effecti
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.streams import ChainSeeds
+from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -57,6 +58,8 @@ BLOCK_SIZE = 128
 #: Phi columns per block of the parallel Dirichlet draws
 COLUMN_BLOCK = 8
 _TINY = np.finfo(np.float64).tiny
+#: the kernels' view of the data (kept under this name for pygbn.inference's other modules)
+_as_kernel_csr = kernel_csr
 
 
 def check_chain_input(network: Network, Y, values: bool = True) -> None:
@@ -94,14 +97,6 @@ def check_chain_input(network: Network, Y, values: bool = True) -> None:
             if arr is not None and np.shape(arr) != shape:
                 raise ValueError(f"layer {t}'s {name} has shape {np.shape(arr)} but Y has {J} rows and the "
                                  f"layer is {layer.n_inputs} x {K}: expected {shape}")
-
-
-def _as_kernel_csr(Y: sp.csr_matrix):
-    return (
-        np.ascontiguousarray(Y.indptr, dtype=np.int64),
-        np.ascontiguousarray(Y.indices, dtype=np.int32),
-        np.ascontiguousarray(Y.data, dtype=np.float64),
-    )
 
 
 @dataclass
@@ -154,7 +149,8 @@ class GibbsSampler:
     ----------
     network : Network
         The live network: ``layers[t-1].theta`` (J, K_t), ``layers[t-1].c``
-        (c_j^(t+1)) and ``layers[t-1].counts`` are the chain's current values.
+        (c_j^(t+1)) and ``layers[t-1].counts`` are the chain's current values
+        (theta^(1) of a blocked training chain: see ``lazy_theta_one``).
     m : list of ndarray
         ``m[t-1]`` is m^(t)(t+1), shape (J, K_t): how often factor k of
         layer t is used by sample j.
@@ -168,6 +164,12 @@ class GibbsSampler:
         Index of the chain's first document block in the whole corpus (0 unless
         the chain holds the local part of a larger one, see
         :mod:`pygbn.inference.partition`).
+    lazy_theta_one : bool
+        True for a blocked training chain: theta^(1) of a document block is
+        drawn when the next sweep's split needs it, with the same draws in the
+        same order (so the chain is the same), and ``layers[0].theta`` is None
+        between iterations instead of a (J, K_1) array; :meth:`theta_one`
+        draws and returns it.
 
     Notes
     -----
@@ -216,7 +218,14 @@ class GibbsSampler:
          self.eval_col_streams) = self.seeds.streams(self.first_block, n_blocks, n_col_blocks)
         self.indptr, self.indices, self.values = _as_kernel_csr(Y)
         self.aux = np.empty(0, dtype=np.float64)
-        self.m: List[np.ndarray] = [np.zeros((self.n_docs, k), dtype=np.int64) for k in network.widths]
+        # m[0] in the smallest type its range allows (layer_one.count_dtype); the upper layers int64
+        self.m: List[np.ndarray] = [
+            np.zeros((self.n_docs, k), dtype=count_dtype(self.link, Y) if t == 0 else np.int64)
+            for t, k in enumerate(network.widths)]
+        # blocked training draws theta^(1) of a document block when its split needs it
+        # (same draws, same order): no (J, K_1) array between iterations
+        self.lazy_theta_one = method == "blocked" and self.update_globals
+        self._theta_one = LazyThetaOne(len(self.bounds) - 1)
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
         self._theta_sums: dict = {}     # t -> (theta^(t), its row sums); see theta_sums
@@ -240,8 +249,13 @@ class GibbsSampler:
         K = int(n_components)
         V = Y.shape[1]
         init_rng = spawn_generators(rng, 1)[0]
-        phi = init_rng.random((V, K))
-        phi /= phi.sum(axis=0, keepdims=True)
+        if method == "collapsed":
+            # Phi^(1) and theta^(1) are integrated out by the collapsed sampler:
+            # a read-only placeholder of Phi^(1)'s shape (uniform columns, no memory)
+            phi = np.broadcast_to(np.float64(1.0 / V), (V, K))
+        else:
+            phi = init_rng.random((V, K))
+            phi /= phi.sum(axis=0, keepdims=True)
         layer = Layer(phi=phi, eta=float(eta), counts=np.zeros((V, K), dtype=np.int64))
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
@@ -263,13 +277,15 @@ class GibbsSampler:
         J = Y.shape[0]
         layer = network.layers[0]
         K = layer.width
-        layer.theta = None if method == "collapsed" else np.full((J, K), 1.0 / K)
+        # theta^(1) = 1/K for every document: one read-only row (no (J, K) array)
+        layer.theta = None if method == "collapsed" else np.broadcast_to(np.full(K, 1.0 / K), (J, K))
         layer.c = np.ones(J)
         s = cls(network, Y, method=method, n_jobs=n_jobs, random_state=random_state,
                 update_globals=True, seeds=seeds, first_block=first_block)
         s.aux = network.link.init_aux(Y, s.rng, network.hyper)
         if method == "collapsed":
-            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng))
+            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng,
+                                                    arrays=(s.indptr, s.indices, s.values)))
         return s
 
     @classmethod
@@ -309,8 +325,9 @@ class GibbsSampler:
         check_chain_input(self.network, self.Y, values=False)
         J = self.n_docs
         for t, layer in enumerate(self.network.layers, start=1):
-            collapsed_one = t == 1 and self.method == "collapsed"
-            if layer.theta is None and not collapsed_one:
+            # theta^(1) is integrated out (collapsed) or may be pending (lazy_theta_one)
+            no_theta_one = t == 1 and (self.method == "collapsed" or not self._theta_one.held_anywhere())
+            if layer.theta is None and not no_theta_one:
                 raise ValueError(f"layer {t} has no theta: set it (shape ({J}, {layer.width})) or build the "
                                  "sampler with GibbsSampler.for_training / for_inference")
             if layer.c is None:
@@ -367,6 +384,14 @@ class GibbsSampler:
         self.m[0] = tokens.doc_counts
         self.network.layers[0].counts = tokens.term_counts
 
+    def theta_one(self) -> np.ndarray:
+        """theta^(1) of every document (blocked method), drawn now where it is
+        pending (see ``lazy_theta_one``: the draws the next sweep would make).
+        Structure changes (:meth:`prune_top`, :meth:`add_layer`) call it first,
+        since a pending draw is due under the current prior; so must any other
+        change to the network, ``c`` or ``m[0]`` between two sweeps."""
+        return self._theta_one.materialize(self)
+
     def _doc_prior(self, t: int) -> np.ndarray:
         """Prior shapes of theta^(t): ``r`` (one shared row) at the top, else
         ``theta^(t+1) Phi^(t+1)^T`` (one row per sample), floored positive
@@ -397,16 +422,19 @@ class GibbsSampler:
         """Collapsed update of the layer-one labels (paper eq:z).
 
         Phi^(1) and theta^(1) are integrated out; the document prior is
-        ``a_jk = r_k`` when T = 1 and ``(Phi^(2) theta_j^(2))_k`` otherwise.
-        Documents are visited in a fresh random order, and the tokens of each
-        document in a fresh random order.  Sets ``m[0] = n_jk`` and
+        ``a_jk = r_k`` when T = 1 and ``(Phi^(2) theta_j^(2))_k`` otherwise
+        (computed for a few document blocks at a time, never for all
+        documents at once).  Documents are visited in order, and the tokens of
+        each document in the order of the data.  Sets ``m[0] = n_jk`` and
         ``layers[0].counts = n_vk``.  Serial: the counts are shared by all
         documents.
         """
         layer = self.network.layers[0]
-        prior = np.ascontiguousarray(self._doc_prior(1))
-        order = self.rng.permutation(self.n_docs).astype(np.int64)
-        self.tokens.sweep(order, prior, layer.eta, self.rng)
+        if self.depth == 1:
+            self.tokens.sweep(np.maximum(self.network.r, _TINY)[None, :], layer.eta, self.rng)
+        else:
+            upper = self.network.layers[1]
+            self.tokens.sweep_blocks(upper.theta, upper.phi, self.bounds, layer.eta, self.rng)
         layer.counts = self.tokens.term_counts
 
     def sample_layer_one_blocked(self, blocks=None) -> np.ndarray:
@@ -423,15 +451,22 @@ class GibbsSampler:
         layer = self.network.layers[0]
         bounds, streams = self._blocks(blocks)
         nt = self.n_threads
-        n_out = np.zeros((nt, self.n_features, layer.width), dtype=np.int64)
-        _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, layer.theta,
-                              self.aux, int(self.link.latent_mode), bounds, streams, self.m[0], n_out,
-                              np.empty(0, dtype=np.int64), nt)
+        # one (V, K) array shared by the threads (exact atomic integer additions)
+        n_out = np.zeros((self.n_features, layer.width), dtype=np.int64)
+        b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
+        over = self._theta_one.split(self, b0, b1, n_out)      # theta^(1) pending: drawn there
+        if over is None:
+            theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
+            over = _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, theta,
+                                         self.aux, int(self.link.latent_mode), bounds, streams,
+                                         self.m[0], n_out, np.empty(0, dtype=np.int64), nt)
+        if over:     # count_dtype's bound is a proof: a wrong m[0] was set from outside
+            raise OverflowError(f"{over} document(s) hold more latent counts than m[0] ({self.m[0].dtype}) holds")
         if self.aux.size:
             shape, rate = self.link.aux_conditional(self.Y, self.m[0].sum(axis=1), self.hyper)
             _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
                                              bounds, streams, self.aux, nt)
-        return n_out.sum(axis=0) if nt > 1 else n_out[0]
+        return n_out
 
     def propagate_up(self, t: int, blocks=None) -> np.ndarray:
         """Propagate the counts of layer t-1 into layer t (eq:CRT then eq:step1).
@@ -535,7 +570,8 @@ class GibbsSampler:
         """
         layer = self.network.layers[t - 1]
         rate = np.ascontiguousarray(layer.c + self.log_rates()[t - 1])
-        if layer.theta is None or layer.theta.shape != (self.n_docs, layer.width):
+        if (layer.theta is None or layer.theta.shape != (self.n_docs, layer.width)
+                or not layer.theta.flags.writeable):
             layer.theta = np.empty((self.n_docs, layer.width), dtype=np.float64)
         bounds, streams = self._blocks(blocks)
         self._draw_theta(t, rate, bounds, streams, layer.theta, self.theta_sums(t) if t > 1 else np.empty(0))
@@ -591,10 +627,14 @@ class GibbsSampler:
 
     def local_downward(self, blocks=None) -> None:
         """The per-document downward half: theta^(T), ..., theta^(2) (theta^(1)
-        too for the blocked method) for the documents of ``blocks`` (eq:step4)."""
-        lowest = 2 if self.method == "collapsed" else 1
+        too for the blocked method: drawn here, or left pending for the next
+        split with ``lazy_theta_one``) for the documents of ``blocks`` (eq:step4)."""
+        lowest = 2 if self.method == "collapsed" or self.lazy_theta_one else 1
         for t in range(self.depth, lowest - 1, -1):
             self.sample_theta(t, blocks)
+        if self.method == "blocked" and self.lazy_theta_one:
+            b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
+            self._theta_one.mark_pending(self, b0, b1)      # drawn by the next split (or theta_one)
 
     def sweep(self, update_p_c: bool = True) -> None:
         """One upward-downward iteration (Algorithm 1, lines 4-11; Algorithm 2).
@@ -650,17 +690,23 @@ class GibbsSampler:
         n_keep = int(keep.sum())
         if n_keep == K:
             return K
-        top.phi = np.ascontiguousarray(top.phi[:, keep])
-        if top.counts is not None:
-            top.counts = np.ascontiguousarray(top.counts[:, keep])
-        if top.theta is not None:
-            top.theta = np.ascontiguousarray(top.theta[:, keep])
-        net.r = np.ascontiguousarray(net.r[keep])
-        net.gamma0 = float(net.gamma0 * n_keep / K)
-        self.m[-1] = np.ascontiguousarray(self.m[-1][:, keep])
+        if self.method == "blocked":
+            self.theta_one()      # a pending theta^(1) is drawn under the prior it was due under
         if T == 1 and self.method == "collapsed":
+            # the labels are renumbered and every count rebuilt from them;
+            # Phi^(1) stays a placeholder (integrated out)
+            top.phi = np.broadcast_to(np.float64(1.0 / top.n_inputs), (top.n_inputs, n_keep))
             self.tokens.keep(keep)
             self.set_tokens(self.tokens)
+        else:
+            top.phi = np.ascontiguousarray(top.phi[:, keep])
+            if top.counts is not None:
+                top.counts = np.ascontiguousarray(top.counts[:, keep])
+            if top.theta is not None:
+                top.theta = np.ascontiguousarray(top.theta[:, keep])
+            self.m[-1] = np.ascontiguousarray(self.m[-1][:, keep])
+        net.r = np.ascontiguousarray(net.r[keep])
+        net.gamma0 = float(net.gamma0 * n_keep / K)
         logger.debug("pruned layer %d from %d to %d factors", T, K, n_keep)
         return n_keep
 
@@ -674,6 +720,8 @@ class GibbsSampler:
         c_j^(T+2) = 1.
         """
         net = self.network
+        if self.method == "blocked":
+            self.theta_one()      # a pending theta^(1) is drawn under the prior it was due under
         K = net.layers[-1].width
         if phi is None:
             phi = self.rng.random((K, K))
@@ -724,7 +772,7 @@ class GibbsSampler:
         """
         layer = self.network.layers[0]
         if self.method == "blocked":
-            return layer.phi, layer.theta
+            return layer.phi, self.theta_one()
         streams = streams or self.eval_streams
         col_streams = col_streams or self.eval_col_streams
         phi = self.sample_phi(1, streams=col_streams)

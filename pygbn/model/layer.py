@@ -55,8 +55,10 @@ class Layer:
         """Posterior mean of Phi^(t) given ``counts``: ``(eta + counts) / column sums``."""
         if self.counts is None:
             return self.phi.copy()
-        a = self.eta + self.counts.astype(np.float64)
-        return a / a.sum(axis=0, keepdims=True)
+        a = self.counts.astype(np.float64)   # one (K_{t-1}, K_t) array, updated in place
+        a += self.eta
+        a /= a.sum(axis=0, keepdims=True)
+        return a
 
     def summary(self) -> "Layer":
         """A copy without per-sample state (what a fitted network keeps)."""

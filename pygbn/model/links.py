@@ -40,13 +40,20 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
     """Convert ``X`` (dense or any scipy.sparse format) to a canonical CSR matrix.
 
     Duplicates are summed, explicit zeros removed and indices sorted.  Raises
-    ``ValueError`` for non-2-D input, non-numeric data, NaN or inf.
+    ``ValueError`` for non-2-D input, non-numeric data, NaN or inf.  ``X``
+    itself is never changed; a CSR ``X`` that is already canonical shares its
+    arrays with the result (its values too when they have type ``dtype``):
+    pygbn reads the data and never writes it, so a fit holds one copy at most.
     """
     if sp.issparse(X):
-        M = sp.csr_matrix(X, copy=True)
+        M = X.tocsr()      # X itself when it is CSR
         if M.dtype.kind not in "biuf":
             raise ValueError(f"{name} must hold numbers, got dtype {M.dtype}")
-        M = M.astype(dtype) if M.dtype != dtype else M
+        if M.dtype != dtype:      # new values, the same index arrays
+            M = sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
+        shares_x = X.format == "csr" and M.indices is X.indices
+        if shares_x and not (M.has_canonical_format and M.data.all()):
+            M = M.copy()          # the changes below must not reach X
     else:
         try:
             arr = np.asarray(X)

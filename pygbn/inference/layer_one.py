@@ -1,0 +1,140 @@
+"""Layer one's data layout and the blocked sampler's lazily drawn theta^(1).
+
+* :func:`kernel_csr` is the kernels' one view of the data (no copy where the
+  types already match); :func:`count_dtype` the smallest integer type of
+  layer one's per-document counts ``m[0]``.
+* :class:`LazyThetaOne`: a blocked training chain does not keep theta^(1), a
+  (J, K_1) float64 array, between iterations.  Each document block's rows are
+  drawn from its own stream just before the block's split in the next sweep,
+  with exactly the draws :meth:`GibbsSampler.sample_theta` would have made at
+  the end of the previous one (eq:step4; nothing it depends on changes in
+  between), so the chain is the same, draw for draw.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn.inference import _blocked, _upper
+from pygbn.model.links import LATENT_COUNTS, Link
+
+__all__ = ["kernel_csr", "count_dtype", "LazyThetaOne"]
+
+#: document blocks per kernel call when rows are made for a few blocks at a time
+#: (theta^(1) and the collapsed prior): a (32 x 128, K) buffer instead of (J, K)
+CHUNK_BLOCKS = 32
+#: where a document block's theta^(1) is
+HELD, PENDING, USED = 0, 1, 2
+
+
+def kernel_csr(Y: sp.csr_matrix):
+    """The kernels' view of ``Y``: int64 row pointers, int32 indices, float64
+    values (the indices and values are ``Y``'s own arrays when their types
+    already match: no copy)."""
+    return (
+        np.ascontiguousarray(Y.indptr, dtype=np.int64),
+        np.ascontiguousarray(Y.indices, dtype=np.int32),
+        np.ascontiguousarray(Y.data, dtype=np.float64),
+    )
+
+
+def count_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
+    """The smallest integer type of layer one's per-document counts ``m[0]``.
+
+    For counts (the Poisson link) a document's latent counts add up to its
+    total, known from the data: uint16 up to 65535, int32 up to 2**31 - 1.
+    The latent counts of the other links are random and unbounded: int64.
+    """
+    if link.latent_mode != LATENT_COUNTS or Y.shape[0] == 0 or Y.nnz == 0:
+        return np.dtype(np.int64)
+    longest = float(np.max(np.add.reduceat(Y.data, Y.indptr[:-1][np.diff(Y.indptr) > 0])))
+    if longest <= np.iinfo(np.uint16).max:
+        return np.dtype(np.uint16)
+    return np.dtype(np.int32 if longest <= np.iinfo(np.int32).max else np.int64)
+
+
+class LazyThetaOne:
+    """Where each document block's theta^(1) is: ``HELD`` in ``layers[0].theta``,
+    ``PENDING`` (to be drawn by the next split) or ``USED`` (drawn and used by
+    this iteration's split, until the downward half makes it pending again).
+
+    The methods take the :class:`~pygbn.inference.gibbs.GibbsSampler` whose
+    state they read.
+    """
+
+    def __init__(self, n_blocks: int):
+        self.state = np.full(max(1, n_blocks), HELD, dtype=np.int8)
+
+    def held_anywhere(self) -> bool:
+        return bool((self.state == HELD).any())
+
+    def mark_pending(self, s, b0: int, b1: int) -> None:
+        """Blocks ``b0:b1`` have had their upper layers drawn: theta^(1) is due;
+        ``layers[0].theta`` is dropped once no block holds it."""
+        self.state[b0:b1] = PENDING
+        if not self.held_anywhere():
+            s.network.layers[0].theta = None
+
+    def draw(self, s, b0: int, b1: int, out: np.ndarray) -> np.ndarray:
+        """theta^(1) of the documents of blocks ``b0:b1`` into ``out`` (their rows),
+        drawn from the blocks' streams exactly as ``sample_theta(1)`` draws it
+        (eq:step4, :func:`pygbn.inference._upper.sample_theta`)."""
+        lo, hi = int(s.bounds[b0]), int(s.bounds[b1])
+        net = s.network
+        rate = np.ascontiguousarray(net.layers[0].c[lo:hi] + 1.0)   # c^(2) + L^(1), L^(1) = 1
+        if net.depth == 1:
+            up_theta = up_phi = np.empty((0, 0))
+            prior_row = np.ascontiguousarray(np.maximum(net.r, np.finfo(np.float64).tiny))
+        else:
+            up_theta, up_phi, prior_row = net.layers[1].theta[lo:hi], net.layers[1].phi, np.empty(0)
+        _upper.sample_theta(up_theta, up_phi, prior_row, s.m[0][lo:hi], rate,
+                            s.bounds[b0:b1 + 1] - lo, s.doc_streams.addresses[b0:b1], out,
+                            np.empty(0), s.n_threads)
+        return out
+
+    def _check_not_used(self, b0: int, b1: int) -> None:
+        if (self.state[b0:b1] == USED).any():
+            raise RuntimeError(f"theta^(1) of document blocks {b0}:{b1} was used by this iteration's "
+                               "split already; run local_downward first")
+
+    def materialize(self, s) -> np.ndarray:
+        """Draw the pending blocks' theta^(1) into ``layers[0].theta`` and return it."""
+        self._check_not_used(0, self.state.size)
+        layer = s.network.layers[0]
+        todo = np.flatnonzero(self.state == PENDING)
+        if todo.size:
+            if layer.theta is None:
+                layer.theta = np.empty((s.n_docs, layer.width))
+            for b in todo:
+                self.draw(s, b, b + 1, layer.theta[s.bounds[b]:s.bounds[b + 1]])
+            self.state[:] = HELD
+        return layer.theta
+
+    def split(self, s, b0: int, b1: int, n_out: np.ndarray):
+        """The split of blocks ``b0:b1`` (eq:step1) with their pending theta^(1),
+        drawn a chunk of blocks at a time just before the chunk's split (each
+        block's stream: theta^(1)'s draws, then the split's).  Returns the
+        number of documents whose latent total outgrew ``m[0]``'s type, or
+        None, having drawn nothing, unless every block of the range is pending
+        (the caller then splits with ``layers[0].theta``, made complete here)."""
+        self._check_not_used(b0, b1)
+        pending = self.state[b0:b1] == PENDING
+        if not pending.all() or b1 <= b0:
+            if pending.any():
+                self.materialize(s)
+            return None
+        layer, nt = s.network.layers[0], s.n_threads
+        step = max(CHUNK_BLOCKS, 8 * nt)
+        longest_block = int(np.max(np.diff(s.bounds)))
+        buf = np.empty((min(s.n_docs, step * longest_block), layer.width))
+        over = 0
+        for c0 in range(b0, b1, step):
+            c1 = min(c0 + step, b1)
+            lo, hi = int(s.bounds[c0]), int(s.bounds[c1])
+            theta = self.draw(s, c0, c1, buf[:hi - lo])
+            over += _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, layer.phi, theta,
+                                          s.aux[lo:hi], int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo,
+                                          s.doc_streams.addresses[c0:c1], s.m[0][lo:hi], n_out,
+                                          np.empty(0, dtype=np.int64), nt)
+        self.state[b0:b1] = USED
+        return over

@@ -1,0 +1,267 @@
+"""Cost per token and peak memory of a fit as the corpus grows, beside tomotopy's LDA.
+
+Usage::
+
+    python tools/bench_scale.py                                 # 1.3M and 5.2M tokens, K = 100 and 400
+    python tools/bench_scale.py --tokens 20.8M --K 100 --late 50
+    python tools/bench_scale.py --tokens 1.3M --runs collapsed blocked-1 tomotopy --late 0
+    python tools/bench_scale.py --dask                          # DaskGBN rows too (1 and 2 workers)
+
+The tool generates seeded synthetic LDA-like corpora (``V = 20,000`` terms,
+about 65 tokens per document, 50 true topics; see :func:`make_corpus`) and
+caches them as ``.npz`` files (``--cache``).  Every measurement runs in its
+own Python process that loads the corpus from the file, so that each peak
+resident set size (``ru_maxrss`` of that process, which includes the
+interpreter, numpy/scipy and the loaded corpus) is one library's alone:
+
+* ``collapsed``, ``blocked-1``, ``blocked-2``: ``pygbn.GBN(n_layers=1,
+  method=..., n_jobs=...).fit(X)`` with ``n_components = K`` (no pruning);
+* ``tomotopy``: ``tomotopy.LDAModel(k=K, alpha=0.1, eta=0.01)`` trained with
+  one worker on the same documents (when tomotopy is installed);
+* ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` on a local
+  cluster of 1 and 2 single-threaded worker processes (see :func:`run_dask`).
+
+Reported per row: the mean wall-clock seconds per iteration over the first
+``--early`` iterations and over ``--late-iters`` iterations after ``--late``
+iterations (``--late 0`` skips them), tokens per second at each, the same
+means in CPU seconds of the process (all its threads; on a shared, loaded
+machine the CPU time is the steadier figure), the resident size right after
+loading the corpus, the peak resident size of the process and the fit's
+bytes per token (peak minus loaded, over the tokens).  Timings are measured
+on whatever machine runs this; no assertion is made.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+#: vocabulary size, mean document length and number of true topics of the corpora
+N_TERMS = 20_000
+DOC_LENGTH = 65
+TRUE_TOPICS = 50
+PYGBN_RUNS = {"collapsed": ("collapsed", 1), "blocked-1": ("blocked", 1), "blocked-2": ("blocked", 2)}
+DASK_RUNS = {"dask-1": 1, "dask-2": 2}
+
+
+# ------------------------------------------------------------------ corpus
+def parse_tokens(text: str) -> int:
+    """``"20.8M"`` -> 20800000; ``"500k"`` -> 500000; plain integers as they are."""
+    t = text.strip().lower()
+    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}.get(t[-1:], 1)
+    return int(round(float(t[:-1] if scale > 1 else t) * scale))
+
+
+def make_corpus(n_tokens: int, seed: int = 0) -> sp.csr_matrix:
+    """An LDA-like corpus of about ``n_tokens`` tokens (documents x terms, int32 counts).
+
+    ``TRUE_TOPICS`` topics ``phi_k ~ Dir(2000 z)`` over ``N_TERMS`` terms, where
+    ``z`` is Zipf's law (``z_v`` proportional to ``1 / v``: frequent terms shared by
+    all topics, rare ones specific to a few), one ``theta_j ~ Dir(0.1)`` per
+    document, document lengths ``1 + Pois(64)``; ``n_tokens / DOC_LENGTH``
+    documents.  Fully determined by ``seed``.
+    """
+    rng = np.random.default_rng(seed)
+    J = max(1, int(round(n_tokens / DOC_LENGTH)))
+    zipf = 1.0 / np.arange(1, N_TERMS + 1)
+    phi = rng.dirichlet(2000.0 * zipf / zipf.sum(), size=TRUE_TOPICS)
+    theta = rng.dirichlet(np.full(TRUE_TOPICS, 0.1), size=J)
+    lengths = 1 + rng.poisson(DOC_LENGTH - 1, size=J)
+    n_jk = rng.multinomial(lengths, theta)                       # (J, K) tokens per topic
+    docs = np.empty(int(lengths.sum()), dtype=np.int32)
+    words = np.empty_like(docs)
+    pos = 0
+    for k in range(TRUE_TOPICS):
+        n_k = int(n_jk[:, k].sum())
+        docs[pos:pos + n_k] = np.repeat(np.arange(J, dtype=np.int32), n_jk[:, k])
+        cdf = np.cumsum(phi[k])
+        words[pos:pos + n_k] = np.minimum(np.searchsorted(cdf, rng.random(n_k) * cdf[-1], side="right"),
+                                          N_TERMS - 1)
+        pos += n_k
+    X = sp.csr_matrix((np.ones(docs.size, dtype=np.int32), (docs, words)), shape=(J, N_TERMS))
+    X.sum_duplicates()
+    return X
+
+
+def corpus_path(cache: Path, n_tokens: int, seed: int) -> Path:
+    """The cached corpus file of ``n_tokens`` tokens and ``seed`` (made on first use)."""
+    path = cache / f"lda_{n_tokens}_seed{seed}.npz"
+    if not path.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        X = make_corpus(n_tokens, seed)
+        tmp = path.with_suffix(".tmp.npz")
+        sp.save_npz(tmp, X, compressed=False)
+        os.replace(tmp, path)
+        print(f"# generated {path.name}: {X.shape[0]} documents, {int(X.sum())} tokens, "
+              f"{X.nnz} non-zeros ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    return path
+
+
+# ------------------------------------------------------------ child runs
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+class _Clock:
+    """Per-iteration wall-clock and CPU times, from a fit's callback."""
+
+    def __init__(self):
+        self.wall, self.cpu = [], []
+        self.last = (time.perf_counter(), time.process_time())
+
+    def tick(self, *_):
+        now = (time.perf_counter(), time.process_time())
+        self.wall.append(now[0] - self.last[0])
+        self.cpu.append(now[1] - self.last[1])
+        self.last = now
+
+    def summary(self, early, late, late_iters):
+        out = {"early": float(np.mean(self.wall[:early])), "early_cpu": float(np.mean(self.cpu[:early]))}
+        if late:
+            out["late"] = float(np.mean(self.wall[late:late + late_iters]))
+            out["late_cpu"] = float(np.mean(self.cpu[late:late + late_iters]))
+        return out
+
+
+def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
+    """``GBN(n_layers=1).fit(X)`` for ``max(early, late + late_iters)`` iterations."""
+    from pygbn import GBN
+
+    n_iter = max(early, late + late_iters if late else 0)
+    clock = _Clock()
+    GBN(n_components=K, n_layers=1, burn_in=n_iter, n_collect=0, prune=False, method=method,
+        n_jobs=n_jobs, random_state=0, callback=lambda info: clock.tick()).fit(X)
+    return clock.summary(early, late, late_iters)
+
+
+def run_tomotopy(X, K, early, late, late_iters):
+    """tomotopy's LDA (alpha 0.1, eta 0.01, one worker) on the documents of ``X``."""
+    import tomotopy as tp
+
+    mdl = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=1)
+    words = [str(v) for v in range(X.shape[1])]
+    for j in range(X.shape[0]):
+        lo, hi = X.indptr[j], X.indptr[j + 1]
+        toks = [words[v] for v, n in zip(X.indices[lo:hi], X.data[lo:hi]) for _ in range(int(n))]
+        if toks:
+            mdl.add_doc(toks)
+    n_iter = max(early, late + late_iters if late else 0)
+    clock = _Clock()
+    for _ in range(n_iter):
+        mdl.train(1, workers=1)
+        clock.tick()
+    return clock.summary(early, late, late_iters)
+
+
+def run_dask(X, K, n_workers, early, late, late_iters):
+    """``pygbn.dask.DaskGBN`` (blocked) on a local cluster of ``n_workers``
+    single-threaded worker processes.
+
+    Hook for the Dask estimator: it should fit one layer of ``K`` factors for
+    ``max(early, late + late_iters)`` iterations on ``X`` (split into
+    ``n_workers`` partitions) and return :meth:`_Clock.summary` of the
+    per-iteration times, as :func:`run_pygbn` does.  The peak resident size reported
+    for these rows is the client process's; add the workers' (e.g. from
+    ``client.run``) to compare memory.
+    """
+    try:
+        import pygbn.dask  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError(f"pygbn.dask is not available ({exc})") from None
+    raise NotImplementedError("the DaskGBN rows of bench_scale are not written yet")
+
+
+def child_main(args) -> None:
+    """Run one measurement and print one JSON line."""
+    X = sp.load_npz(args.corpus).tocsr()
+    rss_loaded = _peak_rss_mb()
+    if args.child in PYGBN_RUNS:
+        method, n_jobs = PYGBN_RUNS[args.child]
+        res = run_pygbn(X, args.k, method, n_jobs, args.early, args.late, args.late_iters)
+    elif args.child == "tomotopy":
+        res = run_tomotopy(X, args.k, args.early, args.late, args.late_iters)
+    else:
+        res = run_dask(X, args.k, DASK_RUNS[args.child], args.early, args.late, args.late_iters)
+    res.update(rss_loaded=rss_loaded, peak_rss=_peak_rss_mb(), tokens=int(X.sum()), nnz=int(X.nnz),
+               docs=int(X.shape[0]))
+    print(json.dumps(res), flush=True)
+
+
+# ------------------------------------------------------------------ driver
+def _fmt_tokens(n: int) -> str:
+    return f"{n / 1e6:.1f}M"
+
+
+def measure(run: str, path: Path, K: int, args) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", run, "--corpus", str(path),
+           "--k", str(K), "--early", str(args.early), "--late", str(args.late),
+           "--late-iters", str(args.late_iters)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        err = proc.stderr.strip().splitlines()
+        return {"error": err[-1] if err else f"exit status {proc.returncode}"}
+    return json.loads(lines[-1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", nargs="+", default=["1.3M", "5.2M"],
+                    help="corpus sizes in tokens (e.g. 1.3M 5.2M 20.8M)")
+    ap.add_argument("--K", nargs="+", type=int, default=[100, 400])
+    ap.add_argument("--runs", nargs="+", default=["collapsed", "blocked-1", "blocked-2", "tomotopy"],
+                    choices=list(PYGBN_RUNS) + ["tomotopy"] + list(DASK_RUNS))
+    ap.add_argument("--dask", action="store_true", help="add the DaskGBN rows (1 and 2 workers)")
+    ap.add_argument("--early", type=int, default=12, help="iterations of the early figure")
+    ap.add_argument("--late", type=int, default=50,
+                    help="iterations run before the late figure (0: no late figure)")
+    ap.add_argument("--late-iters", type=int, default=5, help="iterations of the late figure")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpora")
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "pygbn_bench_scale")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--k", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child_main(args)
+        return
+    runs = list(args.runs) + (list(DASK_RUNS) if args.dask else [])
+    load = os.getloadavg()
+    print(f"# pygbn bench_scale: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"load average {load[0]:.2f} at start; wall-clock seconds per iteration")
+    late = f"after {args.late}" if args.late else "late"
+    print()
+    print(f"| tokens | docs | K | run | s/iter (first {args.early}) | tokens/s | CPU s/iter | "
+          f"s/iter ({late}) | tokens/s | CPU s/iter | RSS loaded (MB) | peak RSS (MB) | fit B/token |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for text in args.tokens:
+        path = corpus_path(args.cache, parse_tokens(text), args.seed)
+        for K in args.K:
+            for run in runs:
+                r = measure(run, path, K, args)
+                if "error" in r:
+                    print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 8, flush=True)
+                    continue
+                late_cols = (f"{r['late']:.3f} | {r['tokens'] / r['late']:.3g} | {r['late_cpu']:.3f}"
+                             if "late" in r else " | | ")
+                per_token = (r["peak_rss"] - r["rss_loaded"]) * 2**20 / r["tokens"]
+                print(f"| {_fmt_tokens(r['tokens'])} | {r['docs']} | {K} | {run} | {r['early']:.3f} | "
+                      f"{r['tokens'] / r['early']:.3g} | {r['early_cpu']:.3f} | {late_cols} | "
+                      f"{r['rss_loaded']:.0f} | {r['peak_rss']:.0f} | {per_token:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
