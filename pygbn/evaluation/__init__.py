@@ -1,0 +1,23 @@
+"""Evaluation: held-out perplexity, convergence diagnostics and topic quality.
+
+Modules
+-------
+:mod:`pygbn.evaluation.heldout`
+    The token split and the held-out perplexity of the paper's protocol
+    (Section 4.1).
+:mod:`pygbn.evaluation.convergence`
+    Split-R-hat and effective sample size of several chains' traces.
+:mod:`pygbn.evaluation.coherence`
+    Topic coherence (UMass, UCI, NPMI, C_V) and topic diversity.
+
+Every public name is importable from here.
+"""
+from pygbn.evaluation.coherence import (DEFAULT_WINDOWS, MEASURES, Cooccurrence, coherence,
+                                        cooccurrence, diversity)
+from pygbn.evaluation.convergence import effective_sample_size, rhat, trace_chains, trace_diagnostics
+from pygbn.evaluation.heldout import (heldout_log_terms, perplexity_from_sums, perplexity_from_terms,
+                                      split_tokens)
+
+__all__ = ["split_tokens", "perplexity_from_sums", "heldout_log_terms", "perplexity_from_terms",
+           "coherence", "diversity", "cooccurrence", "Cooccurrence", "MEASURES", "DEFAULT_WINDOWS",
+           "rhat", "effective_sample_size", "trace_chains", "trace_diagnostics"]

@@ -1,0 +1,289 @@
+"""Topic quality: coherence (UMass, UCI, NPMI, C_V) and diversity of topics.
+
+A *topic* here is the list of its top-n terms (column indices of the
+vocabulary), most probable first, e.g. a row of
+:meth:`pygbn.model.Network.top_term_indices` of any layer (the projected
+topics of eq:projection).  Coherence measures how often a topic's top terms
+occur together in a *reference corpus*; every measure below is the one of
+Röder, Both & Hinneburg (WSDM 2015), in the form gensim's ``CoherenceModel``
+computes it (the tests check the values against gensim), with
+``eps = 1e-12``.
+
+Counting (the "probability estimation" step).  The reference corpus is split
+into *windows*; ``N`` is the number of windows, ``D(w)`` the number of
+windows holding term w and ``D(w, w')`` the number holding both.  Then
+``P(w) = D(w) / N`` and ``P(w, w') = D(w, w') / N``.
+
+* Document co-occurrence (a count matrix ``X``, documents x terms): each
+  document is one window (every row counts, empty rows too).
+* Sliding windows (``texts``: each document as its sequence of term indices,
+  in reading order): a document of ``L >= s`` tokens gives the ``L - s + 1``
+  windows ``tokens[i:i + s]``; a shorter one is one window.  A term is
+  counted once per window however often it occurs there.
+
+Measures, for a topic with top terms ``w_1, ..., w_n`` (most probable first):
+
+* ``"u_mass"`` (Mimno et al. 2011): the mean over ``i > j`` of
+  ``log((P(w_i, w_j) + eps) / P(w_j))``; document co-occurrence.
+* ``"c_uci"`` (Newman et al. 2010, PMI): the mean over ordered pairs
+  ``i != j`` of ``PMI = log((P(w_i, w_j) + eps) / (P(w_i) P(w_j)))``.
+* ``"c_npmi"`` (Aletras & Stevenson 2013): the mean of
+  ``NPMI = PMI / -log(P(w_i, w_j) + eps)`` over the same pairs.
+* ``"c_v"`` (Röder et al. 2015): with ``v_i = (NPMI(w_i, w_1), ...,
+  NPMI(w_i, w_n))`` (the diagonal included: ``P(w, w) = P(w)``) and
+  ``v = sum_i v_i``, the mean over i of the cosine of ``v_i`` and ``v``.
+
+A pair whose conditioning term never occurs in the reference corpus
+(``P(w_j) = 0`` for UMass, ``P(w_i) P(w_j) = 0`` for the others) scores 0
+(gensim gives 0 for UMass and an infinite or undefined value for the others),
+and so does a cosine with a zero vector.  gensim's default windows are 10
+tokens for ``c_uci``/``c_npmi`` and 110 for ``c_v``; pygbn uses them when
+``texts`` is given without ``window_size``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from pygbn.model.links import as_csr
+
+__all__ = ["MEASURES", "EPSILON", "DEFAULT_WINDOWS", "Cooccurrence", "cooccurrence", "coherence",
+           "diversity", "check_topics"]
+
+#: the coherence measures :func:`coherence` knows
+MEASURES = ("u_mass", "c_uci", "c_npmi", "c_v")
+#: the small constant that keeps the logarithms finite (gensim's)
+EPSILON = 1e-12
+#: sliding-window sizes used with ``texts`` when none is given (gensim's defaults)
+DEFAULT_WINDOWS = {"c_uci": 10, "c_npmi": 10, "c_v": 110}
+
+
+def check_topics(topics, n_terms: Optional[int] = None, name: str = "topics") -> np.ndarray:
+    """``topics`` as a 2-D int64 array (one row of term indices per topic), validated.
+
+    Raises ValueError naming ``name`` unless it is a non-empty (K, n) array
+    of integers in ``[0, n_terms)`` with ``n >= 2`` and no repeated term in
+    a row.
+    """
+    arr = np.asarray(topics)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2 or arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be a 2-D integer array with one row of at least 2 term indices "
+                         f"per topic, got shape {arr.shape} and dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.min() < 0 or (n_terms is not None and arr.max() >= n_terms):
+        raise ValueError(f"{name} holds term indices outside [0, {n_terms}): "
+                         f"[{arr.min()}, {arr.max()}]")
+    srt = np.sort(arr, axis=1)
+    if (srt[:, 1:] == srt[:, :-1]).any():
+        raise ValueError(f"{name} repeats a term within a topic")
+    return arr
+
+
+@dataclass(frozen=True)
+class Cooccurrence:
+    """Window counts of a set of terms in a reference corpus.
+
+    Attributes
+    ----------
+    terms : ndarray of int64, shape (R,)
+        The counted terms (vocabulary indices, sorted).
+    n_windows : int
+        ``N``, the number of windows.
+    joint : ndarray of int64, shape (R, R)
+        ``D(w, w')`` for the terms in ``terms``'s order; the diagonal is ``D(w)``.
+    """
+
+    terms: np.ndarray
+    n_windows: int
+    joint: np.ndarray
+
+    @property
+    def occurrences(self) -> np.ndarray:
+        """``D(w)`` of each term (the diagonal of ``joint``)."""
+        return np.diagonal(self.joint).copy()
+
+    def positions(self, words: np.ndarray) -> np.ndarray:
+        """Positions in ``terms`` of the vocabulary indices ``words`` (all counted)."""
+        return np.searchsorted(self.terms, words)
+
+
+def _window_presence(tokens: np.ndarray, size: int) -> np.ndarray:
+    """Which windows of one document hold each of its terms: a (n_windows, n_terms) bool array
+    for ``tokens`` already mapped to ``0..n_terms-1`` (-1: not counted)."""
+    L = tokens.size
+    n_win = L - size + 1 if L >= size else 1
+    keep = tokens >= 0
+    pos, col = np.flatnonzero(keep), tokens[keep]
+    n_cols = int(col.max()) + 1 if col.size else 0
+    diff = np.zeros((n_win + 1, n_cols), dtype=np.int32)
+    if L >= size:     # token p lies in windows max(0, p-s+1) .. min(p, L-s)
+        first, last = np.maximum(pos - size + 1, 0), np.minimum(pos, L - size)
+    else:
+        first, last = np.zeros_like(pos), np.zeros_like(pos)
+    np.add.at(diff, (first, col), 1)
+    np.add.at(diff, (last + 1, col), -1)
+    return np.cumsum(diff[:-1], axis=0) > 0
+
+
+def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
+                 window_size: Optional[int] = None) -> Cooccurrence:
+    """Count the windows of a reference corpus that hold the terms ``terms`` and their pairs.
+
+    Parameters
+    ----------
+    terms : array-like of int
+        Vocabulary indices to count (duplicates are ignored).
+    X : array-like or sparse of shape (n_docs, n_terms), optional
+        Document-term counts: document co-occurrence (each row a window).
+    texts : sequence of sequences of int, optional
+        Instead of ``X``: each document's term indices in reading order.
+        Without ``window_size`` each document is one window; with it,
+        sliding windows of ``window_size`` tokens (see the module notes).
+    window_size : int, optional
+        Sliding-window length (``texts`` only), at least 1.
+
+    Returns
+    -------
+    Cooccurrence
+    """
+    terms = np.unique(np.asarray(terms, dtype=np.int64).ravel())
+    if (X is None) == (texts is None):
+        raise ValueError("give the reference corpus as exactly one of X (counts) and texts (token lists)")
+    R = terms.size
+    if X is not None:
+        if window_size is not None:
+            raise ValueError(f"window_size needs texts (token order); X gives document co-occurrence, "
+                             f"got window_size={window_size!r}")
+        M = as_csr(X, "X")
+        if M.data.size and (M.data < 0).any():
+            raise ValueError(f"X must hold nonnegative counts, found {M.data[M.data < 0][0]:g}")
+        if R and terms[-1] >= M.shape[1]:
+            raise ValueError(f"the topics use term {terms[-1]} but X has {M.shape[1]} columns")
+        B = (M[:, terms] > 0).astype(np.int64)
+        joint = np.asarray((B.T @ B).todense(), dtype=np.int64).reshape(R, R)
+        return Cooccurrence(terms=terms, n_windows=int(M.shape[0]), joint=joint)
+    if window_size is not None and (isinstance(window_size, bool) or not isinstance(
+            window_size, (int, np.integer)) or window_size < 1):
+        raise ValueError(f"window_size must be a positive integer, got {window_size!r}")
+    lookup = {int(t): i for i, t in enumerate(terms)}
+    joint = np.zeros((R, R), dtype=np.int64)
+    n_windows = 0
+    for d, doc in enumerate(texts):
+        tok = np.asarray(doc)
+        if tok.ndim != 1 or (tok.size and tok.dtype.kind not in "iu"):
+            raise ValueError(f"texts[{d}] must be a 1-D sequence of term indices, got {doc!r}"[:200])
+        size = tok.size + 1 if window_size is None else int(window_size)
+        mapped = np.array([lookup.get(int(v), -1) for v in tok], dtype=np.int64)
+        used = np.unique(mapped[mapped >= 0])
+        local = np.searchsorted(used, mapped).astype(np.int64)
+        local[mapped < 0] = -1
+        present = _window_presence(local, size)
+        n_windows += present.shape[0]
+        if used.size:
+            P = present.astype(np.int64)
+            joint[np.ix_(used, used)] += P.T @ P
+    return Cooccurrence(terms=terms, n_windows=n_windows, joint=joint)
+
+
+def _pmi(joint: np.ndarray, occ: np.ndarray, n: int, normalize: bool, eps: float) -> np.ndarray:
+    """PMI (or NPMI) of every pair of a topic's terms from their window counts (0 where undefined)."""
+    p_joint = joint / n + eps
+    p = occ / n
+    prod = np.outer(p, p)
+    out = np.zeros(joint.shape)
+    ok = prod > 0
+    out[ok] = np.log(p_joint[ok] / prod[ok])
+    if normalize:
+        out[ok] /= -np.log(p_joint[ok])
+    return out
+
+
+def _topic_coherence(counts: Cooccurrence, topic: np.ndarray, measure: str, eps: float) -> float:
+    idx = counts.positions(topic)
+    joint = counts.joint[np.ix_(idx, idx)].astype(np.float64)
+    occ = np.diagonal(joint).copy()
+    n = float(counts.n_windows)
+    k = topic.size
+    if measure == "u_mass":
+        i, j = np.tril_indices(k, -1)          # pairs (w_i, w_j) with j < i: conditioned on w_j
+        vals = np.zeros(i.size)
+        ok = occ[j] > 0
+        vals[ok] = np.log((joint[i[ok], j[ok]] / n + eps) / (occ[j[ok]] / n))
+        return float(np.mean(vals))
+    npmi = _pmi(joint, occ, counts.n_windows, measure != "c_uci", eps)
+    if measure in ("c_uci", "c_npmi"):
+        off = ~np.eye(k, dtype=bool)
+        return float(np.mean(npmi[off]))
+    total = npmi.sum(axis=0)                   # c_v: each v_i against v = sum_i v_i
+    norms = np.sqrt((npmi ** 2).sum(axis=1)) * np.sqrt((total ** 2).sum())
+    cos = np.zeros(k)
+    ok = norms > 0
+    cos[ok] = (npmi @ total)[ok] / norms[ok]
+    return float(np.mean(cos))
+
+
+def coherence(topics, X=None, *, measure: str = "c_v", texts: Optional[Sequence] = None,
+              window_size: Optional[int] = None, eps: float = EPSILON) -> np.ndarray:
+    """Coherence of each topic on a reference corpus (see the module notes for the formulas).
+
+    Parameters
+    ----------
+    topics : array-like of int, shape (K, n)
+        Each topic's top-n term indices, most probable first (the order
+        matters for ``"u_mass"`` only).
+    X : array-like or sparse of shape (n_docs, n_terms), optional
+        Reference counts in the topics' vocabulary: document co-occurrence.
+    measure : {"c_v", "u_mass", "c_uci", "c_npmi"}, default="c_v"
+    texts : sequence of sequences of int, optional
+        Instead of ``X``: the documents as term-index sequences in reading
+        order, for sliding windows (``"u_mass"`` always uses whole documents).
+    window_size : int, optional
+        Sliding-window length with ``texts`` (default: 10 for ``c_uci`` and
+        ``c_npmi``, 110 for ``c_v``, as gensim).  With ``texts`` and
+        ``window_size`` at least the longest document, every document is one
+        window (document co-occurrence).
+    eps : float, default=1e-12
+        Added to the joint probabilities inside the logarithms.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+        One value per topic (their mean is the usual model-level figure).
+        Higher is more coherent; UMass and PMI are at most 0 and about 0
+        respectively for unrelated terms, NPMI lies in [-1, 1], C_V in [-1, 1].
+    """
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
+        raise ValueError(f"eps must be a number in [0, 1), got {eps!r}")
+    topics = check_topics(topics)
+    if texts is not None and X is None:
+        if measure == "u_mass":
+            window_size = None
+        elif window_size is None:
+            window_size = DEFAULT_WINDOWS[measure]
+    counts = cooccurrence(topics, X, texts=texts, window_size=window_size)
+    if counts.n_windows == 0:
+        raise ValueError("the reference corpus has no document")
+    return np.array([_topic_coherence(counts, t, measure, float(eps)) for t in topics])
+
+
+def diversity(topics) -> float:
+    """Topic diversity: the share of unique terms among all topics' top-n terms.
+
+    ``|union of the topics' top terms| / (K n)`` (Dieng, Ruiz & Blei, TACL
+    2020): 1 when no two topics share a top term, ``1/K`` when all topics
+    have the same ones.
+
+    Parameters
+    ----------
+    topics : array-like of int, shape (K, n)
+
+    Returns
+    -------
+    float
+    """
+    topics = check_topics(topics)
+    return float(np.unique(topics).size / topics.size)

@@ -1,0 +1,196 @@
+"""Convergence diagnostics of several chains: split-R-hat and the effective sample size.
+
+Both take ``chains``, an array of shape ``(m, n)``: m chains (e.g. fits of
+the same data with m seeds) of n draws of one scalar, such as the training
+log-likelihood per token that :class:`pygbn.GBN` records (``loglikelihoods_``,
+every ``trace_every`` iterations).  With layer-wise training only the draws
+of one depth's stage are draws of one target: at each new depth the model
+changes (a layer is added, and the new top layer is pruned at iteration
+``B_T``), so compare chains depth by depth, after the pruning, as
+:func:`trace_chains` does.
+
+The formulas (Gelman et al., *Bayesian Data Analysis*, 3rd ed., Section 11.4
+and 11.5; Vehtari et al., *Bayesian Analysis* 16, 2021, without the rank
+normalisation):
+
+* **split-R-hat.**  Each chain is cut into its first and second halves
+  (the middle draw of an odd n dropped), giving ``M = 2m`` chains of
+  ``N = floor(n/2)`` draws ``psi_ij``.  With ``B = N/(M-1) sum_j (psi_.j -
+  psi_..)^2`` (between chains), ``W = 1/M sum_j s_j^2`` (within, ``s_j^2``
+  the sample variance of chain j) and ``var+ = (N-1)/N W + B/N``,
+  ``R-hat = sqrt(var+ / W)``.  Near 1 when the chains agree with one
+  another and with themselves over time; values above about 1.01 (strict)
+  or 1.1 (lenient) say the chains have not mixed.
+* **Effective sample size.**  With the autocovariances ``c_j(t)`` of each
+  chain (divisor n) the combined autocorrelation is ``rho(t) = 1 - (W -
+  mean_j c_j(t)) / var+`` (on the whole chains, W and var+ as above with
+  M = m, N = n); Geyer's initial monotone sequence truncates the sum: the
+  pair sums ``P_k = rho(2k) + rho(2k+1)`` are kept while positive and made
+  non-increasing, ``tau = -1 + 2 sum_k P_k`` and ``ESS = m n / tau``.  For
+  independent draws ESS is about m n; for an AR(1) chain with coefficient
+  phi about ``m n (1 - phi) / (1 + phi)``.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+__all__ = ["rhat", "effective_sample_size", "trace_chains", "trace_diagnostics"]
+
+
+def _check_chains(chains, min_draws: int) -> np.ndarray:
+    arr = np.asarray(chains, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] < min_draws:
+        raise ValueError(f"chains must have shape (n_chains, n_draws) with at least {min_draws} draws, "
+                         f"got shape {np.shape(chains)}")
+    if not np.isfinite(arr).all():
+        raise ValueError("chains must hold finite values only")
+    return arr
+
+
+def _split(arr: np.ndarray) -> np.ndarray:
+    half = arr.shape[1] // 2
+    return np.concatenate([arr[:, :half], arr[:, arr.shape[1] - half:]], axis=0)
+
+
+def _variances(arr: np.ndarray):
+    """``(W, var+)`` of the chains ``arr`` (m, n): within-chain and pooled variance."""
+    m, n = arr.shape
+    W = float(np.mean(np.var(arr, axis=1, ddof=1)))
+    B = n * float(np.var(arr.mean(axis=1), ddof=1)) if m > 1 else 0.0
+    return W, (n - 1) / n * W + B / n
+
+
+def rhat(chains, split: bool = True) -> float:
+    """Gelman-Rubin potential scale reduction factor (split-R-hat by default).
+
+    Parameters
+    ----------
+    chains : array-like of shape (n_chains, n_draws)
+        One row per chain; a 1-D array is one chain (meaningful with
+        ``split=True`` only).
+    split : bool, default=True
+        Cut every chain into halves first (split-R-hat, which also sees a
+        trend within a chain); False gives the original R-hat of Gelman &
+        Rubin (1992) on whole chains (needs two chains or more).
+
+    Returns
+    -------
+    float
+        ``sqrt(var+ / W)`` (see the module notes); NaN when every chain is
+        constant.
+    """
+    arr = _check_chains(chains, 4 if split else 2)
+    if split:
+        arr = _split(arr)
+    elif arr.shape[0] < 2:
+        raise ValueError("rhat(split=False) needs two chains or more")
+    W, var_plus = _variances(arr)
+    if W == 0.0:
+        return float("nan")
+    return float(np.sqrt(var_plus / W))
+
+
+def _autocovariance(arr: np.ndarray) -> np.ndarray:
+    """Autocovariances of each row at lags 0..n-1 (divisor n), by FFT."""
+    n = arr.shape[1]
+    x = arr - arr.mean(axis=1, keepdims=True)
+    size = 1 << (2 * n - 1).bit_length()
+    f = np.fft.rfft(x, size, axis=1)
+    return np.fft.irfft(f * np.conj(f), size, axis=1)[:, :n] / n
+
+
+def effective_sample_size(chains) -> float:
+    """Effective sample size of the draws of several chains (Geyer's initial monotone sequence).
+
+    Parameters
+    ----------
+    chains : array-like of shape (n_chains, n_draws)
+        One row per chain (a 1-D array is one chain), at least 4 draws each.
+
+    Returns
+    -------
+    float
+        ``m n / tau`` (see the module notes); NaN when every chain is constant.
+    """
+    arr = _check_chains(chains, 4)
+    m, n = arr.shape
+    W, var_plus = _variances(arr)
+    if var_plus == 0.0:
+        return float("nan")
+    acov = _autocovariance(arr).mean(axis=0)
+    rho = 1.0 - (W - acov) / var_plus
+    rho[0] = 1.0
+    n_pairs = n // 2
+    pairs = rho[:2 * n_pairs].reshape(n_pairs, 2).sum(axis=1)
+    bad = np.flatnonzero(pairs <= 0)
+    pairs = pairs[:bad[0]] if bad.size else pairs
+    pairs = np.minimum.accumulate(pairs)
+    tau = -1.0 + 2.0 * float(np.sum(pairs))
+    return float(m * n / max(tau, 1.0 / np.log10(max(m * n, 10))))
+
+
+def trace_chains(models: Sequence, depth: Optional[int] = None, discard: float = 0.5) -> np.ndarray:
+    """The traced log-likelihoods of one depth of several fits, as an (m, n) array of chains.
+
+    Parameters
+    ----------
+    models : sequence of fitted GBN
+        Fits of the same data and settings with different seeds (each with
+        ``loglikelihoods_``; one chain per model).
+    depth : int, optional
+        The depth whose stage is compared (default: the deepest depth every
+        model reached).
+    discard : float in [0, 1), default=0.5
+        Share of the depth's traced draws dropped from the start as warm-up
+        (the default keeps the second half, which, with the default
+        ``burn_in`` and ``n_collect`` of equal length, is about the draws
+        after the pruning at ``B_T``).
+
+    Returns
+    -------
+    ndarray of shape (n_models, n)
+        Chains cut to the length of the shortest one.
+    """
+    models = list(models)
+    if not models or not all(hasattr(g, "loglikelihoods_") for g in models):
+        raise ValueError("models must be fitted GBN estimators with loglikelihoods_ (fit with trace_every)")
+    if isinstance(discard, bool) or not isinstance(discard, (int, float)) or not 0 <= discard < 1:
+        raise ValueError(f"discard must be a number in [0, 1), got {discard!r}")
+    reached = min(len(g.loglikelihoods_) for g in models)
+    d = reached if depth is None else depth
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 1 <= d <= reached:
+        raise ValueError(f"depth must be between 1 and {reached} (the depth every model reached), got {depth!r}")
+    rows = []
+    for g in models:
+        ll = np.asarray(g.loglikelihoods_[d - 1], dtype=np.float64)
+        rows.append(ll[int(np.floor(discard * ll.size)):])
+    n = min(r.size for r in rows)
+    return np.array([r[r.size - n:] for r in rows]).reshape(len(rows), n)
+
+
+def trace_diagnostics(models: Sequence, depth: Optional[int] = None, discard: float = 0.5) -> dict:
+    """Split-R-hat and ESS of the training log-likelihood per token of several fits at one depth.
+
+    Parameters
+    ----------
+    models, depth, discard
+        As in :func:`trace_chains`.
+
+    Returns
+    -------
+    dict
+        ``depth``, ``n_chains``, ``n_draws`` (per chain), ``rhat`` (split),
+        ``ess`` and ``mean`` (of all kept draws); R-hat and ESS are NaN
+        when fewer than 4 draws per chain are kept.
+    """
+    chains = trace_chains(models, depth, discard)
+    d = depth if depth is not None else min(len(g.loglikelihoods_) for g in models)
+    enough = chains.shape[1] >= 4
+    return {"depth": int(d), "n_chains": int(chains.shape[0]), "n_draws": int(chains.shape[1]),
+            "rhat": rhat(chains) if enough else float("nan"),
+            "ess": effective_sample_size(chains) if enough else float("nan"),
+            "mean": float(chains.mean()) if chains.size else float("nan")}
