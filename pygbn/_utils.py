@@ -7,8 +7,10 @@ global random state.
 from __future__ import annotations
 
 import ctypes
+import logging
 import numbers
 import os
+import sys
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -26,6 +28,8 @@ __all__ = [
     "check_array",
     "column_names",
     "check_feature_names",
+    "Progress",
+    "verbose_logging",
 ]
 
 
@@ -286,3 +290,54 @@ def check_feature_names(names: List[str], fitted: List[str]) -> None:
     if not unseen and not missing:
         msg += "Feature names must be in the same order as they were in fit.\n"
     raise ValueError(msg)
+
+
+class Progress:
+    """Progress lines through the "pygbn" logger every ``every`` iterations."""
+
+    def __init__(self, every: int):
+        self.every = max(1, int(every))
+        self._times: List[float] = []
+        self._loglik: Optional[float] = None     # the latest traced value
+
+    def __call__(self, info):
+        self._times.append(info["seconds"])
+        if info.get("loglikelihood") is not None:
+            self._loglik = info["loglikelihood"]
+        it, n = info["iteration"], info["n_iterations"]
+        if it % self.every == 0 or it == n or it == 1:
+            recent = self._times[-self.every:]
+            ll = "" if self._loglik is None else " | log-likelihood/token %.4f" % self._loglik
+            logging.getLogger("pygbn").info("layer %d | iteration %d/%d | widths %s | %.4f s/iteration%s",
+                                            info["depth"], it, n, info["widths"], float(np.mean(recent)), ll)
+        if it == n:
+            self._times, self._loglik = [], None
+
+
+class verbose_logging:
+    """Attach a stderr handler to the "pygbn" logger for the duration (opt-in progress)."""
+
+    def __init__(self, on: bool):
+        self.on = on
+        self.handler = None
+
+    def __enter__(self):
+        if self.on:
+            lg = logging.getLogger("pygbn")
+            self.old_level = lg.level
+            if lg.level == logging.NOTSET or lg.level > logging.INFO:
+                lg.setLevel(logging.INFO)
+            if not any(isinstance(h, logging.StreamHandler) and not isinstance(h, logging.NullHandler)
+                       for h in lg.handlers):
+                self.handler = logging.StreamHandler(sys.stderr)
+                self.handler.setFormatter(logging.Formatter("pygbn: %(message)s"))
+                lg.addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            lg = logging.getLogger("pygbn")
+            if self.handler is not None:
+                lg.removeHandler(self.handler)
+            lg.setLevel(self.old_level)
+        return False

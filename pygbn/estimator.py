@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import numbers
 import os
-import sys
 import time
 from typing import Callable, List, Optional, Sequence, Union
 
@@ -22,8 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn import io
-from pygbn._utils import (check_array, check_feature_names, check_int, check_random_state,
-                          effective_n_jobs)
+from pygbn._utils import (Progress, check_array, check_feature_names, check_int, check_random_state,
+                          effective_n_jobs, verbose_logging)
 from pygbn.evaluation import split_tokens
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.inference.layerwise import per_layer
@@ -106,6 +105,10 @@ class GBN:
         :meth:`transform` and :meth:`perplexity`.
     check : bool, default=False
         Debug mode: verify the sampler's invariants after every iteration.
+    trace_every : int, default=10
+        Record the training log-likelihood per token every this many
+        iterations of each depth (0: never); see ``loglikelihoods_``.  It
+        draws no random numbers: the chain is the same whatever its value.
 
     Attributes
     ----------
@@ -119,6 +122,15 @@ class GBN:
         Held-out perplexity of each depth (only when ``fit`` got ``heldout``).
     seconds_per_iteration_ : list of float
         Mean wall time of a training iteration at each depth.
+    loglikelihoods_ : list of list of float
+        Per depth, the training log-likelihood per token of the observed data
+        at every ``trace_every``-th iteration of that depth's stage (the
+        estimate of :mod:`pygbn.inference.trace`); empty lists for a model
+        fitted with ``trace_every=0`` or loaded from a file without traces.
+    trace_iterations_ : list of list of int
+        Per depth, the iterations (from 1 within the depth) of those values.
+    trace_widths_ : list of list of list of int
+        Per depth, the layer widths at those iterations.
     n_features_in_ : int
         Number of features (terms) seen in ``fit``.
     feature_names_in_ : ndarray of str (dtype object)
@@ -143,7 +155,7 @@ class GBN:
                  burn_in=(1000, 500), n_collect=500, method: str = "auto", n_jobs: Optional[int] = 1,
                  random_state=None, verbose=False, callback: Optional[Callable] = None,
                  prune: bool = True, min_width: int = 4, hyperparameters=None,
-                 transform_iter=(500, 500), check: bool = False):
+                 transform_iter=(500, 500), check: bool = False, trace_every: int = 10):
         self.link = link
         self.n_components = n_components
         self.n_layers = n_layers
@@ -160,6 +172,7 @@ class GBN:
         self.hyperparameters = hyperparameters
         self.transform_iter = transform_iter
         self.check = check
+        self.trace_every = trace_every
 
     # --------------------------------------------------------------- params
     def get_params(self, deep: bool = True) -> dict:
@@ -186,7 +199,8 @@ class GBN:
         T = check_int(self.n_layers, "n_layers", 1)
         etas = _check_positive_seq(self.eta, "eta", T)
         schedule = Schedule.for_layers(T, burn_in=self.burn_in, n_collect=self.n_collect,
-                                       prune=self.prune, min_width=self.min_width)
+                                       prune=self.prune, min_width=self.min_width,
+                                       trace_every=self.trace_every)
         method = self.method
         if method not in ("auto", "collapsed", "blocked"):
             raise ValueError(f"method must be 'auto', 'collapsed' or 'blocked', got {method!r}")
@@ -270,14 +284,18 @@ class GBN:
             callback=callback, check=self.check))
         for net in res.networks:
             net.vocabulary = vocabulary
-        return self._set_state(res.networks, method=p["method"],
-                               seconds_per_iteration=res.seconds_per_iteration,
-                               perplexity=res.perplexity if H is not None else None)
+        return self._state_from_fit(res, p["method"], heldout=H is not None)
+
+    def _state_from_fit(self, res, method: str, heldout: bool) -> "GBN":
+        """:meth:`_set_state` from a layer-wise fit's ``FitResult``."""
+        return self._set_state(res.networks, method=method, seconds_per_iteration=res.seconds_per_iteration,
+                               perplexity=res.perplexity if heldout else None,
+                               traces=(res.loglikelihoods, res.trace_iterations, res.trace_widths))
 
     def _run_training(self, p: dict, train: Callable):
         """``train(callback)`` (a layer-wise fit returning a ``FitResult``) with the
         progress display of ``verbose`` and the user's ``callback`` wired in."""
-        progress = _Progress(p["verbose_every"]) if p["verbose_every"] else None
+        progress = Progress(p["verbose_every"]) if p["verbose_every"] else None
         user_cb = self.callback
 
         def cb(info):
@@ -287,7 +305,7 @@ class GBN:
                 return user_cb(info)
             return None
 
-        with _verbose_logging(progress is not None):
+        with verbose_logging(progress is not None):
             t0 = time.perf_counter()
             res = train(cb if (progress or user_cb) else None)
             logger.info("fit done in %.1f s: widths %s", time.perf_counter() - t0,
@@ -331,13 +349,15 @@ class GBN:
     # --------------------------------------------------------- fitted state
     def _set_state(self, networks: Sequence[Network], *, method: str,
                    seconds_per_iteration: Sequence[float] = (),
-                   perplexity: Optional[Sequence[float]] = None) -> "GBN":
+                   perplexity: Optional[Sequence[float]] = None, traces=None) -> "GBN":
         """Set the fitted state: ``networks_`` and the attributes that go with them.
 
         The one writer of the fitted attributes (``fit``, ``from_networks``
         and :func:`load` all come here).  ``widths_``, ``n_features_in_`` and
         ``feature_names_in_`` (when the networks have a vocabulary) are read
-        off the networks; ``perplexity_`` exists only when given.
+        off the networks; ``perplexity_`` exists only when given; ``traces``
+        is ``(loglikelihoods_, trace_iterations_, trace_widths_)`` (default:
+        no traces, one empty list per network).
         """
         self.networks_ = list(networks)
         self.widths_ = list(self.networks_[-1].widths)
@@ -353,6 +373,11 @@ class GBN:
             self.__dict__.pop("perplexity_", None)
         else:
             self.perplexity_ = [float(x) for x in perplexity]
+        empty = [[] for _ in self.networks_]
+        ll, its, ws = traces if traces is not None else (empty, empty, empty)
+        self.loglikelihoods_ = [[float(v) for v in d] for d in ll]
+        self.trace_iterations_ = [[int(v) for v in d] for d in its]
+        self.trace_widths_ = [[[int(k) for k in w] for w in d] for d in ws]
         return self
 
     def _get_state(self) -> dict:
@@ -363,6 +388,8 @@ class GBN:
                  "seconds_per_iteration_": list(self.seconds_per_iteration_), "method_": self.method_}
         if hasattr(self, "perplexity_"):
             state["perplexity_"] = list(self.perplexity_)
+        for key in _TRACE_KEYS:
+            state[key] = getattr(self, key)
         return state
 
     @classmethod
@@ -402,7 +429,7 @@ class GBN:
                 raise ValueError(f"the stored {key} must be a list of at most {len(nets)} numbers")
         return model._set_state(nets, method=state["method_"],
                                 seconds_per_iteration=lists["seconds_per_iteration_"],
-                                perplexity=state.get("perplexity_"))
+                                perplexity=state.get("perplexity_"), traces=_stored_traces(state, len(nets)))
 
     @property
     def network_(self) -> Network:
@@ -615,7 +642,26 @@ class GBN:
 
 _PARAM_NAMES = ("link", "n_components", "n_layers", "eta", "burn_in", "n_collect", "method",
                 "n_jobs", "random_state", "verbose", "callback", "prune", "min_width",
-                "hyperparameters", "transform_iter", "check")
+                "hyperparameters", "transform_iter", "check", "trace_every")
+#: the fitted attributes of the convergence traces (absent from files written before them)
+_TRACE_KEYS = ("loglikelihoods_", "trace_iterations_", "trace_widths_")
+
+
+def _stored_traces(state: dict, n_nets: int):
+    """The traces of a model file's fitted state, checked (None when the file has none)."""
+    if not any(k in state for k in _TRACE_KEYS):
+        return None
+    ll, its, ws = (state.get(k) for k in _TRACE_KEYS)
+    ok = all(isinstance(x, list) and len(x) == n_nets and all(isinstance(d, list) for d in x)
+             for x in (ll, its, ws))
+    ok = ok and all(len(a) == len(b) == len(c) for a, b, c in zip(ll, its, ws))
+    ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) for d in ll for v in d)
+    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) for d in its for v in d)
+    ok = ok and all(isinstance(w, list) and all(isinstance(k, int) for k in w) for d in ws for w in d)
+    if not ok:
+        raise ValueError(f"the stored {', '.join(_TRACE_KEYS)} must be {n_nets} lists each (one per "
+                         "network), of numbers, iterations and width lists of equal lengths")
+    return ll, its, ws
 
 
 #: scikit-learn's default tags before 1.6 (its _DEFAULT_TAGS), completed by GBN._more_tags
@@ -725,50 +771,3 @@ def load(path: Union[str, os.PathLike]):
         raise ValueError(f"{where}: {' '.join(str(exc).split())}") from None
     raise ValueError(f"{where}: it holds a model of kind {saved.kind!r} with {len(saved.networks)} "
                      "network(s); pygbn writes kind 'GBN', or 'Network' with one network")
-
-
-class _Progress:
-    """Progress lines through the "pygbn" logger every ``every`` iterations."""
-
-    def __init__(self, every: int):
-        self.every = max(1, int(every))
-        self._times: List[float] = []
-
-    def __call__(self, info):
-        self._times.append(info["seconds"])
-        it, n = info["iteration"], info["n_iterations"]
-        if it % self.every == 0 or it == n or it == 1:
-            recent = self._times[-self.every:]
-            logger.info("layer %d | iteration %d/%d | widths %s | %.4f s/iteration",
-                        info["depth"], it, n, info["widths"], float(np.mean(recent)))
-        if it == n:
-            self._times = []
-
-
-class _verbose_logging:
-    """Attach a stderr handler to the "pygbn" logger for the duration (opt-in progress)."""
-
-    def __init__(self, on: bool):
-        self.on = on
-        self.handler = None
-
-    def __enter__(self):
-        if self.on:
-            lg = logging.getLogger("pygbn")
-            self.old_level = lg.level
-            if lg.level == logging.NOTSET or lg.level > logging.INFO:
-                lg.setLevel(logging.INFO)
-            if not any(isinstance(h, logging.StreamHandler) and not isinstance(h, logging.NullHandler)
-                       for h in lg.handlers):
-                self.handler = logging.StreamHandler(sys.stderr)
-                self.handler.setFormatter(logging.Formatter("pygbn: %(message)s"))
-                lg.addHandler(self.handler)
-        return self
-
-    def __exit__(self, *exc):
-        if self.on:
-            lg = logging.getLogger("pygbn")
-            if self.handler is not None:
-                lg.removeHandler(self.handler)
-            lg.setLevel(self.old_level)
-        return False

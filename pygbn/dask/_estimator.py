@@ -207,9 +207,7 @@ class DaskGBN(GBN):
             net.vocabulary = vocabulary
         self.n_partitions_ = len(partitions)
         self.n_rebuilt_ = transport.n_rebuilt
-        return self._set_state(res.networks, method="blocked",
-                               seconds_per_iteration=res.seconds_per_iteration,
-                               perplexity=res.perplexity if Hc is not None else None)
+        return self._state_from_fit(res, "blocked", heldout=Hc is not None)
 
     # ------------------------------------------------------------ transform
     def transform(self, X, *, depth: Optional[int] = None, compute: bool = False):

@@ -21,12 +21,17 @@ import scipy.sparse as sp
 from pygbn._utils import check_int, effective_n_jobs
 from pygbn.inference.gibbs import GibbsSampler, check_invariants
 from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive, check_heldout
+from pygbn.inference.trace import document_loglik, loglik_per_token
 from pygbn.model.network import Hyperparameters, Network
 
 logger = logging.getLogger("pygbn")
 
 __all__ = ["Schedule", "FitResult", "fit_layerwise", "run_layerwise", "LayerwiseChain",
-           "SamplerChain", "per_layer"]
+           "SamplerChain", "per_layer", "TRACE_EVERY"]
+
+#: default of ``trace_every``: the training log-likelihood is recorded every this many
+#: iterations (its cost, about that of one split of the data, is then a few percent)
+TRACE_EVERY = 10
 
 
 def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
@@ -76,6 +81,11 @@ class Schedule:
     heldout_every : int, default=5
         With held-out counts, every this many collected iterations add a
         sample to the held-out predictive.
+    trace_every : int, default=10
+        Record the training log-likelihood per token
+        (:mod:`pygbn.inference.trace`) at every iteration of a depth that is
+        a multiple of this (0: never).  No random numbers are drawn, so the
+        chain does not depend on it.
     """
 
     burn_in: Tuple[int, ...]
@@ -84,6 +94,7 @@ class Schedule:
     min_width: int = 4
     pc_start: int = 10
     heldout_every: int = HELDOUT_EVERY
+    trace_every: int = TRACE_EVERY
 
     def __post_init__(self):
         burn = tuple(check_int(b, "burn_in", 0) for b in self.burn_in)
@@ -101,6 +112,7 @@ class Schedule:
         object.__setattr__(self, "min_width", check_int(self.min_width, "min_width", 0))
         object.__setattr__(self, "pc_start", check_int(self.pc_start, "pc_start", 0))
         object.__setattr__(self, "heldout_every", check_int(self.heldout_every, "heldout_every", 1))
+        object.__setattr__(self, "trace_every", check_int(self.trace_every, "trace_every", 0))
 
     @classmethod
     def for_layers(cls, n_layers: int = 5, burn_in=(1000, 500), n_collect=500, **options) -> "Schedule":
@@ -116,7 +128,7 @@ class Schedule:
         n_collect : int or sequence of int, default=500
             One value for every layer or one per layer.
         **options
-            ``prune``, ``min_width``, ``pc_start``, ``heldout_every``.
+            ``prune``, ``min_width``, ``pc_start``, ``heldout_every``, ``trace_every``.
         """
         T = check_int(n_layers, "n_layers", 1)
         return cls(burn_in=tuple(per_layer(burn_in, T, "burn_in", first_and_rest=True)),
@@ -130,13 +142,22 @@ class Schedule:
 
 @dataclass
 class FitResult:
-    """What :func:`fit_layerwise` returns."""
+    """What :func:`fit_layerwise` returns.
+
+    ``loglikelihoods[d]``, ``trace_iterations[d]`` and ``trace_widths[d]``
+    hold, for depth ``d + 1``, the training log-likelihood per token at
+    every ``schedule.trace_every``-th iteration, those iterations (counted
+    from 1 within the depth) and the widths there.
+    """
 
     networks: List[Network] = field(default_factory=list)
     widths: List[List[int]] = field(default_factory=list)
     perplexity: List[float] = field(default_factory=list)
     seconds_per_iteration: List[float] = field(default_factory=list)
     sampler: Optional[GibbsSampler] = None
+    loglikelihoods: List[List[float]] = field(default_factory=list)
+    trace_iterations: List[List[int]] = field(default_factory=list)
+    trace_widths: List[List[List[int]]] = field(default_factory=list)
 
 
 def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link="poisson",
@@ -178,9 +199,11 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
         protocol, see :class:`HeldoutPredictive`).
     callback : callable, optional
         ``callback(info)`` after every iteration with a dict holding
-        ``depth``, ``iteration``, ``n_iterations``, ``widths``, ``seconds`` and
-        ``sampler``; if it returns ``False`` training stops after that
-        depth's current iteration (the partial depth is kept).
+        ``depth``, ``iteration``, ``n_iterations``, ``widths``, ``seconds``,
+        ``sampler`` and ``loglikelihood`` (the training log-likelihood per
+        token when this iteration recorded one, else None); if it returns
+        ``False`` training stops after that depth's current iteration (the
+        partial depth is kept).
     check : bool, default=False
         Verify the chain's invariants after every iteration
         (:func:`check_invariants`).
@@ -243,6 +266,9 @@ class LayerwiseChain(Protocol):
     def snapshot(self) -> Network:
         """:meth:`GibbsSampler.snapshot` of all documents."""
 
+    def loglik_per_token(self) -> float:
+        """The training log-likelihood per token of the current state (:mod:`pygbn.inference.trace`)."""
+
 
 class SamplerChain:
     """The chain of one process: a :class:`GibbsSampler` holding the global part
@@ -259,6 +285,7 @@ class SamplerChain:
         self.sampler = sampler
         self.heldout = heldout
         self.predictive: Optional[HeldoutPredictive] = None
+        self.n_tokens = sampler.link.n_tokens(sampler.Y)
 
     @property
     def widths(self) -> List[int]:
@@ -288,6 +315,9 @@ class SamplerChain:
     def snapshot(self) -> Network:
         return self.sampler.snapshot()
 
+    def loglik_per_token(self) -> float:
+        return loglik_per_token(document_loglik(self.sampler), self.n_tokens)
+
 
 def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], *,
                   heldout: bool = False, callback: Optional[Callable] = None,
@@ -298,7 +328,8 @@ def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], 
     :class:`LayerwiseChain`: add a layer (T > 1, unless the top layer is
     already at most ``schedule.min_width`` wide), ``B_T`` sweeps, pruning,
     ``C_T`` sweeps with a held-out sample every ``schedule.heldout_every``
-    (when ``heldout``), a snapshot per depth.
+    (when ``heldout``), the training log-likelihood every
+    ``schedule.trace_every``, a snapshot per depth.
 
     Parameters
     ----------
@@ -336,6 +367,9 @@ def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], 
             chain.start_heldout()
         t_start = time.perf_counter()
         n_done = 0
+        traces: Tuple[List[float], List[int], List[List[int]]] = ([], [], [])
+        for trace, kept in zip(traces, (result.loglikelihoods, result.trace_iterations, result.trace_widths)):
+            kept.append(trace)
         for it in range(1, n_iter + 1):
             t0 = time.perf_counter()
             chain.sweep(update_p_c=it > sched.pc_start)
@@ -346,10 +380,15 @@ def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], 
             if heldout and it > burn and (it - burn) % sched.heldout_every == 0:
                 chain.add_heldout()
             n_done = it
+            ll = None
+            if sched.trace_every and it % sched.trace_every == 0:
+                ll = chain.loglik_per_token()
+                for trace, value in zip(traces, (ll, it, list(chain.widths))):
+                    trace.append(value)
             if callback is not None:
                 ret = callback({"depth": T, "iteration": it, "n_iterations": n_iter,
-                                "widths": chain.widths,
-                                "seconds": time.perf_counter() - t0, "sampler": result.sampler})
+                                "widths": chain.widths, "seconds": time.perf_counter() - t0,
+                                "sampler": result.sampler, "loglikelihood": ll})
                 if ret is False:
                     stop = True
                     break

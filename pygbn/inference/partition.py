@@ -39,6 +39,7 @@ from pygbn.inference.gibbs import (GibbsSampler, SufficientStats, check_global_i
                                    check_local_invariants)
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.testchain import HeldoutPredictive
+from pygbn.inference.trace import document_loglik, loglik_per_token
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link
 from pygbn.model.network import Hyperparameters, Network
@@ -116,8 +117,10 @@ class LocalPart:
     :meth:`GibbsSampler.top_usage`), ``down``, ``prune`` (a keep mask),
     ``add_layer`` (eta and the new Phi), ``heldout_start``, ``heldout_add``,
     ``heldout_terms`` (returns the per-cell terms and the token count),
-    ``state`` (returns c^(t) of every layer and the aux), ``check`` and
-    ``nbytes`` (returns :meth:`nbytes`).
+    ``state`` (returns c^(t) of every layer and the aux), ``loglik``
+    (returns each document's training log-likelihood and the part's token
+    count, :mod:`pygbn.inference.trace`), ``check`` and ``nbytes`` (returns
+    :meth:`nbytes`).
     """
 
     def __init__(self, Y: sp.csr_matrix, *, first_block: int, heldout: Optional[sp.csr_matrix] = None,
@@ -133,7 +136,7 @@ class LocalPart:
 
     def run(self, message: Sequence[tuple]) -> list:
         """Run the operations of ``message`` in order; returns the results of
-        those that have one (``up``, ``heldout_terms``, ``state``), in order."""
+        those that have one (``up``, ``heldout_terms``, ``state``, ``loglik``), in order."""
         out = []
         for name, *args in message:
             result = getattr(self, "_op_" + name)(*args)
@@ -178,6 +181,9 @@ class LocalPart:
 
     def _op_state(self):
         return [layer.c for layer in self.sampler.network.layers], self.sampler.aux
+
+    def _op_loglik(self):
+        return document_loglik(self.sampler), self.sampler.link.n_tokens(self.Y)
 
     def _op_check(self) -> None:
         check_local_invariants(self.sampler)
@@ -353,6 +359,10 @@ class PartitionedChain:
         if terms.size == 0:
             return float("nan")
         return perplexity_from_terms(terms, sum(n for _, n in results))
+
+    def loglik_per_token(self) -> float:
+        results = [r[-1] for r in self.flush(("loglik",))]
+        return loglik_per_token(np.concatenate([d for d, _ in results]), sum(n for _, n in results))
 
     def snapshot(self) -> Network:
         results = [r[-1] for r in self.flush(("state",))]

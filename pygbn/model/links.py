@@ -17,6 +17,7 @@ from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import gammaln, ive
 
 from pygbn.model._latent import LatentMode
 
@@ -111,6 +112,24 @@ class Link:
         """Starting auxiliary parameters for ``n`` new samples."""
         return np.empty(0, dtype=np.float64)
 
+    # likelihood ---------------------------------------------------------------
+    def log_density_shifted(self, values: np.ndarray, rates: np.ndarray, aux: np.ndarray) -> np.ndarray:
+        """``ln p(y | lambda) + lambda`` of non-zero observations ``y = values``.
+
+        ``rates`` are the Poisson rates ``lambda = sum_k phi_vk theta_kj`` of
+        the same cells and ``aux`` the cells' per-sample parameters (``a_j``;
+        ignored by links without one).  Under every link a zero has
+        probability ``exp(-lambda)`` (no latent count), so the log-likelihood
+        of a whole sample is the sum of these terms over its non-zero cells
+        minus ``sum_v lambda_vj``.
+        """
+        raise NotImplementedError
+
+    def n_tokens(self, Y: sp.csr_matrix) -> float:
+        """What a log-likelihood "per token" divides by: the count total
+        (Poisson) or the number of non-zero observations (other links)."""
+        return float(Y.nnz)
+
     # generation -------------------------------------------------------------
     def sample_observations(self, rates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Observations given Poisson rates ``Phi^(1) theta^(1)`` (samples x features)."""
@@ -160,6 +179,13 @@ class PoissonLink(Link):
                 raise ValueError(f"{name} holds a count too large to represent exactly ({M.data.max():g})")
         return M
 
+    def log_density_shifted(self, values, rates, aux):
+        """``y ln(lambda) - ln(y!)``: the Poisson log-probability plus lambda (eq:PFA)."""
+        return values * np.log(rates) - gammaln(values + 1.0)
+
+    def n_tokens(self, Y):
+        return float(Y.data.sum())
+
     def sample_observations(self, rates, rng):
         return rng.poisson(rates).astype(np.int64)
 
@@ -186,6 +212,10 @@ class BernoulliPoissonLink(Link):
                 "threshold it yourself if that is what you mean"
             )
         return M
+
+    def log_density_shifted(self, values, rates, aux):
+        """``ln(1 - exp(-lambda)) + lambda``: a one has probability ``1 - exp(-lambda)`` (eq:BerPo)."""
+        return np.log(-np.expm1(-rates)) + rates
 
     def sample_observations(self, rates, rng):
         # P(b = 1) = 1 - exp(-rate)
@@ -236,6 +266,17 @@ class PoissonRandomizedGammaLink(Link):
 
     def test_aux(self, n):
         return np.full(n, self.a_median, dtype=np.float64)
+
+    def log_density_shifted(self, values, rates, aux):
+        """The PRG density of ``y > 0`` plus lambda (Section 2.1.3).
+
+        ``p(y) = sum_{n>=1} Pois(n; lambda) Gam(y; n, 1/a)
+        = exp(-lambda - a y) sqrt(lambda a / y) I_1(2 sqrt(lambda a y))``
+        (a density in y; a zero has probability ``exp(-lambda)``), with the
+        Bessel function taken as ``ive(1, z) e^z`` so that it cannot overflow.
+        """
+        z = 2.0 * np.sqrt(rates * aux * values)
+        return -aux * values + 0.5 * np.log(rates * aux / values) + np.log(ive(1, z)) + z
 
     def sample_observations(self, rates, rng):
         x = rng.poisson(rates)
