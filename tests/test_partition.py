@@ -47,6 +47,9 @@ def _parts(Y, H, cuts):
 
 def _assert_same(ref, res):
     assert ref.widths == res.widths and ref.perplexity == res.perplexity
+    # the training log-likelihood traces too (each document's value summed in document order)
+    assert ref.loglikelihoods == res.loglikelihoods and ref.trace_iterations == res.trace_iterations
+    assert ref.trace_widths == res.trace_widths and all(len(t) for t in ref.loglikelihoods)
     for na, nb in zip(ref.networks, res.networks):
         for la, lb in zip(na.layers, nb.layers):
             np.testing.assert_array_equal(la.phi, lb.phi)
@@ -60,7 +63,7 @@ def _assert_same(ref, res):
 def test_partitioned_chain_is_the_one_process_chain(link, cuts):
     """The global part with its documents in 2 or 4 local parts (the last one a
     single document) gives the networks, widths (pruning included) and held-out
-    perplexities of fit_layerwise, bit for bit."""
+    perplexities (and log-likelihood traces) of fit_layerwise, bit for bit."""
     Y, H = _data(link)
     ref = fit_layerwise(Y, SCHEDULE, link=link, n_components=40, method="blocked", random_state=9,
                         heldout=H)

@@ -1,0 +1,191 @@
+"""Topic quality (coherence, diversity) and convergence diagnostics (R-hat, ESS):
+hand-computed values, simulated chains with known answers, and agreement with
+gensim's CoherenceModel and tomotopy's Coherence where they are installed."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pygbn
+from pygbn.evaluation import (coherence, cooccurrence, diversity, effective_sample_size, rhat,
+                              trace_chains, trace_diagnostics)
+
+# the toy corpus: documents {a, b}, {a, c}, {a, b, c}, {c} over the terms a=0, b=1, c=2
+TOY = sp.csr_matrix(np.array([[1, 2, 0], [1, 0, 1], [3, 1, 1], [0, 0, 2]]))
+L = np.log
+
+
+def test_toy_counts():
+    c = cooccurrence([2, 0, 1], TOY)
+    assert c.n_windows == 4
+    np.testing.assert_array_equal(c.terms, [0, 1, 2])
+    np.testing.assert_array_equal(c.joint, [[3, 2, 2], [2, 2, 1], [2, 1, 3]])
+    np.testing.assert_array_equal(c.occurrences, [3, 2, 3])
+
+
+def test_toy_measures_by_hand():
+    """P(a) = 3/4, P(b) = 1/2, P(c) = 3/4, P(a,b) = P(a,c) = 1/2, P(b,c) = 1/4."""
+    topic = [[0, 1, 2]]
+    umass = (L(2 / 3) + L(2 / 3) + L(1 / 2)) / 3           # P(b|a), P(c|a), P(c|b)
+    pmi = np.array([L(4 / 3), L(8 / 9), L(2 / 3)])          # ab, ac, bc
+    npmi = pmi / np.array([L(2), L(2), L(4)])
+    M = np.array([[1, npmi[0], npmi[1]], [npmi[0], 1, npmi[2]], [npmi[1], npmi[2], 1]])
+    v = M.sum(axis=0)
+    cv = np.mean(M @ v / (np.linalg.norm(M, axis=1) * np.linalg.norm(v)))
+    for measure, expected in (("u_mass", umass), ("c_uci", pmi.mean()), ("c_npmi", npmi.mean()),
+                              ("c_v", cv)):
+        np.testing.assert_allclose(coherence(topic, TOY, measure=measure), [expected], rtol=1e-9,
+                                   err_msg=measure)
+    # UMass conditions on the earlier (more probable) term: the order matters
+    np.testing.assert_allclose(coherence([[2, 1, 0]], TOY, measure="u_mass"),
+                               [(L((1 / 4) / (3 / 4)) + L((1 / 2) / (3 / 4)) + L((1 / 2) / (1 / 2))) / 3])
+    assert coherence([[2, 1, 0]], TOY, measure="c_npmi")[0] == pytest.approx(npmi.mean())
+
+
+def test_texts_whole_documents_and_sliding_windows():
+    texts = [[0, 1, 1], [0, 2], [2, 0, 1, 0], [2, 2]]
+    for measure in ("c_uci", "c_npmi", "c_v"):     # window >= every document: document co-occurrence
+        np.testing.assert_allclose(coherence([[0, 1, 2]], texts=texts, measure=measure, window_size=4),
+                                   coherence([[0, 1, 2]], TOY, measure=measure))
+    np.testing.assert_allclose(coherence([[0, 1, 2]], texts=texts, measure="u_mass"),
+                               coherence([[0, 1, 2]], TOY, measure="u_mass"))
+    # [a b c a] with windows of 2: [a b], [b c], [c a]; [a b a] in one window counts a once
+    c = cooccurrence([0, 1, 2], texts=[[0, 1, 2, 0]], window_size=2)
+    assert c.n_windows == 3
+    np.testing.assert_array_equal(c.joint, [[2, 1, 1], [1, 2, 1], [1, 1, 2]])
+    c = cooccurrence([0, 1], texts=[[0, 1, 0], [5], []], window_size=3)
+    assert c.n_windows == 3          # a short or empty document is one window
+    np.testing.assert_array_equal(c.joint, [[1, 1], [1, 1]])
+
+
+def test_absent_terms_and_diversity():
+    X = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 0, 0, 0]]))
+    for measure in ("u_mass", "c_uci", "c_npmi", "c_v"):
+        assert np.isfinite(coherence([[0, 3], [2, 3]], X, measure=measure)).all()
+    assert coherence([[2, 3]], X, measure="c_v")[0] == 0.0
+    assert diversity([[0, 1], [1, 2]]) == 0.75
+    assert diversity([[0, 1], [1, 0]]) == 0.5
+    assert diversity(np.arange(12).reshape(3, 4)) == 1.0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(topics=[[0]]), "at least 2"), (dict(topics=[[0, 0]]), "repeats"),
+    (dict(topics=[[0, 9]]), "columns"), (dict(topics=[[0, 1]], measure="c_w2v"), "measure"),
+    (dict(topics=[[0, 1]], window_size=3), "window_size needs texts"),
+    (dict(topics=[[0.5, 1]]), "integer"), (dict(topics=[[0, 1]], eps=-1.0), "eps")])
+def test_coherence_rejects(kwargs, match):
+    kwargs.setdefault("measure", "c_v")
+    with pytest.raises(ValueError, match=match):
+        coherence(kwargs.pop("topics"), TOY, **kwargs)
+
+
+def _random_corpus(seed=0, V=30, J=60, repeats=True):
+    rng = np.random.default_rng(seed)
+    if repeats:
+        texts = [list(rng.integers(0, V, size=rng.integers(3, 25))) for _ in range(J)]
+    else:     # no term twice in a document
+        texts = [list(rng.permutation(V)[:rng.integers(3, 25)]) for _ in range(J)]
+    rows = np.repeat(np.arange(J), [len(t) for t in texts])
+    X = sp.csr_matrix((np.ones(rows.size), (rows, np.concatenate(texts))), shape=(J, V))
+    topics = np.array([rng.choice(V, 6, replace=False) for _ in range(5)])
+    return texts, X, topics
+
+
+def test_gensim_agreement():
+    """Our values equal gensim's CoherenceModel on the same topics and corpus: UMass on the
+    bag-of-words corpus; c_uci, c_npmi and c_v with windows as long as the longest document
+    (document co-occurrence, a corpus with repeated terms) and with sliding windows of 2, 4
+    and 10 tokens on documents that repeat no term (gensim's window update drops a term that
+    leaves the window while another copy of it stays, so repeated terms differ there)."""
+    pytest.importorskip("gensim")
+    from gensim.corpora import Dictionary
+    from gensim.models.coherencemodel import CoherenceModel
+
+    for repeats in (True, False):
+        texts, X, topics = _random_corpus(repeats=repeats)
+        V = X.shape[1]
+        words = [f"w{v}" for v in range(V)]
+        dictionary = Dictionary([words])      # its ids are its own: topics and texts go as words
+        toks = [[words[v] for v in t] for t in texts]
+        tw = [[words[v] for v in t] for t in topics]
+        corpus = [dictionary.doc2bow(t) for t in toks]
+        g = CoherenceModel(topics=tw, corpus=corpus, dictionary=dictionary, coherence="u_mass")
+        np.testing.assert_allclose(coherence(topics, X, measure="u_mass"), g.get_coherence_per_topic(),
+                                   rtol=1e-12, atol=1e-12)
+        longest = max(len(t) for t in texts)
+        for measure in ("c_uci", "c_npmi", "c_v"):
+            windows = [longest] + ([] if repeats else [2, 4, 10])
+            for w in windows:
+                g = CoherenceModel(topics=tw, texts=toks, dictionary=dictionary, coherence=measure,
+                                   window_size=w)
+                ours = (coherence(topics, X, measure=measure) if w == longest
+                        else coherence(topics, texts=texts, measure=measure, window_size=w))
+                np.testing.assert_allclose(ours, g.get_coherence_per_topic(), rtol=1e-12, atol=1e-12,
+                                           err_msg=f"{measure} window {w}")
+
+
+def test_tomotopy_agreement():
+    """tomotopy's Coherence defines u_mass, c_uci and c_npmi as we do on whole documents
+    (its sliding windows and its c_v differ): equal to its float rounding."""
+    tp = pytest.importorskip("tomotopy")
+    texts, X, topics = _random_corpus(seed=1)
+    words = [f"w{v}" for v in range(X.shape[1])]
+    corpus = tp.utils.Corpus()
+    for t in texts:
+        corpus.add_doc([words[v] for v in t])
+    longest = max(len(t) for t in texts)
+    for measure in ("u_mass", "c_uci", "c_npmi"):
+        kw = {} if measure == "u_mass" else {"window_size": longest}
+        coh = tp.coherence.Coherence(corpus, coherence=measure, targets=words, **kw)
+        theirs = [coh.get_score(words=[words[v] for v in t]) for t in topics]
+        np.testing.assert_allclose(coherence(topics, X, measure=measure), theirs, rtol=1e-8, atol=1e-9,
+                                   err_msg=measure)
+
+
+# ----------------------------------------------------------------- R-hat and ESS
+def _ar1(phi, m, n, seed, means=None):
+    rng = np.random.default_rng(seed)
+    e = rng.standard_normal((m, n))
+    x = np.empty((m, n))
+    x[:, 0] = e[:, 0] / np.sqrt(1 - phi ** 2)
+    for t in range(1, n):
+        x[:, t] = phi * x[:, t - 1] + e[:, t]
+    return x + (0 if means is None else np.asarray(means)[:, None])
+
+
+def test_rhat_and_ess_of_independent_chains():
+    x = np.random.default_rng(0).standard_normal((4, 2000))
+    assert abs(rhat(x) - 1) < 0.01 and abs(rhat(x, split=False) - 1) < 0.01
+    assert effective_sample_size(x) == pytest.approx(8000, rel=0.1)
+
+
+@pytest.mark.parametrize("phi", [0.5, 0.8])
+def test_ess_of_ar1_chains(phi):
+    """ESS of AR(1) chains is about m n (1 - phi) / (1 + phi)."""
+    x = _ar1(phi, 4, 5000, seed=1)
+    assert effective_sample_size(x) == pytest.approx(20000 * (1 - phi) / (1 + phi), rel=0.15)
+    assert abs(rhat(x) - 1) < 0.02
+
+
+def test_rhat_sees_chains_that_disagree():
+    x = _ar1(0.5, 4, 1000, seed=2, means=[0, 0, 3, 3])
+    assert rhat(x) > 1.5 and rhat(x, split=False) > 1.5
+    trend = np.linspace(0, 5, 1000)[None, :] + np.random.default_rng(3).standard_normal((1, 1000))
+    assert rhat(trend) > 1.3                   # split-R-hat sees a trend within one chain
+    assert np.isnan(rhat(np.ones((2, 10))))
+    with pytest.raises(ValueError, match="two chains"):
+        rhat(np.zeros((1, 10)), split=False)
+    with pytest.raises(ValueError, match="draws"):
+        effective_sample_size([[1.0, 2.0]])
+
+
+def test_trace_diagnostics_of_fits():
+    X = pygbn.datasets.load_demo().counts[:200]
+    fits = [pygbn.GBN(n_components=10, n_layers=2, burn_in=20, n_collect=20, random_state=s,
+                      trace_every=2).fit(X) for s in (0, 1, 2)]
+    chains = trace_chains(fits, depth=1)
+    assert chains.shape == (3, 10)              # second half of the 20 traced values
+    np.testing.assert_array_equal(chains[1], fits[1].loglikelihoods_[0][10:])
+    d = trace_diagnostics(fits)
+    assert d["depth"] == 2 and d["n_chains"] == 3 and np.isfinite(d["rhat"]) and d["ess"] > 0
+    with pytest.raises(ValueError, match="depth"):
+        trace_chains(fits, depth=3)
