@@ -1,9 +1,10 @@
 """Shared helpers of the ``tools/reproduce_*.py`` scripts (not part of the library).
 
 Data loading and subsetting, run metadata (command, seed, versions, wall
-time), markdown tables, JSON records and a small dependency-free SVG line
-plot.  Only numpy and scipy are needed here; pygbn is imported by the
-scripts themselves.
+time), markdown tables, JSON records and SVG line plots (pygbn's
+dependency-free :func:`pygbn.explore.line_plot_svg`).  Only numpy and scipy
+are needed at import; pygbn is imported by the scripts themselves (and by
+:func:`svg_line_plot` when it runs).
 """
 from __future__ import annotations
 
@@ -328,105 +329,19 @@ def run_header(title: str, env: Dict[str, str], wall: float, cpu: float, extra: 
 _PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> List[float]:
-    if not np.isfinite(lo) or not np.isfinite(hi):
-        return []
-    if hi <= lo:
-        hi = lo + 1.0
-    raw = (hi - lo) / max(n, 1)
-    mag = 10 ** np.floor(np.log10(raw))
-    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
-    start = np.ceil(lo / step) * step
-    ticks = []
-    v = start
-    while v <= hi + 1e-9 * step:
-        ticks.append(float(round(v, 10)))
-        v += step
-    return ticks
-
-
-def _fmt_tick(v: float) -> str:
-    if abs(v - round(v)) < 1e-9:
-        return str(int(round(v)))
-    return f"{v:g}"
-
-
 def svg_line_plot(path: Path, series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
                   xticks: Optional[Sequence[float]] = None, width: int = 560, height: int = 380,
                   hlines: Sequence[Dict] = ()) -> str:
-    """Write a standalone SVG line plot.
+    """Write a standalone SVG line plot (:func:`pygbn.explore.line_plot_svg`) to ``path``.
 
     ``series``: dicts with ``label``, ``x``, ``y`` (NaN points are skipped),
     optional ``dash`` (bool).  ``hlines``: dicts with ``label``, ``y``,
     optional ``colour`` (dashed horizontal reference lines, e.g. baselines).
     """
-    ml, mr, mt, mb = 70, 170, 40, 55
-    pw, ph = width - ml - mr, height - mt - mb
-    xs = [float(x) for s in series for x, y in zip(s["x"], s["y"]) if np.isfinite(y)]
-    ys = [float(y) for s in series for y in s["y"] if np.isfinite(y)] + [float(h["y"]) for h in hlines]
-    if not xs:
-        xs, ys = [0.0, 1.0], [0.0, 1.0]
-    x0, x1 = min(xs), max(xs)
-    if x1 == x0:
-        x0, x1 = x0 - 0.5, x1 + 0.5
-    y0, y1 = min(ys), max(ys)
-    pad = (y1 - y0) * 0.08 or max(abs(y0) * 0.05, 1e-3)
-    y0, y1 = y0 - pad, y1 + pad
+    from pygbn.explore import line_plot_svg
 
-    def X(v):
-        return ml + (v - x0) / (x1 - x0) * pw
-
-    def Y(v):
-        return mt + (1 - (v - y0) / (y1 - y0)) * ph
-
-    esc = lambda s: str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # noqa: E731
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
-           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{ml + pw / 2:.1f}" y="22" text-anchor="middle" font-size="14" '
-           f'font-weight="bold">{esc(title)}</text>']
-    # grid and ticks
-    for t in _nice_ticks(y0, y1, 6):
-        y = Y(t)
-        out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
-    xt = list(xticks) if xticks is not None else _nice_ticks(x0, x1, 6)
-    for t in xt:
-        x = X(t)
-        out.append(f'<line x1="{x:.1f}" y1="{mt + ph}" x2="{x:.1f}" y2="{mt + ph + 5}" stroke="black"/>')
-        out.append(f'<text x="{x:.1f}" y="{mt + ph + 18}" text-anchor="middle">{_fmt_tick(t)}</text>')
-    out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
-    out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 12}" text-anchor="middle">{esc(xlabel)}</text>')
-    out.append(f'<text x="16" y="{mt + ph / 2:.1f}" text-anchor="middle" '
-               f'transform="rotate(-90 16 {mt + ph / 2:.1f})">{esc(ylabel)}</text>')
-    legend_y = mt + 6
-    for i, h in enumerate(hlines):
-        col = h.get("colour", _PALETTE[i % len(_PALETTE)])
-        y = Y(float(h["y"]))
-        out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="{col}" '
-                   f'stroke-width="1.2" stroke-dasharray="6 4" opacity="0.8"/>')
-    for i, s in enumerate(series):
-        col = s.get("colour", _PALETTE[i % len(_PALETTE)])
-        pts = [(X(float(x)), Y(float(y))) for x, y in zip(s["x"], s["y"]) if np.isfinite(y)]
-        dash = ' stroke-dasharray="6 4"' if s.get("dash") else ""
-        if len(pts) > 1:
-            d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-            out.append(f'<polyline points="{d}" fill="none" stroke="{col}" stroke-width="2"{dash}/>')
-        for px, py in pts:
-            out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{col}"/>')
-        out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
-                   f'stroke="{col}" stroke-width="2"{dash}/>')
-        out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(s["label"])}</text>')
-        legend_y += 18
-    for i, h in enumerate(hlines):
-        col = h.get("colour", _PALETTE[i % len(_PALETTE)])
-        out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
-                   f'stroke="{col}" stroke-width="1.2" stroke-dasharray="6 4"/>')
-        out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(h["label"])}</text>')
-        legend_y += 18
-    out.append("</svg>")
-    text = "\n".join(out) + "\n"
+    text = line_plot_svg(series, title, xlabel, ylabel, xticks=xticks, width=width, height=height,
+                         hlines=hlines)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -18,7 +18,8 @@ import scipy.sparse as sp
 from pygbn import explore, text
 from pygbn.datasets import load_demo
 from pygbn.estimator import GBN, SPLIT_SEED_TAG, load
-from pygbn.evaluation import split_tokens
+from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, split_tokens,
+                              trace_diagnostics)
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
@@ -319,7 +320,7 @@ def cmd_fit(args) -> int:
                 burn_in=args.burn_in[0] if len(args.burn_in) == 1 else tuple(args.burn_in),
                 n_collect=args.collect[0] if len(args.collect) == 1 else tuple(args.collect),
                 method=args.method, n_jobs=args.jobs, random_state=args.seed,
-                verbose=_progress_every(args), min_width=args.min_width)
+                verbose=_progress_every(args), min_width=args.min_width, trace_every=args.trace_every)
     t0 = time.perf_counter()
     model.fit(X_fit, heldout=heldout, vocabulary=vocab)
     seconds = time.perf_counter() - t0
@@ -330,18 +331,34 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int]) -> List[str]:
+def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], reference=None,
+                  measures: Sequence[str] = (), diversity_words: int = 25) -> List[str]:
+    """The lines of ``pygbn topics``; with a ``reference`` corpus each node's coherence by
+    ``measures`` and each layer's mean coherence and topic diversity too."""
     rel = net.relabel_by_popularity()
+    tops = {t: explore.top_term_indices(rel.phis, t, n_words) for t in layers}
+    counts = None
+    if reference is not None and n_words >= 2:
+        counts = cooccurrence(np.concatenate(list(tops.values()), axis=None), reference)
+    elif reference is not None:
+        raise CLIError("--coherence needs --n-words of at least 2")
     lines = []
     for t in layers:
         w = rel.node_weights(t)
-        idx = explore.top_term_indices(rel.phis, t, n_words)
+        idx = tops[t]
         shown = w.shape[0] if n_topics is None else min(n_topics, w.shape[0])
-        lines.append(f"layer {t} ({w.shape[0]} nodes{'' if shown == w.shape[0] else f', top {shown}'}):")
+        scores = {m: coherence_from_counts(idx, counts, m) for m in measures} if counts is not None else {}
+        header = f"layer {t} ({w.shape[0]} nodes{'' if shown == w.shape[0] else f', top {shown}'})"
+        if scores:
+            div = diversity(explore.top_term_indices(rel.phis, t, diversity_words))
+            header += "; mean coherence " + ", ".join(f"{m} {v.mean():.4f}" for m, v in scores.items()) \
+                + f"; diversity {div:.3f} (top {diversity_words})"
+        lines.append(header + ":")
         wmax = float(w.max()) if w.size else 1.0
         for k in range(shown):
             words = " ".join(vocab[i] if vocab is not None else str(int(i)) for i in idx[k])
-            lines.append(f"  #{k + 1:<3d} w={w[k]:<9.4g} ({w[k] / wmax:5.3f})  {words}")
+            coh = "".join(f" {m}={v[k]:<7.4f}" for m, v in scores.items())
+            lines.append(f"  #{k + 1:<3d} w={w[k]:<9.4g} ({w[k] / wmax:5.3f}){coh}  {words}")
     return lines
 
 
@@ -352,10 +369,57 @@ def cmd_topics(args) -> int:
     if args.layer is not None and not 1 <= args.layer <= net.depth:
         raise CLIError(f"--layer must be between 1 and {net.depth}, got {args.layer}")
     layers = [args.layer] if args.layer is not None else list(range(1, net.depth + 1))
+    reference, measures = None, ()
+    if args.coherence is not None:
+        reference, ref_vocab = _load_data(args.coherence, args, net.link.name, fixed_vocab=vocab)
+        reference = _align_to_model(reference, ref_vocab, net, args.coherence)
+        measures = MEASURES if args.measure == "all" else (args.measure,)
     _out(f"{net.link.name} GBN with widths {net.widths}; nodes by weight r^(t) (eq. weight), "
          f"#1 = most popular" + ("" if vocab is not None else "; no vocabulary: term indices shown"))
-    for line in _topics_lines(net, vocab, layers, args.n_words, args.n_topics):
+    if reference is not None:
+        _out(f"coherence of each node's top {args.n_words} words by document co-occurrence in "
+             f"{args.coherence!r} ({reference.shape[0]} documents)")
+    for line in _topics_lines(net, vocab, layers, args.n_words, args.n_topics, reference, measures,
+                              args.diversity_words):
         _out(line)
+    return 0
+
+
+def cmd_trace(args) -> int:
+    if args.output:
+        _check_output(args.output, (".svg",))
+    models = [_load_model(path) for path in args.model]
+    for path, m in zip(args.model, models):
+        if not isinstance(m, GBN):
+            raise CLIError(f"{path!r} holds a bare network, which has no traces: save the fitted GBN")
+        if not any(m.loglikelihoods_):
+            raise CLIError(f"{path!r} has no convergence traces (fitted with trace_every=0, or saved by "
+                           "a pygbn without them)")
+    for path, m in zip(args.model, models):
+        _out(f"{path}: training log-likelihood per token, every {m.trace_every} iterations")
+        for d, (ll, its) in enumerate(zip(m.loglikelihoods_, m.trace_iterations_), start=1):
+            if not ll:
+                _out(f"  depth {d}: no traced iteration")
+                continue
+            half = ll[len(ll) // 2:]
+            _out(f"  depth {d}: {len(ll)} values (iterations {its[0]}..{its[-1]}), first {ll[0]:.4f}, "
+                 f"last {ll[-1]:.4f}, mean of the second half {np.mean(half):.4f}; widths {m.networks_[d - 1].widths}")
+    if len(models) > 1:
+        _out(f"{len(models)} chains: split-R-hat and effective sample size of each depth's stage "
+             f"(the last {1 - args.discard:.0%} of its traced values)")
+        for d in range(1, min(len(m.loglikelihoods_) for m in models) + 1):
+            r = trace_diagnostics(models, depth=d, discard=args.discard)
+            n = r["n_chains"] * r["n_draws"]
+            if r["n_draws"] < 4:
+                _out(f"  depth {d}: too few values for R-hat and ESS ({r['n_draws']} per chain, 4 needed: "
+                     "fit with a smaller trace_every or longer stages)")
+            else:
+                _out(f"  depth {d}: R-hat {r['rhat']:.3f}, ESS {r['ess']:.1f} of {n} values, mean {r['mean']:.4f}")
+    if args.output:
+        svg = explore.trace_svg([m.loglikelihoods_ for m in models], [m.trace_iterations_ for m in models],
+                                labels=[os.path.basename(p) for p in args.model])
+        _write_text(args.output, svg)
+        _out(f"wrote the trace plot to {args.output}")
     return 0
 
 

@@ -10,12 +10,12 @@ import numpy as np
 from pygbn._version import __version__
 from pygbn.cli.commands import (DEFAULT_TEST_SEED, DEMO_BURN_IN, DEMO_COLLECT, DEMO_N_COMPONENTS,
                                 CLIError, cmd_demo, cmd_fit, cmd_generate, cmd_perplexity, cmd_topics,
-                                cmd_transform, cmd_tree)
+                                cmd_trace, cmd_transform, cmd_tree)
 
 __all__ = ["PROG", "COMMANDS", "build_parser", "help_text"]
 
 PROG = "pygbn"
-COMMANDS = ("fit", "topics", "tree", "generate", "transform", "perplexity", "demo")
+COMMANDS = ("fit", "topics", "tree", "generate", "transform", "perplexity", "trace", "demo")
 
 
 class _UsageError(CLIError):
@@ -93,6 +93,7 @@ DECODE_ERRORS = ("strict", "replace", "ignore", "backslashreplace")
 _pos_float = _float_arg("a positive number", lambda v: bool(np.isfinite(v)) and v > 0)
 _nonneg_float = _float_arg("a non-negative number", lambda v: bool(np.isfinite(v)) and v >= 0)
 _open_fraction = _float_arg("a number in (0, 1)", lambda v: 0.0 < v < 1.0)
+_fraction = _float_arg("a number in [0, 1)", lambda v: 0.0 <= v < 1.0)
 
 
 def _df(text: str):
@@ -117,12 +118,13 @@ def _df(text: str):
 # ---------------------------------------------------------------------------
 
 
-def _add_input_options(p, fitting: bool) -> None:
-    g = p.add_argument_group("input")
-    g.add_argument("--vocab", metavar="FILE",
-                   help="vocabulary, one term per line: names the columns of a count matrix"
-                   + (", or fixes the vocabulary of text input" if fitting else
-                      " (matched to the model's by name)"))
+def _add_input_options(p, fitting: bool, group: str = "input", vocab: bool = True) -> None:
+    g = p.add_argument_group(group)
+    if vocab:
+        g.add_argument("--vocab", metavar="FILE",
+                       help="vocabulary, one term per line: names the columns of a count matrix"
+                       + (", or fixes the vocabulary of text input" if fitting else
+                          " (matched to the model's by name)"))
     g.add_argument("--transpose", action="store_true",
                    help="the count matrix is stored terms x documents")
     g.add_argument("--binarize", action="store_true",
@@ -237,6 +239,9 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                    "on the rest and report the held-out perplexity of each depth")
     g.add_argument("--progress-every", type=_pos_int, default=50, metavar="N",
                    help="iterations between progress lines on stderr (default: %(default)s)")
+    g.add_argument("--trace-every", type=_nonneg_int, default=10, metavar="N",
+                   help="record the training log-likelihood every N iterations, 0 for never; see "
+                   "'pygbn trace' (default: %(default)s)")
 
     # topics ---------------------------------------------------------------
     p = add_command("topics", cmd_topics, help="top words of the nodes of each layer",
@@ -249,6 +254,16 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                    help="only the N most popular nodes of each layer (default: all)")
     p.add_argument("--depth", type=_pos_int, default=None, help="network depth to show (default: the deepest)")
     p.add_argument("--vocab", metavar="FILE", help="vocabulary file, if the model has none")
+    g = p.add_argument_group("topic quality")
+    g.add_argument("--coherence", metavar="REFERENCE", default=None,
+                   help="score every node's top words on this reference corpus (usually the training "
+                   "data; read as 'pygbn fit' reads its input, in the model's vocabulary) by document "
+                   "co-occurrence, and print each layer's mean coherence and topic diversity")
+    g.add_argument("--measure", choices=("c_v", "u_mass", "c_uci", "c_npmi", "all"), default="c_v",
+                   help="coherence measure (default: %(default)s)")
+    g.add_argument("--diversity-words", type=_pos_int, default=25, metavar="N",
+                   help="top words per node for the topic diversity (default: %(default)s)")
+    _add_input_options(p, fitting=False, group="reference corpus (--coherence)", vocab=False)
 
     # tree -----------------------------------------------------------------
     p = add_command("tree", cmd_tree, help="the tree rooted at one node (text, DOT or SVG)",
@@ -304,6 +319,19 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                    help="fraction of each document's tokens observed (default: %(default)s, as in the paper)")
     _add_input_options(p, fitting=False)
     _add_test_chain_options(p)
+
+    # trace ----------------------------------------------------------------
+    p = add_command("trace", cmd_trace, help="convergence traces of saved fits (and R-hat, ESS)",
+                    description="Print the training log-likelihood per token recorded during fitting "
+                    "(every trace_every iterations of each depth) of one or more saved models; with "
+                    "several models (fits of the same data with different seeds) also the split-R-hat "
+                    "and effective sample size of each depth's stage, on the second half of its "
+                    "traced values. -o writes the traces as an SVG plot.")
+    p.add_argument("model", nargs="+", help="model file(s) written by 'pygbn fit'")
+    p.add_argument("-o", "--output", default=None, metavar="FILE.svg", help="write an SVG plot of the traces")
+    p.add_argument("--discard", type=_fraction, default=0.5, metavar="F",
+                   help="share of each depth's traced values dropped as warm-up before R-hat and ESS "
+                   "(default: %(default)s)")
 
     # demo -----------------------------------------------------------------
     p = add_command("demo", cmd_demo, help="fit a 3-layer GBN to the bundled corpus (about a minute)",

@@ -13,11 +13,11 @@ Modules
 Every public name is importable from here.
 """
 from pygbn.evaluation.coherence import (DEFAULT_WINDOWS, MEASURES, Cooccurrence, coherence,
-                                        cooccurrence, diversity)
+                                        coherence_from_counts, cooccurrence, diversity)
 from pygbn.evaluation.convergence import effective_sample_size, rhat, trace_chains, trace_diagnostics
 from pygbn.evaluation.heldout import (heldout_log_terms, perplexity_from_sums, perplexity_from_terms,
                                       split_tokens)
 
 __all__ = ["split_tokens", "perplexity_from_sums", "heldout_log_terms", "perplexity_from_terms",
-           "coherence", "diversity", "cooccurrence", "Cooccurrence", "MEASURES", "DEFAULT_WINDOWS",
+           "coherence", "coherence_from_counts", "diversity", "cooccurrence", "Cooccurrence", "MEASURES", "DEFAULT_WINDOWS",
            "rhat", "effective_sample_size", "trace_chains", "trace_diagnostics"]

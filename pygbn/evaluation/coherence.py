@@ -50,7 +50,7 @@ import numpy as np
 from pygbn.model.links import as_csr
 
 __all__ = ["MEASURES", "EPSILON", "DEFAULT_WINDOWS", "Cooccurrence", "cooccurrence", "coherence",
-           "diversity", "check_topics"]
+           "coherence_from_counts", "window_for", "diversity", "check_topics"]
 
 #: the coherence measures :func:`coherence` knows
 MEASURES = ("u_mass", "c_uci", "c_npmi", "c_v")
@@ -254,17 +254,33 @@ def coherence(topics, X=None, *, measure: str = "c_v", texts: Optional[Sequence]
         Higher is more coherent; UMass and PMI are at most 0 and about 0
         respectively for unrelated terms, NPMI lies in [-1, 1], C_V in [-1, 1].
     """
+    topics = check_topics(topics)
+    counts = cooccurrence(topics, X, texts=texts, window_size=window_for(measure, texts, window_size))
+    return coherence_from_counts(topics, counts, measure, eps)
+
+
+def window_for(measure: str, texts, window_size: Optional[int]) -> Optional[int]:
+    """The window :func:`coherence` uses: none for ``"u_mass"`` or without ``texts``,
+    else ``window_size`` or the measure's default (:data:`DEFAULT_WINDOWS`)."""
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
+    if texts is None:
+        return window_size          # cooccurrence refuses a window without texts
+    if measure == "u_mass":
+        return None
+    return DEFAULT_WINDOWS[measure] if window_size is None else window_size
+
+
+def coherence_from_counts(topics, counts: Cooccurrence, measure: str = "c_v", eps: float = EPSILON) -> np.ndarray:
+    """:func:`coherence` from window counts already made (:func:`cooccurrence` of a set
+    of terms that holds every topic's), e.g. to score several layers with one count."""
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
         raise ValueError(f"eps must be a number in [0, 1), got {eps!r}")
     topics = check_topics(topics)
-    if texts is not None and X is None:
-        if measure == "u_mass":
-            window_size = None
-        elif window_size is None:
-            window_size = DEFAULT_WINDOWS[measure]
-    counts = cooccurrence(topics, X, texts=texts, window_size=window_size)
+    if not np.isin(topics, counts.terms).all():
+        raise ValueError("counts does not hold every term of the topics")
     if counts.n_windows == 0:
         raise ValueError("the reference corpus has no document")
     return np.array([_topic_coherence(counts, t, measure, float(eps)) for t in topics])

@@ -42,18 +42,22 @@ render_text, render_dot, render_svg
 factor_images, image_grid, encode_png, write_png, encode_svg_image,
 save_factor_grid
     The projected factors of a layer of an image model as one image grid.
+trace_svg, line_plot_svg
+    Standalone SVG line plots: the convergence traces of fits
+    (``GBN.loglikelihoods_``), and any series.
 
 The code lives in private modules, each importing only those above it here:
 ``_validate`` (argument checks), ``_weights`` (projections, weights),
 ``_terms`` (top terms), ``_nodes`` (:class:`Node`, :class:`Edge`, labels and
 colours), ``_layout`` (the layered layout of :func:`render_svg`), ``_graph``
-(:class:`Subnetwork` and its renderers), ``_trees`` (:func:`tree`,
+(:class:`Subnetwork` and its renderers), ``_plot`` (line plots), ``_trees`` (:func:`tree`,
 :func:`subnetwork`), ``_encode`` (PNG and SVG encoders) and ``_images``
 (image grids of projected factors).
 """
 from pygbn.explore._encode import encode_png, encode_svg_image, write_png
 from pygbn.explore._graph import Subnetwork, render_dot, render_svg, render_text
 from pygbn.explore._images import factor_images, image_grid, save_factor_grid
+from pygbn.explore._plot import line_plot_svg, trace_svg
 from pygbn.explore._nodes import LAYER_COLOURS, Edge, Node, layer_colour  # noqa: F401 (LAYER_COLOURS)
 from pygbn.explore._terms import generated_top_terms, top_term_indices, top_terms
 from pygbn.explore._trees import TauLike, subnetwork, tree  # noqa: F401 (TauLike)
@@ -85,4 +89,6 @@ __all__ = [
     "write_png",
     "encode_svg_image",
     "save_factor_grid",
+    "trace_svg",
+    "line_plot_svg",
 ]

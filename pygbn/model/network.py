@@ -7,6 +7,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from pygbn import explore
+from pygbn.evaluation.coherence import coherence_from_counts, cooccurrence, window_for
+from pygbn.evaluation.coherence import diversity as topic_diversity
 from pygbn._utils import check_random_state
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link, PoissonLink, get_link
@@ -281,6 +283,58 @@ class Network:
         pygbn.explore.top_term_indices
         """
         return explore.top_term_indices(self.phis, t, n)
+
+    def coherence(self, X=None, *, layer: Optional[int] = None, measure: str = "c_v", n: int = 10,
+                  texts: Optional[Sequence] = None, window_size: Optional[int] = None):
+        """Coherence of the projected topics (eq:projection) of each layer on a reference corpus.
+
+        Node k of layer t is the topic of the n most probable terms of column
+        k of ``Phi^(1) ... Phi^(t)`` (:meth:`top_term_indices`), scored by
+        :func:`pygbn.evaluation.coherence`.
+
+        Parameters
+        ----------
+        X : array-like or sparse of shape (n_docs, n_features), optional
+            Reference counts in this network's vocabulary (usually the
+            training counts): document co-occurrence.
+        layer : int, optional
+            Only this layer (default: every layer).
+        measure : {"c_v", "u_mass", "c_uci", "c_npmi"}, default="c_v"
+        n : int, default=10
+            Top terms per topic.
+        texts, window_size
+            Instead of ``X``: documents as term-index sequences, for sliding
+            windows (see :func:`pygbn.evaluation.coherence`).
+
+        Returns
+        -------
+        ndarray of shape (K_t,), or a list of them (one per layer)
+            One value per node, in node order.
+        """
+        layers = self._layers_of(layer)
+        topics = [self.top_term_indices(t, n) for t in layers]
+        counts = cooccurrence(np.concatenate(topics, axis=None), X, texts=texts,
+                              window_size=window_for(measure, texts, window_size))
+        out = [coherence_from_counts(top, counts, measure) for top in topics]
+        return out[0] if layer is not None else out
+
+    def diversity(self, layer: Optional[int] = None, n: int = 25):
+        """Topic diversity of the projected topics of each layer (:func:`pygbn.evaluation.diversity`):
+        the share of unique terms among the top-n terms of the layer's nodes.
+
+        Returns
+        -------
+        float, or a list of floats (one per layer, when ``layer`` is None)
+        """
+        out = [topic_diversity(self.top_term_indices(t, n)) for t in self._layers_of(layer)]
+        return out[0] if layer is not None else out
+
+    def _layers_of(self, layer) -> List[int]:
+        if layer is None:
+            return list(range(1, self.depth + 1))
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= self.depth:
+            raise ValueError(f"layer must be between 1 and {self.depth}, got {layer!r}")
+        return [int(layer)]
 
     def top_terms(self, t: int, n: int = 10, vocab: Optional[Sequence[str]] = None) -> List[List[str]]:
         """The top-n terms of every node of layer t (Section 2.3.1).

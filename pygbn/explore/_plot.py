@@ -1,0 +1,199 @@
+"""Standalone SVG line plots (no plotting library): the convergence trace plot and the
+plots of the reproduction pages (``tools/_repro_common.svg_line_plot``)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from pygbn.explore._graph import xml_escape
+
+#: line colours of the plots' series, in order
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> List[float]:
+    """About ``n`` round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) in [lo, hi]."""
+    if not np.isfinite(lo) or not np.isfinite(hi):
+        return []
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(n, 1)
+    mag = 10 ** np.floor(np.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
+    start = np.ceil(lo / step) * step
+    ticks = []
+    v = start
+    while v <= hi + 1e-9 * step:
+        ticks.append(float(round(v, 10)))
+        v += step
+    return ticks
+
+
+def _fmt_tick(v: float) -> str:
+    if abs(v - round(v)) < 1e-9:
+        return str(int(round(v)))
+    return f"{v:g}"
+
+
+def _pieces(s: Dict, X, Y) -> List[List[tuple]]:
+    """The polylines of a series: its finite points, cut at non-finite ones when ``s["breaks"]``."""
+    pieces: List[List[tuple]] = [[]]
+    for x, y in zip(s["x"], s["y"]):
+        if np.isfinite(y):
+            pieces[-1].append((X(float(x)), Y(float(y))))
+        elif s.get("breaks") and pieces[-1]:
+            pieces.append([])
+    return [p for p in pieces if p]
+
+
+def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
+                  xticks: Optional[Sequence[float]] = None, width: int = 560, height: int = 380,
+                  hlines: Sequence[Dict] = (), vlines: Sequence[Dict] = (), markers: bool = True) -> str:
+    """A standalone SVG line plot, as text.
+
+    Parameters
+    ----------
+    series : sequence of dict
+        ``label``, ``x``, ``y`` (non-finite points are skipped), optional
+        ``dash`` (bool), ``colour`` and ``breaks`` (bool: a non-finite point
+        ends the line, which starts again after it).
+    title, xlabel, ylabel : str
+    xticks : sequence of float, optional
+        Default: about six round values.
+    width, height : int
+    hlines : sequence of dict
+        Dashed horizontal reference lines: ``label``, ``y``, optional ``colour``.
+    vlines : sequence of dict
+        Dotted vertical lines: ``x``, optional ``label`` (written at the top).
+    markers : bool, default=True
+        Draw a dot at every point.
+
+    Returns
+    -------
+    str
+        A well-formed SVG 1.1 document; text is XML-escaped.
+    """
+    ml, mr, mt, mb = 70, 170, 40, 55
+    pw, ph = width - ml - mr, height - mt - mb
+    xs = [float(x) for s in series for x, y in zip(s["x"], s["y"]) if np.isfinite(y)]
+    ys = [float(y) for s in series for y in s["y"] if np.isfinite(y)] + [float(h["y"]) for h in hlines]
+    if not xs:
+        xs, ys = [0.0, 1.0], [0.0, 1.0]
+    xs += [float(v["x"]) for v in vlines]
+    x0, x1 = min(xs), max(xs)
+    if x1 == x0:
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    y0, y1 = min(ys), max(ys)
+    pad = (y1 - y0) * 0.08 or max(abs(y0) * 0.05, 1e-3)
+    y0, y1 = y0 - pad, y1 + pad
+
+    def X(v):
+        return ml + (v - x0) / (x1 - x0) * pw
+
+    def Y(v):
+        return mt + (1 - (v - y0) / (y1 - y0)) * ph
+
+    esc = xml_escape
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{ml + pw / 2:.1f}" y="22" text-anchor="middle" font-size="14" '
+           f'font-weight="bold">{esc(title)}</text>']
+    for t in nice_ticks(y0, y1, 6):
+        y = Y(t)
+        out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
+    xt = list(xticks) if xticks is not None else nice_ticks(x0, x1, 6)
+    for t in xt:
+        x = X(t)
+        out.append(f'<line x1="{x:.1f}" y1="{mt + ph}" x2="{x:.1f}" y2="{mt + ph + 5}" stroke="black"/>')
+        out.append(f'<text x="{x:.1f}" y="{mt + ph + 18}" text-anchor="middle">{_fmt_tick(t)}</text>')
+    out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
+    out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 12}" text-anchor="middle">{esc(xlabel)}</text>')
+    out.append(f'<text x="16" y="{mt + ph / 2:.1f}" text-anchor="middle" '
+               f'transform="rotate(-90 16 {mt + ph / 2:.1f})">{esc(ylabel)}</text>')
+    for v in vlines:
+        x = X(float(v["x"]))
+        out.append(f'<line x1="{x:.1f}" y1="{mt}" x2="{x:.1f}" y2="{mt + ph}" stroke="#888888" '
+                   f'stroke-dasharray="2 3"/>')
+        if v.get("label"):
+            out.append(f'<text x="{x + 4:.1f}" y="{mt + 14}" fill="#555555">{esc(v["label"])}</text>')
+    legend_y = mt + 6
+    for i, h in enumerate(hlines):
+        col = h.get("colour", PALETTE[i % len(PALETTE)])
+        y = Y(float(h["y"]))
+        out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="{col}" '
+                   f'stroke-width="1.2" stroke-dasharray="6 4" opacity="0.8"/>')
+    for i, s in enumerate(series):
+        col = s.get("colour", PALETTE[i % len(PALETTE)])
+        dash = ' stroke-dasharray="6 4"' if s.get("dash") else ""
+        for pts in _pieces(s, X, Y):
+            if len(pts) > 1:
+                d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+                out.append(f'<polyline points="{d}" fill="none" stroke="{col}" stroke-width="2"{dash}/>')
+            if markers:
+                for px, py in pts:
+                    out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{col}"/>')
+        out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
+                   f'stroke="{col}" stroke-width="2"{dash}/>')
+        out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(s["label"])}</text>')
+        legend_y += 18
+    for i, h in enumerate(hlines):
+        col = h.get("colour", PALETTE[i % len(PALETTE)])
+        out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
+                   f'stroke="{col}" stroke-width="1.2" stroke-dasharray="6 4"/>')
+        out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(h["label"])}</text>')
+        legend_y += 18
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def trace_svg(loglikelihoods, iterations, labels: Optional[Sequence[str]] = None,
+              title: str = "Training log-likelihood per token", width: int = 640, height: int = 380) -> str:
+    """A standalone SVG plot of the convergence traces of one or several fits.
+
+    The depths' stages follow one another along the x axis (dotted lines
+    mark where a layer was added); each chain is one colour, broken between
+    depths: only values within one stage are draws of one model.
+
+    Parameters
+    ----------
+    loglikelihoods : sequence of sequence of sequence of float
+        Per chain, per depth, the traced values (``GBN.loglikelihoods_`` of
+        each fit: ``[g.loglikelihoods_ for g in fits]``).
+    iterations : sequence of sequence of sequence of int
+        The matching iterations within each depth (``GBN.trace_iterations_``).
+    labels : sequence of str, optional
+        One legend entry per chain (default ``chain 1``, ``chain 2``, ...).
+    title : str
+    width, height : int
+
+    Returns
+    -------
+    str
+        The SVG document.
+    """
+    chains = [[np.asarray(d, dtype=np.float64).ravel() for d in c] for c in loglikelihoods]
+    its = [[np.asarray(d, dtype=np.float64).ravel() for d in c] for c in iterations]
+    if not chains or len(its) != len(chains) or any(len(a) != len(b) or any(
+            x.size != y.size for x, y in zip(a, b)) for a, b in zip(chains, its)):
+        raise ValueError("loglikelihoods and iterations must hold the same number of chains, depths "
+                         "and values (one list per chain of one list per depth)")
+    labels = [f"chain {i + 1}" for i in range(len(chains))] if labels is None else list(labels)
+    if len(labels) != len(chains):
+        raise ValueError(f"labels must have one entry per chain ({len(chains)}), got {len(labels)}")
+    n_depths = max(len(c) for c in chains)
+    lengths = [max((float(d[-1]) for c in its if t < len(c) for d in [c[t]] if d.size), default=0.0)
+               for t in range(n_depths)]
+    offsets = np.concatenate([[0.0], np.cumsum(lengths)])
+    series = []
+    for i, (c, it) in enumerate(zip(chains, its)):
+        x = np.concatenate([np.append(d + offsets[t], np.nan) for t, d in enumerate(it)])
+        y = np.concatenate([np.append(v, np.nan) for v in c])
+        series.append({"label": labels[i], "x": x, "y": y, "breaks": True,
+                       "colour": PALETTE[i % len(PALETTE)]})
+    vlines = [{"x": offsets[t], "label": f"T={t + 1}"} for t in range(n_depths)]
+    return line_plot_svg(series, title, "iteration (all depths in turn)", "log-likelihood per token",
+                         width=width, height=height, vlines=vlines, markers=False)
