@@ -444,3 +444,43 @@ def test_cli_reference_matches_argparse():
         pytest.skip(f"docs/cli.md was generated with Python {m.group(1)}")
     for name in (None, *cli.COMMANDS):
         assert cli.help_text(name) in doc, f"the usage of 'pygbn {name or ''}' is stale: run tools/gen_docs.py"
+
+
+def test_topics_coherence(work):
+    """--coherence scores each node's top words on a reference corpus: the values of
+    Network.coherence on the relabelled network, with each layer's mean and diversity."""
+    d = work["dir"]
+    out = run(["topics", d / "model.npz", "--n-words", "5", "--coherence", d / "train.npz",
+               "--measure", "all", "--layer", "2"], cwd=d).stdout
+    header = [ln for ln in out.splitlines() if ln.startswith("layer 2")][0]
+    assert "mean coherence u_mass" in header and "c_v" in header and "diversity" in header
+    net = pygbn.load(d / "model.npz").network_.relabel_by_popularity()
+    X = work["demo"].counts[:600]
+    first = [ln for ln in out.splitlines() if ln.strip().startswith("#1 ")][0]
+    for measure in ("u_mass", "c_uci", "c_npmi", "c_v"):
+        value = float(re.search(measure + r"=(\S+)", first).group(1))
+        assert value == pytest.approx(net.coherence(X, layer=2, measure=measure, n=5)[0], abs=1e-4)
+    assert f"diversity {net.diversity(layer=2):.3f}" in header
+    proc = run(["topics", d / "model.npz", "--coherence", d / "new.mtx", "--n-words", "1"], cwd=d, check=False)
+    assert_one_line_error(proc, "n-words of at least 2")
+
+
+def test_trace(work, tmp_path):
+    fits = []
+    for seed in (1, 2):
+        run(["fit", work["dir"] / "train.npz", "--vocab", work["dir"] / "vocab.txt", "--n-components", "6",
+             "--layers", "2", "--burn-in", "6", "4", "--collect", "6", "--seed", seed, "--trace-every", "1",
+             "--quiet", "-o", tmp_path / f"m{seed}.npz"], cwd=tmp_path)
+        fits.append(pygbn.load(tmp_path / f"m{seed}.npz"))
+    out = run(["trace", tmp_path / "m1.npz", tmp_path / "m2.npz", "-o", tmp_path / "t.svg"], cwd=tmp_path).stdout
+    assert "every 1 iterations" in out and "depth 2: 10 values (iterations 1..10)" in out
+    assert f"last {fits[0].loglikelihoods_[0][-1]:.4f}" in out
+    r = pygbn.evaluation.trace_diagnostics(fits, depth=1)
+    assert f"depth 1: R-hat {r['rhat']:.3f}, ESS {r['ess']:.1f} of 12 values" in out
+    root = ET.parse(tmp_path / "t.svg").getroot()
+    assert root.tag.endswith("svg") and len(root.findall(".//{http://www.w3.org/2000/svg}polyline")) == 4
+    # the module's model was fitted with stages shorter than trace_every: no trace
+    assert_one_line_error(run(["trace", work["dir"] / "model.npz"], cwd=tmp_path, check=False),
+                          "no convergence traces")
+    assert_one_line_error(run(["trace", tmp_path / "m1.npz", "-o", tmp_path / "t.png"], cwd=tmp_path,
+                              check=False), "svg")

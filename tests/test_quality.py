@@ -189,3 +189,34 @@ def test_trace_diagnostics_of_fits():
     assert d["depth"] == 2 and d["n_chains"] == 3 and np.isfinite(d["rhat"]) and d["ess"] > 0
     with pytest.raises(ValueError, match="depth"):
         trace_chains(fits, depth=3)
+
+
+def test_network_coherence_and_diversity_of_each_layer():
+    demo = pygbn.datasets.load_demo()
+    X = demo.counts[:300]
+    net = pygbn.GBN(n_components=10, n_layers=3, burn_in=6, n_collect=4, random_state=0).fit(X).network_
+    per_layer = net.coherence(X, measure="c_npmi", n=6)
+    assert len(per_layer) == net.depth
+    for t, values in enumerate(per_layer, start=1):
+        np.testing.assert_array_equal(values, coherence(net.top_term_indices(t, 6), X, measure="c_npmi"))
+        np.testing.assert_array_equal(net.coherence(X, layer=t, measure="c_npmi", n=6), values)
+        assert net.diversity(layer=t, n=7) == diversity(net.top_term_indices(t, 7))
+    assert net.diversity() == [net.diversity(layer=t) for t in (1, 2, 3)]
+    with pytest.raises(ValueError, match="layer"):
+        net.coherence(X, layer=4)
+    with pytest.raises(ValueError, match="exactly one"):
+        net.coherence()
+
+
+def test_trace_svg():
+    import xml.etree.ElementTree as ET
+    svg = pygbn.explore.trace_svg([[[-3.0, -2.5, -2.4], [-2.3, -2.2]], [[-3.1, -2.6, -2.5], [-2.35, -2.1]]],
+                                  [[[1, 2, 3], [1, 2]], [[1, 2, 3], [1, 2]]], labels=["a", "b & c"])
+    root = ET.fromstring(svg.split("\n", 1)[1])
+    ns = "{http://www.w3.org/2000/svg}"
+    assert len(root.findall(f".//{ns}polyline")) == 4          # each chain broken between depths
+    assert "b &amp; c" in svg and "T=2" in svg
+    with pytest.raises(ValueError, match="same number"):
+        pygbn.explore.trace_svg([[[-3.0]]], [[[1, 2]]])
+    with pytest.raises(ValueError, match="labels"):
+        pygbn.explore.trace_svg([[[-3.0]]], [[[1]]], labels=["a", "b"])
