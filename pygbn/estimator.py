@@ -418,6 +418,7 @@ class GBN:
         params["link"] = nets[0].link if isinstance(stored_link, dict) else stored_link
         model = cls(**params)
         model._validated()
+        check_random_state(model.random_state)     # a stored seed must seed the test-time chain
         expect = {"widths_": nets[-1].widths, "n_features_in_": V}
         for key, value in expect.items():
             if state.get(key) != value:
