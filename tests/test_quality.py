@@ -220,3 +220,16 @@ def test_trace_svg():
         pygbn.explore.trace_svg([[[-3.0]]], [[[1, 2]]])
     with pytest.raises(ValueError, match="labels"):
         pygbn.explore.trace_svg([[[-3.0]]], [[[1]]], labels=["a", "b"])
+
+
+def test_vectorizer_sequences_give_the_counts_and_windows():
+    docs = ["alpha beta gamma alpha", "gamma delta", "beta beta zeta"]
+    vec = pygbn.text.CountVectorizer(stop_words=None, min_length=1).fit(docs[:2])
+    seqs = vec.sequences(docs)
+    X = vec.transform(docs)
+    for row, seq in zip(X.toarray(), seqs):
+        np.testing.assert_array_equal(np.bincount(seq[seq >= 0], minlength=X.shape[1]), row)
+    assert seqs[2].tolist() == [vec.vocabulary_["beta"], vec.vocabulary_["beta"], -1]
+    topics = [[vec.vocabulary_["alpha"], vec.vocabulary_["gamma"]]]
+    np.testing.assert_allclose(coherence(topics, texts=seqs, measure="c_npmi", window_size=10),
+                               coherence(topics, X, measure="c_npmi"))

@@ -17,9 +17,11 @@ windows holding term w and ``D(w, w')`` the number holding both.  Then
 * Document co-occurrence (a count matrix ``X``, documents x terms): each
   document is one window (every row counts, empty rows too).
 * Sliding windows (``texts``: each document as its sequence of term indices,
-  in reading order): a document of ``L >= s`` tokens gives the ``L - s + 1``
-  windows ``tokens[i:i + s]``; a shorter one is one window.  A term is
-  counted once per window however often it occurs there.
+  in reading order, e.g. :meth:`pygbn.text.CountVectorizer.sequences`; a
+  negative index is a token outside the vocabulary, which takes a place in
+  the windows but is not counted): a document of ``L >= s`` tokens gives the
+  ``L - s + 1`` windows ``tokens[i:i + s]``; a shorter one is one window.  A
+  term is counted once per window however often it occurs there.
 
 Measures, for a topic with top terms ``w_1, ..., w_n`` (most probable first):
 

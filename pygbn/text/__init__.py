@@ -355,17 +355,36 @@ class CountVectorizer:
         scipy.sparse.csr_matrix of int, shape (n_documents, len(vocab_))
         """
         docs = _check_documents(documents)
-        if not hasattr(self, "vocabulary_"):
-            fixed = self._fixed_vocab()
-            if fixed is None:
-                raise ValueError(
-                    "this CountVectorizer is not fitted yet: call fit or fit_transform first, "
-                    "or pass vocabulary="
-                )
-            index = {w: i for i, w in enumerate(fixed)}
-        else:
-            index = self.vocabulary_
-        return self._count(self._tokens(docs, frozenset()), index)
+        return self._count(self._tokens(docs, frozenset()), self._index())
+
+    def sequences(self, documents: Iterable[str]) -> list[np.ndarray]:
+        """Each document as the sequence of its tokens' term indices, in reading order.
+
+        For the sliding windows of topic coherence
+        (``pygbn.evaluation.coherence(topics, texts=...)``): a token outside
+        the vocabulary is -1 (it keeps its place in a window but is not
+        counted), as in the token stream that ``transform`` counts.
+
+        Returns
+        -------
+        list of ndarray of int64
+        """
+        docs = _check_documents(documents)
+        index = self._index()
+        return [np.array([index.get(t, -1) for t in toks], dtype=np.int64)
+                for toks in self._tokens(docs, frozenset())]
+
+    def _index(self) -> dict:
+        """Term -> column of the fitted (or given) vocabulary."""
+        if hasattr(self, "vocabulary_"):
+            return self.vocabulary_
+        fixed = self._fixed_vocab()
+        if fixed is None:
+            raise ValueError(
+                "this CountVectorizer is not fitted yet: call fit or fit_transform first, "
+                "or pass vocabulary="
+            )
+        return {w: i for i, w in enumerate(fixed)}
 
     def get_feature_names_out(self) -> np.ndarray:
         """The vocabulary as an array of str (scikit-learn's spelling)."""
