@@ -233,3 +233,13 @@ def test_vectorizer_sequences_give_the_counts_and_windows():
     topics = [[vec.vocabulary_["alpha"], vec.vocabulary_["gamma"]]]
     np.testing.assert_allclose(coherence(topics, texts=seqs, measure="c_npmi", window_size=10),
                                coherence(topics, X, measure="c_npmi"))
+
+
+def test_trace_svg_scales_to_the_values_after_the_warmup():
+    ll = [[list(np.r_[-10.0, np.linspace(-3, -2.9, 19)])]]
+    its = [[list(range(1, 21))]]
+    svg = pygbn.explore.trace_svg(ll, its)
+    assert 'clip-path="url(#frame)"' in svg and ">-10<" not in svg     # -10 is off the scale
+    assert ">-10<" in pygbn.explore.trace_svg(ll, its, warmup=0.0)
+    with pytest.raises(ValueError, match="warmup"):
+        pygbn.explore.trace_svg(ll, its, warmup=1.0)

@@ -136,7 +136,8 @@ def main(argv=None) -> int:
     text += ["### The three most popular nodes of each layer (first seed)", "",
              rc.md_table(["node", "C_V", "top words"], ex), ""]
     svg = pygbn.explore.trace_svg([g.loglikelihoods_ for g in fits], [g.trace_iterations_ for g in fits],
-                                  labels=[f"seed {s}" for s in a.seeds] if not a.model else None)
+                                  labels=[f"seed {s}" for s in a.seeds] if not a.model else
+                                  [path.stem for path in a.model])
     a.out_dir.mkdir(parents=True, exist_ok=True)
     (a.out_dir / f"{a.name}_trace.svg").write_text(svg, encoding="utf-8")
     diag, drows = [], []

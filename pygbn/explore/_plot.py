@@ -49,7 +49,8 @@ def _pieces(s: Dict, X, Y) -> List[List[tuple]]:
 
 def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
                   xticks: Optional[Sequence[float]] = None, width: int = 560, height: int = 380,
-                  hlines: Sequence[Dict] = (), vlines: Sequence[Dict] = (), markers: bool = True) -> str:
+                  hlines: Sequence[Dict] = (), vlines: Sequence[Dict] = (), markers: bool = True,
+                  ylim: Optional[Sequence[float]] = None) -> str:
     """A standalone SVG line plot, as text.
 
     Parameters
@@ -68,6 +69,9 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
         Dotted vertical lines: ``x``, optional ``label`` (written at the top).
     markers : bool, default=True
         Draw a dot at every point.
+    ylim : (float, float), optional
+        The y range shown (default: all points, padded); lines beyond it are
+        clipped at the plot's frame.
 
     Returns
     -------
@@ -84,7 +88,7 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
     x0, x1 = min(xs), max(xs)
     if x1 == x0:
         x0, x1 = x0 - 0.5, x1 + 0.5
-    y0, y1 = min(ys), max(ys)
+    y0, y1 = (min(ys), max(ys)) if ylim is None else (float(ylim[0]), float(ylim[1]))
     pad = (y1 - y0) * 0.08 or max(abs(y0) * 0.05, 1e-3)
     y0, y1 = y0 - pad, y1 + pad
 
@@ -99,6 +103,7 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
            f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">',
            f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+           f'<clipPath id="frame"><rect x="{ml}" y="{mt}" width="{pw}" height="{ph}"/></clipPath>',
            f'<text x="{ml + pw / 2:.1f}" y="22" text-anchor="middle" font-size="14" '
            f'font-weight="bold">{esc(title)}</text>']
     for t in nice_ticks(y0, y1, 6):
@@ -132,10 +137,11 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
         for pts in _pieces(s, X, Y):
             if len(pts) > 1:
                 d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-                out.append(f'<polyline points="{d}" fill="none" stroke="{col}" stroke-width="2"{dash}/>')
+                out.append(f'<polyline points="{d}" fill="none" stroke="{col}" stroke-width="2"{dash} '
+                           'clip-path="url(#frame)"/>')
             if markers:
                 for px, py in pts:
-                    out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{col}"/>')
+                    out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{col}" clip-path="url(#frame)"/>')
         out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
                    f'stroke="{col}" stroke-width="2"{dash}/>')
         out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(s["label"])}</text>')
@@ -151,7 +157,8 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
 
 
 def trace_svg(loglikelihoods, iterations, labels: Optional[Sequence[str]] = None,
-              title: str = "Training log-likelihood per token", width: int = 640, height: int = 380) -> str:
+              title: str = "Training log-likelihood per token", width: int = 640, height: int = 380,
+              warmup: float = 0.1) -> str:
     """A standalone SVG plot of the convergence traces of one or several fits.
 
     The depths' stages follow one another along the x axis (dotted lines
@@ -169,12 +176,18 @@ def trace_svg(loglikelihoods, iterations, labels: Optional[Sequence[str]] = None
         One legend entry per chain (default ``chain 1``, ``chain 2``, ...).
     title : str
     width, height : int
+    warmup : float in [0, 1), default=0.1
+        The y range leaves out the first ``warmup`` share of the first
+        depth's values of each chain (the initial climb, whose range would
+        flatten the rest); their lines run off the top or bottom of the plot.
 
     Returns
     -------
     str
         The SVG document.
     """
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup < 1:
+        raise ValueError(f"warmup must be a number in [0, 1), got {warmup!r}")
     chains = [[np.asarray(d, dtype=np.float64).ravel() for d in c] for c in loglikelihoods]
     its = [[np.asarray(d, dtype=np.float64).ravel() for d in c] for c in iterations]
     if not chains or len(its) != len(chains) or any(len(a) != len(b) or any(
@@ -195,5 +208,8 @@ def trace_svg(loglikelihoods, iterations, labels: Optional[Sequence[str]] = None
         series.append({"label": labels[i], "x": x, "y": y, "breaks": True,
                        "colour": PALETTE[i % len(PALETTE)]})
     vlines = [{"x": offsets[t], "label": f"T={t + 1}"} for t in range(n_depths)]
+    kept = [v for c in chains for t, d in enumerate(c) for v in (d[int(warmup * d.size):] if t == 0 else d)]
+    kept = [v for v in kept if np.isfinite(v)]
+    ylim = (min(kept), max(kept)) if kept else None
     return line_plot_svg(series, title, "iteration (all depths in turn)", "log-likelihood per token",
-                         width=width, height=height, vlines=vlines, markers=False)
+                         width=width, height=height, vlines=vlines, markers=False, ylim=ylim)
