@@ -136,7 +136,7 @@ def marginal_conditional(n_draws: int, random_state, **kw) -> Dict[str, np.ndarr
     return {k: np.array([r[k] for r in rows]) for k in rows[0]}
 
 
-def _load(sampler: GibbsSampler, draw: PriorDraw) -> None:
+def _load(sampler: GibbsSampler, draw: PriorDraw, rng: np.random.Generator) -> None:
     net = sampler.network
     for t, layer in enumerate(net.layers):
         layer.phi = draw.phis[t].copy()
@@ -145,15 +145,22 @@ def _load(sampler: GibbsSampler, draw: PriorDraw) -> None:
     net.r = draw.r.copy()
     net.gamma0, net.c0 = draw.gamma0, draw.c0
     sampler.aux = draw.aux.copy()
-    _set_data(sampler, draw.x_vjk, draw.Y)
+    _set_data(sampler, draw.x_vjk, draw.Y, rng)
 
 
-def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray) -> None:
+def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray,
+              rng: np.random.Generator) -> None:
     """Give the sampler new observations ``Y`` and, for counts, their split ``x[j, v, k]``.
 
-    The collapsed sampler's tokens and labels are rebuilt from the split;
-    the blocked sampler gets ``m[0]`` and ``layers[0].counts`` from it (its
-    next sweep redraws them from ``Y`` anyway).
+    The collapsed sampler's tokens and labels are rebuilt from the split,
+    the labels of the ``Y[j, v]`` tokens of a cell in a uniformly random
+    order (drawn from ``rng``): given the split, that is their conditional
+    distribution, and the collapsed sweep visits the tokens in a fixed order,
+    so labels sorted by factor would be a state the joint never produces
+    (the sweep's output then is not a draw of the joint, and the test fails
+    though the sampler is right).  The blocked sampler gets ``m[0]`` and
+    ``layers[0].counts`` from the split (its next sweep redraws them from
+    ``Y`` anyway).
     """
     Ys = sp.csr_matrix(Y)
     Ys.eliminate_zeros()
@@ -168,6 +175,8 @@ def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray)
         labels = [np.repeat(np.arange(K, dtype=np.int32), x_vjk[j, v])
                   for j in range(Ys.shape[0]) for v in Ys.indices[Ys.indptr[j]:Ys.indptr[j + 1]]]
         lab = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
+        cell = np.repeat(np.arange(Ys.nnz), Ys.data.astype(np.int64))
+        lab = lab[np.lexsort((rng.random(lab.size), cell))]     # shuffled within each cell
         sampler.set_tokens(CollapsedState.from_counts(Ys, K, labels=lab))
     else:
         sampler.m[0] = np.ascontiguousarray(x_vjk.sum(axis=1), dtype=np.int64)
@@ -192,7 +201,7 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
                   hyper=hyper, link=link)
     sampler = GibbsSampler(net, sp.csr_matrix(first.Y), method=method, n_jobs=1,
                            random_state=rng, update_globals=True)
-    _load(sampler, first)
+    _load(sampler, first, rng)
     if sampler_hook is not None:
         sampler_hook(sampler)
     rows = []
@@ -201,7 +210,7 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
         phi1, theta1 = sampler.layer_one_sample()
         phi1, theta1 = phi1.copy(), theta1.copy()
         Y, x_vjk = _sample_data(link, phi1, theta1, sampler.aux, rng)
-        _set_data(sampler, x_vjk, Y)
+        _set_data(sampler, x_vjk, Y, rng)
         if sampler.method == "blocked":
             sampler.network.layers[0].phi = phi1
             sampler.network.layers[0].theta = theta1
