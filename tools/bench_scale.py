@@ -4,7 +4,7 @@ Usage::
 
     python tools/bench_scale.py                                 # 1.3M and 5.2M tokens, K = 100 and 400
     python tools/bench_scale.py --tokens 20.8M --K 100 --late 50
-    python tools/bench_scale.py --tokens 1.3M --runs collapsed blocked-1 tomotopy --late 0
+    python tools/bench_scale.py --tokens 1.3M --runs collapsed blocked-1 tomotopy-1 --late 0
     python tools/bench_scale.py --dask                          # DaskGBN rows too (1 and 2 workers)
 
 The tool generates seeded synthetic LDA-like corpora (``V = 20,000`` terms,
