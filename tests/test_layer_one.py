@@ -3,7 +3,7 @@
 The counts' types (uint16 / int32 / int64 where their range allows), the
 blocked split's shared statistics (atomic integer additions: the same for
 any thread count), a failed scratch allocation inside a parallel loop
-(``MemoryError``), and the collapsed sweep's bucket totals on a very long
+(``MemoryError``, in the blocked split and in the upper layers' kernels), and the collapsed sweep's bucket totals on a very long
 document (recomputed exactly every ``refresh`` tokens: the chain is the one
 whose totals are exact at every token).
 """
@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from pygbn._utils import BlockStreams
-from pygbn.inference import GibbsSampler, _blocked, _collapsed
+from pygbn.inference import GibbsSampler, _blocked, _collapsed, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.model.links import get_link
 
@@ -126,6 +126,61 @@ def test_failed_scratch_allocation_raises_memory_error(n_threads):
     finally:
         _blocked._fail_next_allocations(0)
     _blocked.split_sparse(*args)          # and all is well again
+
+
+def _upper_kernel_calls():
+    """``(name, call)`` for each kernel of the upper layers that allocates block
+    scratch inside its parallel loop; ``call(n_threads)`` runs it on fresh streams."""
+    rng = np.random.default_rng(5)
+    J, kin, K = 300, 6, 4
+    bounds = np.linspace(0, J, 7).astype(np.int64)
+    m_in = rng.poisson(2.0, size=(J, kin)).astype(np.int32)
+    phi = rng.dirichlet(np.ones(kin), size=K).T.copy()
+    theta = rng.gamma(1.0, size=(J, K))
+    rate = 1.0 + rng.random(J)
+
+    held = []                                # the streams live as long as their addresses are used
+
+    def streams():
+        held[:] = [BlockStreams(np.random.default_rng(8), len(bounds) - 1)]
+        return held[0].addresses
+
+    def propagate(n_threads):
+        out = np.empty((J, K), dtype=np.int64)
+        _upper.propagate_counts(m_in, phi, theta, bounds, streams(), out,
+                                np.zeros((n_threads, kin, K), dtype=np.int64), n_threads)
+        return out
+
+    def theta_draw(n_threads):               # prior rows from theta^(t+1) Phi^(t+1)^T, by blocks
+        out = np.empty((J, kin))
+        _upper.sample_theta(theta, phi, np.empty(0), m_in, rate, bounds, streams(), out, np.empty(J),
+                            n_threads)
+        return out
+
+    def theta_draw_top(n_threads):           # the top layer: one shared prior row
+        out = np.empty((J, kin))
+        _upper.sample_theta(np.empty((0, 0)), np.empty((0, 0)), np.full(kin, 0.5), m_in, rate, bounds,
+                            streams(), out, np.empty(0), n_threads)
+        return out
+
+    return [("propagate_counts", propagate), ("sample_theta", theta_draw), ("sample_theta", theta_draw_top)]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("case", [0, 1, 2], ids=["propagate_counts", "sample_theta", "sample_theta-top"])
+def test_failed_scratch_allocation_in_upper_kernels_raises_memory_error(case, n_threads):
+    name, call = _upper_kernel_calls()[case]
+    reference = call(1)
+    try:
+        _upper._fail_next_allocations(2)
+        with pytest.raises(MemoryError, match=name):
+            call(n_threads)
+        _blocked._fail_next_allocations(5)    # another module's counter: not this kernel's
+        np.testing.assert_array_equal(call(n_threads), reference)
+    finally:
+        _upper._fail_next_allocations(0)
+        _blocked._fail_next_allocations(0)
+    np.testing.assert_array_equal(call(n_threads), reference)     # and all is well again
 
 
 # --------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Usage::
 
     python tools/bench_scale.py                                 # 1.3M and 5.2M tokens, K = 100 and 400
     python tools/bench_scale.py --tokens 20.8M --K 100 --late 50
-    python tools/bench_scale.py --tokens 1.3M --runs collapsed blocked-1 tomotopy --late 0
+    python tools/bench_scale.py --tokens 1.3M --runs collapsed blocked-1 tomotopy-1 --late 0
     python tools/bench_scale.py --dask                          # DaskGBN rows too (1 and 2 workers)
 
 The tool generates seeded synthetic LDA-like corpora (``V = 20,000`` terms,
@@ -16,10 +16,15 @@ interpreter, numpy/scipy and the loaded corpus) is one library's alone:
 
 * ``collapsed``, ``blocked-1``, ``blocked-2``: ``pygbn.GBN(n_layers=1,
   method=..., n_jobs=...).fit(X)`` with ``n_components = K`` (no pruning);
-* ``tomotopy``: ``tomotopy.LDAModel(k=K, alpha=0.1, eta=0.01)`` trained with
-  one worker on the same documents (when tomotopy is installed);
-* ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` on a local
-  cluster of 1 and 2 single-threaded worker processes (see :func:`run_dask`).
+* ``tomotopy-1``, ``tomotopy-2``: ``tomotopy.LDAModel(k=K, alpha=0.1,
+  eta=0.01)`` trained with one and two workers on the same documents (when
+  tomotopy is installed);
+* ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` (blocked,
+  ``n_jobs=1``) on a local cluster of 1 and 2 single-threaded worker
+  processes (see :func:`run_dask`); its peak resident size is the sum of
+  the workers' (each holds its partition and a Dask worker's own ~100 MB),
+  and the table's last column gives its overhead per iteration beside the
+  one-process ``blocked-1`` fit of the same corpus and K (when measured).
 
 Reported per row: the mean wall-clock seconds per iteration over the first
 ``--early`` iterations and over ``--late-iters`` iterations after ``--late``
@@ -27,7 +32,11 @@ iterations (``--late 0`` skips them), tokens per second at each, the same
 means in CPU seconds of the process (all its threads; on a shared, loaded
 machine the CPU time is the steadier figure), the resident size right after
 loading the corpus, the peak resident size of the process and the fit's
-bytes per token (peak minus loaded, over the tokens).  Timings are measured
+bytes per token (peak minus loaded, over the tokens) and per model entry
+(the same bytes over ``(J + V) K``, the entries of the document-factor and
+term-factor counts).  Peak sizes are the
+child's ``VmHWM`` (unlike ``ru_maxrss``, not inherited across ``exec`` from
+the driver, which may have generated a large corpus).  Timings are measured
 on whatever machine runs this; no assertion is made.
 """
 from __future__ import annotations
@@ -53,6 +62,7 @@ N_TERMS = 20_000
 DOC_LENGTH = 65
 TRUE_TOPICS = 50
 PYGBN_RUNS = {"collapsed": ("collapsed", 1), "blocked-1": ("blocked", 1), "blocked-2": ("blocked", 2)}
+TOMOTOPY_RUNS = {"tomotopy-1": 1, "tomotopy-2": 2}
 DASK_RUNS = {"dask-1": 1, "dask-2": 2}
 
 
@@ -112,6 +122,14 @@ def corpus_path(cache: Path, n_tokens: int, seed: int) -> Path:
 
 # ------------------------------------------------------------ child runs
 def _peak_rss_mb() -> float:
+    """This process's peak resident size in MB (``VmHWM``; ``ru_maxrss`` where
+    /proc is missing)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
@@ -129,11 +147,20 @@ class _Clock:
         self.last = now
 
     def summary(self, early, late, late_iters):
-        out = {"early": float(np.mean(self.wall[:early])), "early_cpu": float(np.mean(self.cpu[:early]))}
-        if late:
-            out["late"] = float(np.mean(self.wall[late:late + late_iters]))
-            out["late_cpu"] = float(np.mean(self.cpu[late:late + late_iters]))
-        return out
+        return _summary(self.wall, self.cpu, early, late, late_iters)
+
+
+def _summary(wall, cpu, early, late, late_iters):
+    """Mean seconds per iteration over the first ``early`` iterations and over
+    ``late_iters`` after ``late`` (wall clock, and CPU when ``cpu`` is given)."""
+    out = {"early": float(np.mean(wall[:early]))}
+    if cpu is not None:
+        out["early_cpu"] = float(np.mean(cpu[:early]))
+    if late:
+        out["late"] = float(np.mean(wall[late:late + late_iters]))
+        if cpu is not None:
+            out["late_cpu"] = float(np.mean(cpu[late:late + late_iters]))
+    return out
 
 
 def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
@@ -147,8 +174,8 @@ def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
     return clock.summary(early, late, late_iters)
 
 
-def run_tomotopy(X, K, early, late, late_iters):
-    """tomotopy's LDA (alpha 0.1, eta 0.01, one worker) on the documents of ``X``."""
+def run_tomotopy(X, K, workers, early, late, late_iters):
+    """tomotopy's LDA (alpha 0.1, eta 0.01, ``workers`` threads) on the documents of ``X``."""
     import tomotopy as tp
 
     mdl = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=1)
@@ -161,7 +188,7 @@ def run_tomotopy(X, K, early, late, late_iters):
     n_iter = max(early, late + late_iters if late else 0)
     clock = _Clock()
     for _ in range(n_iter):
-        mdl.train(1, workers=1)
+        mdl.train(1, workers=workers)
         clock.tick()
     return clock.summary(early, late, late_iters)
 
@@ -170,18 +197,23 @@ def run_dask(X, K, n_workers, early, late, late_iters):
     """``pygbn.dask.DaskGBN`` (blocked) on a local cluster of ``n_workers``
     single-threaded worker processes.
 
-    Hook for the Dask estimator: it should fit one layer of ``K`` factors for
-    ``max(early, late + late_iters)`` iterations on ``X`` (split into
-    ``n_workers`` partitions) and return :meth:`_Clock.summary` of the
-    per-iteration times, as :func:`run_pygbn` does.  The peak resident size reported
-    for these rows is the client process's; add the workers' (e.g. from
-    ``client.run``) to compare memory.
+    One layer of ``K`` factors, no pruning, ``max(early, late + late_iters)``
+    iterations on ``X`` cut into ``n_workers`` partitions
+    (:func:`tools.dask_traffic.dask_fit_times`); the per-iteration wall-clock
+    times as :func:`run_pygbn` gives them (no CPU times: the work is in the
+    workers) and the sum of the workers' peak resident sizes.
     """
     try:
         import pygbn.dask  # noqa: F401
     except ImportError as exc:
         raise RuntimeError(f"pygbn.dask is not available ({exc})") from None
-    raise NotImplementedError("the DaskGBN rows of bench_scale are not written yet")
+    from dask_traffic import dask_fit_times
+
+    n_iter = max(early, late + late_iters if late else 0)
+    times, rss = dask_fit_times(X, K, n_workers, n_iter)
+    out = _summary(times, None, early, late, late_iters)
+    out["workers_peak_rss"] = float(np.sum(rss))
+    return out
 
 
 def child_main(args) -> None:
@@ -191,12 +223,12 @@ def child_main(args) -> None:
     if args.child in PYGBN_RUNS:
         method, n_jobs = PYGBN_RUNS[args.child]
         res = run_pygbn(X, args.k, method, n_jobs, args.early, args.late, args.late_iters)
-    elif args.child == "tomotopy":
-        res = run_tomotopy(X, args.k, args.early, args.late, args.late_iters)
+    elif args.child in TOMOTOPY_RUNS:
+        res = run_tomotopy(X, args.k, TOMOTOPY_RUNS[args.child], args.early, args.late, args.late_iters)
     else:
         res = run_dask(X, args.k, DASK_RUNS[args.child], args.early, args.late, args.late_iters)
-    res.update(rss_loaded=rss_loaded, peak_rss=_peak_rss_mb(), tokens=int(X.sum()), nnz=int(X.nnz),
-               docs=int(X.shape[0]))
+    res.update(rss_loaded=rss_loaded, peak_rss=res.pop("workers_peak_rss", None) or _peak_rss_mb(),
+               tokens=int(X.sum()), nnz=int(X.nnz), docs=int(X.shape[0]))
     print(json.dumps(res), flush=True)
 
 
@@ -222,8 +254,8 @@ def main(argv=None):
     ap.add_argument("--tokens", nargs="+", default=["1.3M", "5.2M"],
                     help="corpus sizes in tokens (e.g. 1.3M 5.2M 20.8M)")
     ap.add_argument("--K", nargs="+", type=int, default=[100, 400])
-    ap.add_argument("--runs", nargs="+", default=["collapsed", "blocked-1", "blocked-2", "tomotopy"],
-                    choices=list(PYGBN_RUNS) + ["tomotopy"] + list(DASK_RUNS))
+    ap.add_argument("--runs", nargs="+", default=list(PYGBN_RUNS) + list(TOMOTOPY_RUNS),
+                    choices=list(PYGBN_RUNS) + list(TOMOTOPY_RUNS) + list(DASK_RUNS))
     ap.add_argument("--dask", action="store_true", help="add the DaskGBN rows (1 and 2 workers)")
     ap.add_argument("--early", type=int, default=12, help="iterations of the early figure")
     ap.add_argument("--late", type=int, default=50,
@@ -231,6 +263,8 @@ def main(argv=None):
     ap.add_argument("--late-iters", type=int, default=5, help="iterations of the late figure")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpora")
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "pygbn_bench_scale")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each measurement (the smallest figures)")
+    ap.add_argument("--json", type=Path, help="also write the measurements to this JSON file")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--k", type=int, help=argparse.SUPPRESS)
@@ -241,27 +275,66 @@ def main(argv=None):
     runs = list(args.runs) + (list(DASK_RUNS) if args.dask else [])
     load = os.getloadavg()
     print(f"# pygbn bench_scale: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {load[0]:.2f} at start; wall-clock seconds per iteration")
+          f"load average {load[0]:.2f} at start; wall-clock seconds per iteration, "
+          f"the smallest of {args.repeats} run(s)")
     late = f"after {args.late}" if args.late else "late"
     print()
     print(f"| tokens | docs | K | run | s/iter (first {args.early}) | tokens/s | CPU s/iter | "
-          f"s/iter ({late}) | tokens/s | CPU s/iter | RSS loaded (MB) | peak RSS (MB) | fit B/token |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          f"s/iter ({late}) | tokens/s | CPU s/iter | RSS loaded (MB) | peak RSS (MB) | fit B/token | "
+          f"fit B/model entry | Dask overhead s/iter |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    records = []
     for text in args.tokens:
         path = corpus_path(args.cache, parse_tokens(text), args.seed)
         for K in args.K:
+            one_process = {}
             for run in runs:
-                r = measure(run, path, K, args)
+                r = _best([measure(run, path, K, args) for _ in range(args.repeats)])
+                r.update(run=run, K=K)
+                records.append(r)
                 if "error" in r:
-                    print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 8, flush=True)
+                    print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 10, flush=True)
                     continue
-                late_cols = (f"{r['late']:.3f} | {r['tokens'] / r['late']:.3g} | {r['late_cpu']:.3f}"
-                             if "late" in r else " | | ")
-                per_token = (r["peak_rss"] - r["rss_loaded"]) * 2**20 / r["tokens"]
-                print(f"| {_fmt_tokens(r['tokens'])} | {r['docs']} | {K} | {run} | {r['early']:.3f} | "
-                      f"{r['tokens'] / r['early']:.3g} | {r['early_cpu']:.3f} | {late_cols} | "
-                      f"{r['rss_loaded']:.0f} | {r['peak_rss']:.0f} | {per_token:.0f} |", flush=True)
+                print(_row(r, one_process), flush=True)
+                if run == "blocked-1":
+                    one_process = r
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=1))
 
+
+def _best(results):
+    """The smallest of each figure over repeated measurements (errors only if all failed)."""
+    ok = [r for r in results if "error" not in r]
+    if not ok:
+        return results[0]
+    best = dict(ok[0])
+    for r in ok[1:]:
+        for key in ("early", "early_cpu", "late", "late_cpu", "peak_rss", "rss_loaded"):
+            if key in r:
+                best[key] = min(best[key], r[key])
+    return best
+
+
+def _row(r, one_process) -> str:
+    """One table row of a measurement (``one_process``: the blocked-1 row of the same corpus and K)."""
+    def cpu(key):
+        return f"{r[key]:.3f}" if key in r else ""
+
+    late_cols = (f"{r['late']:.3f} | {r['tokens'] / r['late']:.3g} | {cpu('late_cpu')}"
+                 if "late" in r else " | | ")
+    fit_bytes = (r["peak_rss"] - r["rss_loaded"]) * 2**20
+    entries = (r["docs"] + N_TERMS) * r["K"]
+    per_fit = f"{fit_bytes / r['tokens']:.0f} | {fit_bytes / entries:.1f}"
+    overhead = ""
+    if r["run"] in DASK_RUNS:     # the workers' peak: no loaded size of theirs to take off
+        per_fit = " | "
+    if r["run"] in DASK_RUNS and "early" in one_process:
+        overhead = f"{r['early'] - one_process['early']:+.3f}"
+        if "late" in r and "late" in one_process:
+            overhead += f" / {r['late'] - one_process['late']:+.3f}"
+    return (f"| {_fmt_tokens(r['tokens'])} | {r['docs']} | {r['K']} | {r['run']} | {r['early']:.3f} | "
+            f"{r['tokens'] / r['early']:.3g} | {cpu('early_cpu')} | {late_cols} | "
+            f"{r['rss_loaded']:.0f} | {r['peak_rss']:.0f} | {per_fit} | {overhead} |")
 
 if __name__ == "__main__":
     main()

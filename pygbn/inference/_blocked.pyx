@@ -25,6 +25,7 @@ from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
+from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
     random_crt, random_truncated_poisson, random_truncated_bessel,
@@ -63,30 +64,13 @@ cdef extern from *:
     #else
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) { *p += v; }  /* serial build */
     #endif
-
-    /* Test hook: make the next n block allocations of the kernels fail. */
-    static int pygbn_failing_allocations = 0;
-    static inline void *pygbn_block_malloc(size_t n) {
-        if (pygbn_failing_allocations > 0) {
-            int failed;
-            #if defined(_OPENMP)
-            #pragma omp atomic capture
-            #endif
-            failed = pygbn_failing_allocations--;
-            if (failed > 0) return NULL;
-        }
-        return malloc(n);
-    }
     """
     void atomic_add_i64 "pygbn_atomic_add_i64"(int64_t *p, int64_t v) noexcept nogil
-    void *block_malloc "pygbn_block_malloc"(size_t n) noexcept nogil
-    int failing_allocations "pygbn_failing_allocations"
 
 
 def _fail_next_allocations(int n):
     """Test hook: the next ``n`` per-block scratch allocations fail (0 resets)."""
-    global failing_allocations
-    failing_allocations = n
+    fail_next_allocations(n)
 
 
 # below this many units a split uses categorical draws (binary search on the

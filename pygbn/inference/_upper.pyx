@@ -21,6 +21,9 @@ that small on the calling thread, so the library's thread count is the only
 one in play, and a block's rows are always computed by the same calls (the
 result does not depend on the threads, nor on how blocks are grouped).
 
+A block whose scratch memory cannot be allocated (:mod:`pygbn.inference._alloc`)
+does no work and the kernel raises ``MemoryError`` after the loop.
+
 The kernels trust their input (shapes, dtypes, positivity).
 """
 from cython.parallel cimport prange, threadid
@@ -32,6 +35,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
 from scipy.linalg.cython_blas cimport dgemm
 
+from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.random._inline cimport crt_inversion, gamma_row_scaled
 from pygbn.random._kernels cimport random_crt, random_multinomial_split
 
@@ -50,6 +54,11 @@ cdef enum:
     CRT_INLINE_N = 64
     # multiply-adds per BLAS call: OpenBLAS runs calls up to this size on one thread
     PRODUCT_LIMIT = 262144
+
+
+def _fail_next_allocations(int n):
+    """Test hook: the next ``n`` per-block scratch allocations fail (0 resets)."""
+    fail_next_allocations(n)
 
 
 # ---------------------------------------------------------------------------
@@ -149,7 +158,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
         g = <bitgen_t *> streams[b]
         nrows = bounds[b + 1] - bounds[b]
         # the row's shapes and the row kernel's scratch (7 k), then the block's prior rows
-        work = <double *> malloc((7 * k + (0 if shared else max_rows * k)) * sizeof(double))
+        work = <double *> block_malloc((7 * k + (0 if shared else max_rows * k)) * sizeof(double))
         if work == NULL:
             n_failed += 1
         else:
@@ -383,9 +392,9 @@ def propagate_counts(const count_t[:, ::1] m_in, const double[:, ::1] phi,
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         tid = threadid()
         g = <bitgen_t *> streams[b]
-        cs = <double *> malloc((n_chunks + 1) * sizeof(double))
-        w = <double *> malloc((k + 1) * sizeof(double))
-        tmp = <int64_t *> malloc((k + 1) * sizeof(int64_t))
+        cs = <double *> block_malloc((n_chunks + 1) * sizeof(double))
+        w = <double *> block_malloc((k + 1) * sizeof(double))
+        tmp = <int64_t *> block_malloc((k + 1) * sizeof(int64_t))
         if cs == NULL or w == NULL or tmp == NULL:
             n_failed += 1
         else:
