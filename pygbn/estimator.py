@@ -102,7 +102,9 @@ class GBN:
         ``a0, b0, e0, f0`` of the priors (default 0.01, 0.01, 1, 1).
     transform_iter : (int, int), default=(500, 500)
         Burn-in and collected iterations of the test-time chain of
-        :meth:`transform` and :meth:`perplexity`.
+        :meth:`transform` and :meth:`perplexity` (the paper's protocol;
+        shorter chains cost proportionally less but gave measurably higher
+        perplexities: see the user guide, "How long a test-time chain?").
     check : bool, default=False
         Debug mode: verify the sampler's invariants after every iteration.
     trace_every : int, default=10

@@ -1,0 +1,108 @@
+"""CPU time of a test-time chain iteration per document beside a training iteration's.
+
+Usage::
+
+    python tools/bench_test_chain.py                    # digits (PRG) and Debian (Poisson), T = 3
+    python tools/bench_test_chain.py --data digits --T 1 3 5
+
+For each data set a network is fitted briefly (``--fit`` burn-in iterations
+per layer, blocked sampler, widths ``[K] * T`` bounded by the usual pruning),
+then the training chain's iteration (:meth:`GibbsSampler.sweep` with every
+global update) and the test-time chain's iteration (the sweep of
+:meth:`GibbsSampler.for_inference` plus the feature accumulation of
+:func:`pygbn.inference.infer_local`) are timed alternately, ``--repeat``
+times each; the table gives the fastest of each per document, and their ratio.
+Digits: the first ``--n-train`` images (features scaled to [0, 1], PRG link)
+train, the rest are the new samples. Debian: ``--n-train`` training and
+``--n-test`` test documents of the top-2000 counts (Poisson link). Times are
+this process's CPU seconds (``time.process_time``) on one thread.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import _repro_common as rc  # noqa: E402
+from pygbn.inference.gibbs import GibbsSampler  # noqa: E402
+from pygbn.inference.layerwise import Schedule, fit_layerwise  # noqa: E402
+from pygbn.model.links import get_link  # noqa: E402
+
+
+def load(name, data_dir, n_train, n_test):
+    if name == "digits":
+        z = np.load(rc.need(data_dir / "digits" / "digits.npz", "digits"))
+        X = sp.csr_matrix(z["X"].astype(np.float64) / 16.0)
+        return "prg", X[:n_train], X[n_train:n_train + n_test]
+    X, _, _, split = rc.load_debian(data_dir)
+    tr = rc.subset_rows(X.shape[0], n_train, 0, np.flatnonzero(split == "train"))
+    te = rc.subset_rows(X.shape[0], n_test, 1, np.flatnonzero(split == "test"))
+    return "poisson", X[tr], X[te]
+
+
+def test_iteration(s, acc):
+    """One iteration of infer_local's loop (a collected one: the feature average too)."""
+    s.sweep(update_p_c=True)
+    th = s.network.layers[0].theta
+    acc += th / th.sum(axis=1, keepdims=True)
+
+
+def measure(link, Xtr, Xte, K, T, fit_iters, repeat, seed=0):
+    lk = get_link(link)
+    Ytr, Yte = lk.check_data(Xtr), lk.check_data(Xte)
+    res = fit_layerwise(Ytr, Schedule.for_layers(T, burn_in=(fit_iters, fit_iters), n_collect=1), link=link,
+                        n_components=K, method="blocked", random_state=seed)
+    train, net = res.sampler, res.networks[-1]
+    test = GibbsSampler.for_inference(net, Yte, random_state=seed + 1)
+    acc = np.zeros((Yte.shape[0], net.widths[0]))
+    for _ in range(2):                           # warm both chains
+        train.sweep(update_p_c=True)
+        test_iteration(test, acc)
+    tr = te = np.inf
+    for _ in range(repeat):
+        t0 = time.process_time()
+        train.sweep(update_p_c=True)
+        tr = min(tr, time.process_time() - t0)
+        t0 = time.process_time()
+        test_iteration(test, acc)
+        te = min(te, time.process_time() - t0)
+    return {"widths": list(net.widths), "train_us_doc": 1e6 * tr / Ytr.shape[0],
+            "test_us_doc": 1e6 * te / Yte.shape[0], "n_train": Ytr.shape[0], "n_test": Yte.shape[0]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", nargs="+", default=["digits", "debian"], choices=["digits", "debian"])
+    ap.add_argument("--data-dir", type=Path, default=rc.default_data_dir())
+    ap.add_argument("--K", type=int, default=100)
+    ap.add_argument("--T", type=int, nargs="+", default=[3])
+    ap.add_argument("--fit", type=int, default=40, help="burn-in iterations per layer of the brief fit")
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--n-train", type=int, default=None, help="digits: 1000; debian: 4000")
+    ap.add_argument("--n-test", type=int, default=None, help="digits: the rest (797); debian: 1000")
+    a = ap.parse_args(argv)
+    print("| data / link | K1max | T | widths | train docs | test docs | training (us / doc-iteration) | "
+          "test chain (us / doc-iteration) | test / training |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in a.data:
+        n_train = a.n_train or (1000 if name == "digits" else 4000)
+        n_test = a.n_test or (10**9 if name == "digits" else 1000)
+        link, Xtr, Xte = load(name, a.data_dir, n_train, n_test)
+        for T in a.T:
+            r = measure(link, Xtr, Xte, a.K, T, a.fit, a.repeat)
+            print(f"| {name} / {link} | {a.K} | {T} | {r['widths']} | {r['n_train']} | {r['n_test']} | "
+                  f"{r['train_us_doc']:.1f} | {r['test_us_doc']:.1f} | "
+                  f"{r['test_us_doc'] / r['train_us_doc']:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
