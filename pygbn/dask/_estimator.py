@@ -108,6 +108,10 @@ class DaskGBN(GBN):
                 "method='collapsed' cannot be distributed (its layer-one sweep shares the term "
                 "counts of all documents); DaskGBN samples layer one with method='blocked' "
                 "(use method='auto' or 'blocked')")
+        if self.method == "partial":
+            raise ValueError(
+                "method='partial' is not supported by DaskGBN yet; DaskGBN samples layer one with "
+                "method='blocked' (use method='auto' or 'blocked')")
         p = super()._validated()
         p["method"] = "blocked"
         if self.checkpoint_every is not None:
