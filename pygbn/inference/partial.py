@@ -79,6 +79,8 @@ class PartialState:
     #: (INCLUDE_SELF), every proposal is taken without its Metropolis-Hastings test (MH_STEPS = -1)
     INCLUDE_SELF = False
     MH_STEPS = MH_STEPS
+    #: test hook planting a wrong conditional: the urn without Phi^(1) (a uniform Phi in its place)
+    IGNORE_PHI = False
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -179,6 +181,8 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     net = sampler.network
     tokens: PartialState = sampler.tokens
     phi = np.ascontiguousarray(net.layers[0].phi)
+    if tokens.IGNORE_PHI:
+        phi = np.full(phi.shape, 1.0 / phi.shape[0])
     nt = sampler.n_threads
     bounds, streams = sampler._blocks(blocks)
     n_vk = np.zeros(phi.shape, dtype=np.int64)
