@@ -444,3 +444,14 @@ def test_cli_reference_matches_argparse():
         pytest.skip(f"docs/cli.md was generated with Python {m.group(1)}")
     for name in (None, *cli.COMMANDS):
         assert cli.help_text(name) in doc, f"the usage of 'pygbn {name or ''}' is stale: run tools/gen_docs.py"
+
+
+def test_fit_method_partial(work, tmp_path):
+    """``--method partial`` reaches the estimator and is stored with the model."""
+    run(["fit", work["dir"] / "train.npz", "--n-components", "5", "--layers", "2", "--burn-in", "3",
+         "--collect", "2", "--seed", "4", "--quiet", "--method", "partial", "--jobs", "2",
+         "-o", tmp_path / "p.npz"], cwd=tmp_path)
+    model = pygbn.load(tmp_path / "p.npz")
+    assert model.method_ == "partial" and model.get_params()["method"] == "partial"
+    assert_one_line_error(run(["fit", work["dir"] / "train.npz", "--link", "bernoulli", "--binarize", "--method", "partial",
+                               "-o", tmp_path / "q.npz"], cwd=tmp_path, check=False), "partial")

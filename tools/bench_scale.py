@@ -14,10 +14,11 @@ own Python process that loads the corpus from the file, so that each peak
 resident set size (``ru_maxrss`` of that process, which includes the
 interpreter, numpy/scipy and the loaded corpus) is one library's alone:
 
-* ``collapsed``, ``blocked-1``, ``blocked-2``: ``pygbn.GBN(n_layers=1,
-  method=..., n_jobs=...).fit(X)`` with ``n_components = K`` (no pruning);
-* ``tomotopy``: ``tomotopy.LDAModel(k=K, alpha=0.1, eta=0.01)`` trained with
-  one worker on the same documents (when tomotopy is installed);
+* ``collapsed``, ``blocked-1``, ``blocked-2``, ``partial-1``, ``partial-2``:
+  ``pygbn.GBN(n_layers=1, method=..., n_jobs=...).fit(X)`` with
+  ``n_components = K`` (no pruning);
+* ``tomotopy``, ``tomotopy-2``: ``tomotopy.LDAModel(k=K, alpha=0.1, eta=0.01)``
+  trained with one (two) worker(s) on the same documents (when tomotopy is installed);
 * ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` on a local
   cluster of 1 and 2 single-threaded worker processes (see :func:`run_dask`).
 
@@ -52,7 +53,9 @@ sys.path.insert(0, str(HERE.parent))
 N_TERMS = 20_000
 DOC_LENGTH = 65
 TRUE_TOPICS = 50
-PYGBN_RUNS = {"collapsed": ("collapsed", 1), "blocked-1": ("blocked", 1), "blocked-2": ("blocked", 2)}
+PYGBN_RUNS = {"collapsed": ("collapsed", 1), "blocked-1": ("blocked", 1), "blocked-2": ("blocked", 2),
+              "partial-1": ("partial", 1), "partial-2": ("partial", 2)}
+TOMOTOPY_RUNS = {"tomotopy": 1, "tomotopy-2": 2}
 DASK_RUNS = {"dask-1": 1, "dask-2": 2}
 
 
@@ -147,8 +150,8 @@ def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
     return clock.summary(early, late, late_iters)
 
 
-def run_tomotopy(X, K, early, late, late_iters):
-    """tomotopy's LDA (alpha 0.1, eta 0.01, one worker) on the documents of ``X``."""
+def run_tomotopy(X, K, early, late, late_iters, workers=1):
+    """tomotopy's LDA (alpha 0.1, eta 0.01, ``workers`` workers) on the documents of ``X``."""
     import tomotopy as tp
 
     mdl = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=1)
@@ -161,7 +164,7 @@ def run_tomotopy(X, K, early, late, late_iters):
     n_iter = max(early, late + late_iters if late else 0)
     clock = _Clock()
     for _ in range(n_iter):
-        mdl.train(1, workers=1)
+        mdl.train(1, workers=workers)
         clock.tick()
     return clock.summary(early, late, late_iters)
 
@@ -191,8 +194,8 @@ def child_main(args) -> None:
     if args.child in PYGBN_RUNS:
         method, n_jobs = PYGBN_RUNS[args.child]
         res = run_pygbn(X, args.k, method, n_jobs, args.early, args.late, args.late_iters)
-    elif args.child == "tomotopy":
-        res = run_tomotopy(X, args.k, args.early, args.late, args.late_iters)
+    elif args.child in TOMOTOPY_RUNS:
+        res = run_tomotopy(X, args.k, args.early, args.late, args.late_iters, TOMOTOPY_RUNS[args.child])
     else:
         res = run_dask(X, args.k, DASK_RUNS[args.child], args.early, args.late, args.late_iters)
     res.update(rss_loaded=rss_loaded, peak_rss=_peak_rss_mb(), tokens=int(X.sum()), nnz=int(X.nnz),
@@ -223,7 +226,7 @@ def main(argv=None):
                     help="corpus sizes in tokens (e.g. 1.3M 5.2M 20.8M)")
     ap.add_argument("--K", nargs="+", type=int, default=[100, 400])
     ap.add_argument("--runs", nargs="+", default=["collapsed", "blocked-1", "blocked-2", "tomotopy"],
-                    choices=list(PYGBN_RUNS) + ["tomotopy"] + list(DASK_RUNS))
+                    choices=list(PYGBN_RUNS) + list(TOMOTOPY_RUNS) + list(DASK_RUNS))
     ap.add_argument("--dask", action="store_true", help="add the DaskGBN rows (1 and 2 workers)")
     ap.add_argument("--early", type=int, default=12, help="iterations of the early figure")
     ap.add_argument("--late", type=int, default=50,
