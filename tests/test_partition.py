@@ -130,3 +130,39 @@ def test_sparse_statistics_combine_like_dense_ones():
     np.testing.assert_array_equal(dense.x_top, sparse.x_top)
     np.testing.assert_array_equal(dense.sum_L_blocks, sparse.sum_L_blocks)
     assert encode_stats(parts[0])["counts"][0][1].dtype == np.int32  # compact on the wire
+
+
+@pytest.mark.parametrize("cuts", [(2,), (1, 3, 4)])
+def test_partitioned_partial_chain_is_the_one_process_chain(cuts):
+    """method="partial" (labels drawn per document block) split over 2 or 4 local
+    parts gives fit_layerwise's networks, widths and perplexities bit for bit."""
+    Y, H = _data("poisson")
+    ref = fit_layerwise(Y, SCHEDULE, n_components=40, method="partial", random_state=9, heldout=H)
+    parts = _parts(Y, H, cuts)
+    chain = PartitionedChain.for_training(lambda m: [p.run(m) for p in parts], Y.shape[1], 40,
+                                          link=get_link("poisson"), random_state=9, method="partial")
+    res = run_layerwise(chain, SCHEDULE, [0.05] * 3, heldout=True, check=True)
+    _assert_same(ref, res)
+
+
+def test_a_partial_local_part_restored_from_a_checkpoint_replays_exactly():
+    Y, H = _data("poisson")
+    ref = fit_layerwise(Y, SCHEDULE, n_components=20, method="partial", random_state=2, heldout=H)
+    parts = _parts(Y, H, (2,))
+    log, saved = [], {}
+
+    def send(message):
+        if len(log) == 9:
+            saved["state"] = parts[1].get_state()
+        if len(log) == 17:
+            fresh = LocalPart(parts[1].Y, first_block=2, heldout=parts[1].heldout)
+            fresh.set_state(saved["state"])
+            for m in log[9:]:
+                fresh.run(m)
+            parts[1] = fresh
+        log.append(message)
+        return [p.run(message) for p in parts]
+
+    chain = PartitionedChain.for_training(send, Y.shape[1], 20, link=get_link("poisson"),
+                                          random_state=2, method="partial")
+    _assert_same(ref, run_layerwise(chain, SCHEDULE, [0.05] * 3, heldout=True))

@@ -283,7 +283,8 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                   const double[:, ::1] prior, const double[::1] b, const double[:, ::1] alias_prob,
                   const int32_t[:, ::1] alias_idx, const double[::1] word_mass,
                   const int64_t[::1] bounds, const uintptr_t[::1] streams, doc_count_t[:, ::1] njk,
-                  int64_t[:, ::1] nvk, int mh_steps, int n_threads, bint include_self=False):
+                  int64_t[:, ::1] nvk, int mh_steps, int n_threads, bint include_self=False,
+                  bint shared_prior=False):
     """One partially collapsed sweep over the documents of ``bounds`` (see the module).
 
     Parameters
@@ -300,8 +301,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     phi : float64 (V, K)
         Phi^(1) (columns on the simplex, entries > 0).
     prior : float64 (n_rows, K) or (1, K)
-        ``a_jk`` of each row, or one row shared by all (then ``b`` must equal
-        it: the draw is exact and no Metropolis-Hastings step is made); > 0.
+        ``a_jk`` of each row, or (``shared_prior``) one row shared by all; > 0.
     b : float64 (K,)
         The proposal's shared shape (> 0).
     alias_prob, alias_idx, word_mass : (V, K), (V, K), (V,)
@@ -319,7 +319,12 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         documents' priors differ).
     include_self : bool, default=False
         Test hook only: do not take the token out of ``n_jk`` before its draw
-        (a wrong conditional that Geweke's test must catch).
+        (a wrong conditional that the tests must catch).
+    shared_prior : bool, default=False
+        ``prior`` is one row shared by all documents and equal to ``b``: the
+        proposal is the exact conditional and no Metropolis-Hastings step is
+        made (T = 1).  (Not inferred from ``prior``'s shape: a chunk of one
+        document also has one row.)
 
     Returns
     -------
@@ -327,7 +332,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         Metropolis-Hastings proposals made and accepted (0, 0 when exact).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1, K = phi.shape[1], blk, i
-    cdef bint shared = prior.shape[0] == 1, atomic = n_threads > 1
+    cdef bint shared = shared_prior, atomic = n_threads > 1
     cdef double bsum = 0.0
     cdef int n_failed = 0
     cdef int64_t[:, ::1] counters = None

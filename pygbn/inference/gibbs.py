@@ -284,9 +284,10 @@ class GibbsSampler:
         s = cls(network, Y, method=method, n_jobs=n_jobs, random_state=random_state,
                 update_globals=True, seeds=seeds, first_block=first_block)
         s.aux = network.link.init_aux(Y, s.rng, network.hyper)
-        if method != "blocked":
-            state = PartialState if method == "partial" else CollapsedState
-            s.set_tokens(state.from_counts(Y, K, rng=s.rng, arrays=(s.indptr, s.indices, s.values)))
+        if method == "partial":     # labels drawn per document block: a local part draws its own
+            s.set_tokens(PartialState.for_sampler(s, K))
+        elif method == "collapsed":
+            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng, arrays=(s.indptr, s.indices, s.values)))
         return s
 
     @classmethod

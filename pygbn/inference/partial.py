@@ -37,7 +37,7 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn.inference import _collapsed, _partial
+from pygbn.inference import _collapsed, _partial, _upper
 from pygbn.inference.collapsed_state import doc_count_dtype, initial_labels, label_dtype
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 
@@ -113,6 +113,22 @@ class PartialState:
         labels = initial_labels(values, n_components, labels, rng, "partial")
         return cls(indptr, indices, values, labels, Y.shape[1], n_components)
 
+    @classmethod
+    def for_sampler(cls, sampler, n_components: int) -> "PartialState":
+        """The tokens of ``sampler``'s data with uniform initial labels, those of
+        document block b drawn from the block's own stream (so that the local
+        part of a chain draws exactly the labels its blocks get in one process)."""
+        K = int(n_components)
+        indptr, indices, values = sampler.indptr, sampler.indices, sampler.values
+        doc_tokens = np.concatenate([[0.0], np.cumsum(values)])[indptr].astype(np.int64)
+        labels = np.empty(int(doc_tokens[-1]) if doc_tokens.size else 0, dtype=label_dtype(K))
+        bounds = sampler.bounds
+        for b, g in enumerate(sampler.doc_streams.generators[:max(len(bounds) - 1, 0)]):
+            lo, hi = doc_tokens[bounds[b]], doc_tokens[bounds[b + 1]]
+            labels[lo:hi] = g.integers(0, K, size=hi - lo, dtype=labels.dtype)
+        return cls(indptr, indices, values, initial_labels(values, K, labels, None, "partial"),
+                   sampler.n_features, K)
+
     @property
     def n_docs(self) -> int:
         return self.doc_ptr.size - 1
@@ -174,8 +190,9 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     Each label of the documents of ``blocks`` is drawn from
     ``phi_vk (n_jk^(-ji) + a_jk)`` (exactly when T = 1; by Metropolis-Hastings
     steps that leave it invariant otherwise), with ``a_j = r`` at T = 1 and
-    ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time, one
-    product per block).  Updates ``m[0] = n_jk`` in place and returns the
+    ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time by
+    :func:`pygbn.inference._upper.doc_prior`, the same BLAS calls per block
+    wherever the block is).  Updates ``m[0] = n_jk`` in place and returns the
     blocks' term-topic counts ``n_vk`` (int64, the statistic of Phi^(1)).
     """
     net = sampler.network
@@ -194,11 +211,11 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     if net.depth == 1:
         pa, ac = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :], b,
                                         prob, alias, mass, bounds, streams, njk, n_vk, tokens.MH_STEPS, nt,
-                                        tokens.INCLUDE_SELF)
+                                        tokens.INCLUDE_SELF, True)
         prop, acc = prop + pa, acc + ac
     else:
         upper = net.layers[1]
-        phi_t = upper.phi.T
+        theta_up, phi_up = np.ascontiguousarray(upper.theta), np.ascontiguousarray(upper.phi)
         step = max(CHUNK_BLOCKS, 8 * nt)
         nb = len(bounds) - 1
         longest = int(np.max(np.diff(bounds))) if nb else 0
@@ -207,9 +224,8 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
             c1 = min(c0 + step, nb)
             lo, hi = int(bounds[c0]), int(bounds[c1])
             prior = buf[:hi - lo]
-            for b0, b1 in zip(bounds[c0:c1], bounds[c0 + 1:c1 + 1]):
-                np.matmul(upper.theta[b0:b1], phi_t, out=prior[b0 - lo:b1 - lo])
-            np.maximum(prior, _TINY, out=prior)
+            # a block's rows by the same BLAS calls wherever the block is (_upper.doc_prior)
+            _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
             pa, ac = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
                                             tokens.labels, phi, prior, b, prob, alias, mass,
                                             np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
