@@ -5,7 +5,8 @@
 :mod:`~pygbn.inference.testchain` the test-time chain for new samples and the
 held-out predictive, :mod:`~pygbn.inference.geweke` Geweke's test harness.
 """
-from pygbn.inference.gibbs import GibbsSampler, check_invariants
+from pygbn.inference.gibbs import GibbsSampler
+from pygbn.inference.invariants import check_invariants
 from pygbn.inference.layerwise import FitResult, Schedule, fit_layerwise
 from pygbn.inference.testchain import HeldoutPredictive, LocalInference, infer_local
 

@@ -137,7 +137,7 @@ def marginal_conditional(n_draws: int, random_state, **kw) -> Dict[str, np.ndarr
     return {k: np.array([r[k] for r in rows]) for k in rows[0]}
 
 
-def _load(sampler: GibbsSampler, draw: PriorDraw) -> None:
+def _load(sampler: GibbsSampler, draw: PriorDraw, rng: np.random.Generator) -> None:
     net = sampler.network
     for t, layer in enumerate(net.layers):
         layer.phi = draw.phis[t].copy()
@@ -146,13 +146,19 @@ def _load(sampler: GibbsSampler, draw: PriorDraw) -> None:
     net.r = draw.r.copy()
     net.gamma0, net.c0 = draw.gamma0, draw.c0
     sampler.aux = draw.aux.copy()
-    _set_data(sampler, draw.x_vjk, draw.Y)
+    _set_data(sampler, draw.x_vjk, draw.Y, rng)
 
 
-def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray) -> None:
+def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray,
+              rng: np.random.Generator) -> None:
     """Give the sampler new observations ``Y`` and, for counts, their split ``x[j, v, k]``.
 
-    The collapsed (and partial) sampler's tokens and labels are rebuilt from the split;
+    The collapsed (and partial) sampler's tokens and labels are rebuilt from the split: the
+    labels of the ``Y[j, v]`` tokens of a cell are a uniformly random
+    arrangement of its split (drawn from ``rng``), which is their distribution
+    given ``x``.  The collapsed sweep visits a cell's tokens in a fixed order,
+    so labels sorted by factor would not be a draw from that distribution, and
+    the sweep is only stationary for inputs drawn from it;
     the blocked sampler gets ``m[0]`` and ``layers[0].counts`` from it (its
     next sweep redraws them from ``Y`` anyway).
     """
@@ -166,7 +172,7 @@ def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray)
     if sampler.method != "blocked":
         # tokens grouped by document, in CSR order, labels from x_vjk
         K = x_vjk.shape[2]
-        labels = [np.repeat(np.arange(K, dtype=np.int32), x_vjk[j, v])
+        labels = [rng.permutation(np.repeat(np.arange(K, dtype=np.int32), x_vjk[j, v]))
                   for j in range(Ys.shape[0]) for v in Ys.indices[Ys.indptr[j]:Ys.indptr[j + 1]]]
         lab = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
         state = PartialState if sampler.method == "partial" else CollapsedState
@@ -194,7 +200,7 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
                   hyper=hyper, link=link)
     sampler = GibbsSampler(net, sp.csr_matrix(first.Y), method=method, n_jobs=1,
                            random_state=rng, update_globals=True)
-    _load(sampler, first)
+    _load(sampler, first, rng)
     if sampler_hook is not None:
         sampler_hook(sampler)
     rows = []
@@ -203,7 +209,7 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
         phi1, theta1 = sampler.layer_one_sample()
         phi1, theta1 = phi1.copy(), theta1.copy()
         Y, x_vjk = _sample_data(link, phi1, theta1, sampler.aux, rng)
-        _set_data(sampler, x_vjk, Y)
+        _set_data(sampler, x_vjk, Y, rng)
         if sampler.method == "blocked":
             sampler.network.layers[0].phi = phi1
             sampler.network.layers[0].theta = theta1

@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import check_int, effective_n_jobs
-from pygbn.inference.gibbs import GibbsSampler, check_invariants
+from pygbn.inference.gibbs import GibbsSampler
+from pygbn.inference.invariants import check_invariants
 from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive, check_heldout
 from pygbn.model.network import Hyperparameters, Network
 

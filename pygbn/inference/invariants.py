@@ -1,0 +1,81 @@
+"""Debug checks of a Gibbs chain's state (the sampler's ``debug`` mode).
+
+Each raises AssertionError on the first violation.  :func:`check_invariants`
+runs both halves; the distributed chain checks its global part
+(:func:`check_global_invariants`) and each local part
+(:func:`check_local_invariants`) where they live.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pygbn.model.links import LATENT_COUNTS
+
+__all__ = ["check_invariants", "check_global_invariants", "check_local_invariants"]
+
+
+
+def check_invariants(sampler: "GibbsSampler") -> None:
+    """Debug checks of the chain state; raises AssertionError on the first violation.
+
+    Phi columns sum to 1; every parameter finite and positive; the split of
+    the layer-one counts adds up to the data (Poisson link) or to the
+    latent counts; counts propagated up never exceed the counts below
+    (``1 <= CRT(m) <= m``); the collapsed counts agree with the labels.
+    :func:`check_global_invariants` then :func:`check_local_invariants`.
+    """
+    check_global_invariants(sampler)
+    check_local_invariants(sampler)
+
+
+def check_global_invariants(sampler: "GibbsSampler") -> None:
+    """The checks of :func:`check_invariants` on the global part: Phi^(t), r,
+    gamma0, c0, and (when the chain holds documents) the layer-one term counts
+    against the data."""
+    net = sampler.network
+    for t, layer in enumerate(net.layers, start=1):
+        phi = layer.phi
+        if not np.isfinite(phi).all() or (phi < 0).any():
+            raise AssertionError(f"Phi^({t}) not finite/nonnegative")
+        if not (sampler.method == "collapsed" and t == 1):
+            err = np.abs(phi.sum(axis=0) - 1.0).max()
+            if err > 1e-9:
+                raise AssertionError(f"Phi^({t}) columns do not sum to 1 (max error {err:g})")
+    if not np.isfinite(net.r).all() or (net.r <= 0).any():
+        raise AssertionError("r not finite and positive")
+    for name, v in (("gamma0", net.gamma0), ("c0", net.c0)):
+        if not (np.isfinite(v) and v > 0):
+            raise AssertionError(f"{name} = {v} not finite and positive")
+    if sampler.link.latent_mode == LATENT_COUNTS and sampler.n_docs \
+            and (sampler.update_globals or sampler.method == "collapsed"):
+        col = np.asarray(sampler.Y.sum(axis=0)).ravel().astype(np.int64)
+        if not np.array_equal(net.layers[0].counts.sum(axis=1), col):
+            raise AssertionError("layer-one term counts do not add up to the data")
+
+
+def check_local_invariants(sampler: "GibbsSampler") -> None:
+    """The checks of :func:`check_invariants` on the local part: theta^(t), c^(t)
+    and the counts m^(t) of the chain's documents, and the collapsed tokens."""
+    net = sampler.network
+    for t, layer in enumerate(net.layers, start=1):
+        if layer.theta is not None and not (sampler.method == "collapsed" and t == 1):
+            if not np.isfinite(layer.theta).all() or (layer.theta <= 0).any():
+                raise AssertionError(f"theta^({t}) not finite and positive")
+        if layer.c is not None and (not np.isfinite(layer.c).all() or (layer.c <= 0).any()):
+            raise AssertionError(f"c^({t + 1}) not finite and positive")
+    m1 = sampler.m[0]
+    if sampler.link.latent_mode == LATENT_COUNTS:
+        row = np.asarray(sampler.Y.sum(axis=1)).ravel()
+        if not np.array_equal(m1.sum(axis=1), row.astype(np.int64)):
+            raise AssertionError("sum_k x_vjk != x_vj (layer-one split does not add up)")
+    for t in range(2, net.depth + 1):
+        below, here = sampler.m[t - 2], sampler.m[t - 1]
+        tot_below = below.sum(axis=1)
+        tot_here = here.sum(axis=1)
+        if (tot_here > tot_below).any():
+            raise AssertionError(f"layer {t} holds more counts than layer {t - 1} (CRT > m)")
+        nnz_below = (below > 0).sum(axis=1)
+        if (tot_here < nnz_below).any():
+            raise AssertionError(f"layer {t}: CRT gave 0 tables for a positive count")
+    if sampler.method != "blocked":
+        sampler.tokens.check()
