@@ -163,3 +163,50 @@ def test_estimator_transform_perplexity_save_load(tmp_path):
     back = load(path)
     assert back.method_ == "partial" and back.get_params()["method"] == "partial"
     np.testing.assert_array_equal(back.transform(X[120:]), F)
+
+
+@pytest.mark.parametrize("mode", ["shared", "mh-1", "mh-2", "include-self"])
+def test_sweeps_sample_the_labels_posterior_exactly(mode):
+    """Whole sweeps of one document (4 tokens of 2 terms, K = 3: 81 labellings)
+    with Phi^(1) and a_j fixed: the thinned chain's labellings against their
+    exact probabilities prod_k Gamma(a_k + n_k) / Gamma(a_k) prod_i phi_{v_i z_i}
+    (the document bucket kept across a cell's tokens, the alias tables and the
+    Metropolis-Hastings steps together); the planted -ji bug is rejected."""
+    import itertools
+
+    from scipy.special import gammaln
+
+    rng = np.random.default_rng(1)
+    K, V = 3, 3
+    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    b = np.array([1.2, 0.2, 0.9])
+    a = b if mode in ("shared", "include-self") else np.array([0.3, 1.7, 0.6])
+    Y = sp.csr_matrix(np.array([[2, 0, 2]]))
+    terms = [0, 0, 2, 2]
+    configs = list(itertools.product(range(K), repeat=4))
+    logp = np.array([np.sum(gammaln(a + np.bincount(z, minlength=K)) - gammaln(a))
+                     + sum(np.log(phi[v, k]) for v, k in zip(terms, z)) for z in configs])
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    state = PartialState.from_counts(Y, K, labels=np.zeros(4, dtype=np.int64))
+    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
+    _partial.build_alias(phi, b, prob, alias, mass, 1)
+    streams = BlockStreams(np.random.default_rng(5), 1)
+    shared = mode in ("shared", "include-self")
+    steps = int(mode[-1]) if mode.startswith("mh") else 1
+    index = {z: i for i, z in enumerate(configs)}
+    counts = np.zeros(len(configs))
+    bounds = np.array([0, 1], dtype=np.int64)
+    for it in range(60000):
+        _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, state.labels, phi,
+                               a[None, :].copy(), b, prob, alias, mass, bounds, streams.addresses,
+                               state.doc_counts, np.zeros((V, K), dtype=np.int64), steps, 1,
+                               mode == "include-self", shared)
+        if it % 6 == 0:      # thinned: nearly independent draws
+            counts[index[tuple(state.labels)]] += 1
+    keep = p > 0.005
+    pval = stats.chisquare(counts[keep], p[keep] / p[keep].sum() * counts[keep].sum()).pvalue
+    if mode == "include-self":
+        assert pval < 1e-6
+    else:
+        assert pval > 1e-3, pval

@@ -238,7 +238,7 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
                     D -= phi_v[s]
                     if D < 0.0 or d.n_topics == 0:
                         D = _doc_bucket(&d, phi_v)
-                if not (D + P > 0.0):
+                if not (D + P > 0.0) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
                 elif shared or mh_steps < 0:
                     z = _propose(g, &d, phi_v, D, P, alias_prob + v * K, alias_idx + v * K)
@@ -315,8 +315,8 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         The new labels' term-topic counts are added (atomic additions).
     mh_steps : int
         Metropolis-Hastings steps per token when the prior has a row per document
-        (test hook: -1 takes every proposal, a wrong conditional when the
-        documents' priors differ).
+        (test hooks: -1 takes every proposal, a wrong conditional when the
+        documents' priors differ; -2 draws every label exactly by an O(K) scan).
     include_self : bool, default=False
         Test hook only: do not take the token out of ``n_jk`` before its draw
         (a wrong conditional that the tests must catch).
