@@ -90,12 +90,13 @@ def test_pruning_is_the_same():
     assert ref.widths == [[16], [16, 13], [16, 13, 10]]
 
 
-def test_a_local_part_restored_from_a_checkpoint_replays_exactly():
+@pytest.mark.parametrize("method", ["blocked", "partial"])
+def test_a_local_part_restored_from_a_checkpoint_replays_exactly(method):
     """A local part lost after message 17 and rebuilt from its state after
     message 9 (data again, get_state/set_state, messages 9..16 replayed) leaves
     the chain unchanged."""
     Y, H = _data("poisson")
-    ref = fit_layerwise(Y, SCHEDULE, n_components=20, method="blocked", random_state=2, heldout=H)
+    ref = fit_layerwise(Y, SCHEDULE, n_components=20, method=method, random_state=2, heldout=H)
     parts = _parts(Y, H, (2,))
     log, saved = [], {}
 
@@ -112,7 +113,7 @@ def test_a_local_part_restored_from_a_checkpoint_replays_exactly():
         return [p.run(message) for p in parts]
 
     chain = PartitionedChain.for_training(send, Y.shape[1], 20, link=get_link("poisson"),
-                                          random_state=2)
+                                          random_state=2, method=method)
     _assert_same(ref, run_layerwise(chain, SCHEDULE, [0.05] * 3, heldout=True))
     assert len(log) > 17
 
@@ -144,25 +145,3 @@ def test_partitioned_partial_chain_is_the_one_process_chain(cuts):
     res = run_layerwise(chain, SCHEDULE, [0.05] * 3, heldout=True, check=True)
     _assert_same(ref, res)
 
-
-def test_a_partial_local_part_restored_from_a_checkpoint_replays_exactly():
-    Y, H = _data("poisson")
-    ref = fit_layerwise(Y, SCHEDULE, n_components=20, method="partial", random_state=2, heldout=H)
-    parts = _parts(Y, H, (2,))
-    log, saved = [], {}
-
-    def send(message):
-        if len(log) == 9:
-            saved["state"] = parts[1].get_state()
-        if len(log) == 17:
-            fresh = LocalPart(parts[1].Y, first_block=2, heldout=parts[1].heldout)
-            fresh.set_state(saved["state"])
-            for m in log[9:]:
-                fresh.run(m)
-            parts[1] = fresh
-        log.append(message)
-        return [p.run(message) for p in parts]
-
-    chain = PartitionedChain.for_training(send, Y.shape[1], 20, link=get_link("poisson"),
-                                          random_state=2, method="partial")
-    _assert_same(ref, run_layerwise(chain, SCHEDULE, [0.05] * 3, heldout=True))

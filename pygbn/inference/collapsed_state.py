@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from pygbn.inference import _collapsed
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 
-__all__ = ["CollapsedState", "initial_labels"]
+__all__ = ["CollapsedState", "initial_labels", "token_arrays"]
 
 #: the kernel's token offsets and the label count are bounded by int32 (n_vk is int32)
 _MAX_TOKENS = 2**31 - 1
@@ -41,6 +41,15 @@ def label_dtype(n_components: int) -> np.dtype:
 def doc_count_dtype(max_doc_tokens: int) -> np.dtype:
     """dtype of ``n_jk`` when no document holds more than ``max_doc_tokens`` tokens."""
     return np.dtype(np.uint16 if max_doc_tokens <= _MAX_SMALL_DOC else np.int32)
+
+
+def token_arrays(Y: sp.csr_matrix, arrays=None):
+    """``arrays`` (the caller's ``(indptr, indices, values)`` kernel arrays of ``Y``)
+    or those arrays made from ``Y``: int64, int32, float64."""
+    if arrays is not None:
+        return arrays
+    return (Y.indptr.astype(np.int64), Y.indices.astype(np.int32, copy=False),
+            Y.data.astype(np.float64, copy=False))
 
 
 def initial_labels(values: np.ndarray, n_components: int, labels: Optional[np.ndarray],
@@ -138,9 +147,7 @@ class CollapsedState:
             If ``Y`` holds too many tokens for the collapsed sampler, or
             ``labels`` has the wrong length or a label outside ``[0, K)``.
         """
-        indptr, indices, values = arrays if arrays is not None else (
-            Y.indptr.astype(np.int64), Y.indices.astype(np.int32, copy=False),
-            Y.data.astype(np.float64, copy=False))
+        indptr, indices, values = token_arrays(Y, arrays)
         labels = initial_labels(values, n_components, labels, rng, "collapsed")
         return cls(indptr, indices, values, labels, Y.shape[1], int(n_components), dense_from)
 

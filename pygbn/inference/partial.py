@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.inference import _collapsed, _partial, _upper
-from pygbn.inference.collapsed_state import doc_count_dtype, initial_labels, label_dtype
+from pygbn.inference.collapsed_state import doc_count_dtype, initial_labels, label_dtype, token_arrays
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 logger = logging.getLogger("pygbn")
@@ -107,9 +107,7 @@ class PartialState:
         ValueError
             If ``Y`` holds too many tokens or ``labels`` does not fit it.
         """
-        indptr, indices, values = arrays if arrays is not None else (
-            Y.indptr.astype(np.int64), Y.indices.astype(np.int32, copy=False),
-            Y.data.astype(np.float64, copy=False))
+        indptr, indices, values = token_arrays(Y, arrays)
         labels = initial_labels(values, n_components, labels, rng, "partial")
         return cls(indptr, indices, values, labels, Y.shape[1], n_components)
 
