@@ -33,6 +33,8 @@ logger = logging.getLogger("pygbn")
 
 __all__ = ["GBN", "NotFittedError", "save", "load"]
 
+#: the layer-one methods (``method`` besides "auto")
+METHODS = ("collapsed", "blocked", "partial")
 #: fraction of each sample's tokens observed by :meth:`GBN.score` (the rest is held out)
 SCORE_TRAIN_FRACTION = 0.3
 #: mixed into an int ``random_state`` to seed the token split of ``score`` (as ``pygbn
@@ -75,12 +77,15 @@ class GBN:
         later ones; a sequence of length ``n_layers`` gives each layer its own.
     n_collect : int or sequence of int, default=500
         Iterations ``C_T`` after pruning at each depth.
-    method : {"auto", "collapsed", "blocked"}, default="auto"
+    method : {"auto", "collapsed", "blocked", "partial"}, default="auto"
         Layer-one update for counts: "collapsed" (token labels with Phi^(1)
-        and theta^(1) integrated out, eq:z; the paper's choice) or "blocked"
-        (explicit Phi^(1), theta^(1) and a multinomial split of every non-zero
-        count, eq:step1; parallel over documents).  "auto" is "collapsed" for
-        counts; the binary and real links are always blocked (Algorithm 2).
+        and theta^(1) integrated out, eq:z; the paper's choice; serial),
+        "blocked" (explicit Phi^(1), theta^(1) and a multinomial split of
+        every non-zero count, eq:step1; parallel over documents) or
+        "partial" (token labels with theta^(1) integrated out and Phi^(1)
+        explicit: exact, parallel over documents, a token's cost independent
+        of K).  "auto" is "collapsed" for counts; the binary and real links
+        are always blocked (Algorithm 2).
     n_jobs : int or None, default=1
         Threads for the document-parallel kernels (-1: all cores).  Results do
         not depend on it.
@@ -204,13 +209,13 @@ class GBN:
                                        prune=self.prune, min_width=self.min_width,
                                        trace_every=self.trace_every)
         method = self.method
-        if method not in ("auto", "collapsed", "blocked"):
-            raise ValueError(f"method must be 'auto', 'collapsed' or 'blocked', got {method!r}")
+        if method not in ("auto",) + METHODS:
+            raise ValueError(f"method must be 'auto', 'collapsed', 'blocked' or 'partial', got {method!r}")
         if method == "auto":
             method = "collapsed" if link.collapsible else "blocked"
-        if method == "collapsed" and not link.collapsible:
+        if method != "blocked" and not link.collapsible:
             raise ValueError(
-                f"method='collapsed' needs count data (link='poisson'); link={link.name!r} "
+                f"method={method!r} needs count data (link='poisson'); link={link.name!r} "
                 "is sampled with method='blocked'")
         n_jobs = effective_n_jobs(self.n_jobs)
         hyper = self.hyperparameters
@@ -403,8 +408,8 @@ class GBN:
         """
         if not isinstance(params, dict) or not set(params) <= set(_PARAM_NAMES):
             raise ValueError(f"'params' must be an object with keys among {list(_PARAM_NAMES)}")
-        if not isinstance(state, dict) or state.get("method_") not in ("collapsed", "blocked"):
-            raise ValueError("'fitted' must be an object whose method_ is 'collapsed' or 'blocked'")
+        if not isinstance(state, dict) or state.get("method_") not in METHODS:
+            raise ValueError("'fitted' must be an object whose method_ is 'collapsed', 'blocked' or 'partial'")
         nets = list(networks)
         V, link = nets[0].n_features, nets[0].link.name
         if any(n.n_features != V or n.link.name != link for n in nets):

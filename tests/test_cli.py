@@ -484,3 +484,14 @@ def test_trace(work, tmp_path):
                           "no convergence traces")
     assert_one_line_error(run(["trace", tmp_path / "m1.npz", "-o", tmp_path / "t.png"], cwd=tmp_path,
                               check=False), "svg")
+
+
+def test_fit_method_partial(work, tmp_path):
+    """``--method partial`` reaches the estimator and is stored with the model."""
+    run(["fit", work["dir"] / "train.npz", "--n-components", "5", "--layers", "2", "--burn-in", "3",
+         "--collect", "2", "--seed", "4", "--quiet", "--method", "partial", "--jobs", "2",
+         "-o", tmp_path / "p.npz"], cwd=tmp_path)
+    model = pygbn.load(tmp_path / "p.npz")
+    assert model.method_ == "partial" and model.get_params()["method"] == "partial"
+    assert_one_line_error(run(["fit", work["dir"] / "train.npz", "--link", "bernoulli", "--binarize", "--method", "partial",
+                               "-o", tmp_path / "q.npz"], cwd=tmp_path, check=False), "partial")

@@ -77,6 +77,19 @@ def test_poisson_bit_identical_to_one_process(client, data, reference, chunks, n
     assert model.perplexity_ == reference.perplexity_
 
 
+def test_partial_bit_identical_to_one_process(client, data, tmp_path):
+    """method="partial" over three partitions gives GBN(method="partial")'s
+    networks and held-out perplexities bit for bit, and is kept by to_local."""
+    obs, held = data
+    ref = pygbn.GBN(method="partial", **PARAMS).fit(obs, heldout=held)
+    model = DaskGBN(client=client, method="partial", **PARAMS).fit(dask_array(obs, 150),
+                                                                    heldout=dask_array(held, 150))
+    assert model.n_partitions_ == 3 and model.method_ == "partial"
+    assert_same_networks(model, ref)
+    assert model.perplexity_ == ref.perplexity_
+    assert model.to_local().get_params()["method"] == "partial"
+
+
 @pytest.mark.parametrize("rows", [200, 70])
 def test_bernoulli_bit_identical_to_one_process(client, data, rows):
     B = data[0].copy()

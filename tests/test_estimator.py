@@ -42,7 +42,7 @@ def _same_networks(a, b):
 
 
 # ------------------------------------------------------------------ fitting
-@pytest.mark.parametrize("method", ["collapsed", "blocked"])
+@pytest.mark.parametrize("method", ["collapsed", "blocked", "partial"])
 def test_fit_attributes(counts, method):
     m = GBN(n_components=12, n_layers=3, method=method, random_state=1, check=True, **QUICK)
     assert m.fit(counts) is m
@@ -69,7 +69,7 @@ def test_same_seed_same_network(counts):
     assert not np.array_equal(a.networks_[0].phis[0], c.networks_[0].phis[0])
 
 
-@pytest.mark.parametrize("method", ["collapsed", "blocked"])
+@pytest.mark.parametrize("method", ["collapsed", "blocked", "partial"])
 def test_n_jobs_does_not_change_the_result(method):
     # more documents than one block so that the parallel kernels have several blocks
     rng = np.random.default_rng(1)

@@ -34,6 +34,10 @@ CONFIGS = [
     # T = 3: the only depth with a c_j^(t), t >= 3, below the top and a Phi^(t) between two hidden layers
     ("collapsed", [3, 2, 2], "poisson"),
     ("blocked", [3, 2, 2], "poisson"),
+    # the partially collapsed layer one: exact at T = 1, Metropolis-Hastings steps below a hidden layer
+    ("partial", [3], "poisson"),
+    ("partial", [3, 2], "poisson"),
+    ("partial", [3, 2, 2], "poisson"),
 ]
 LINK_CONFIGS = [
     ("blocked", [3], "bernoulli"),
@@ -117,4 +121,18 @@ def _break_p(sampler):
 def test_geweke_detects_a_broken_conditional(hook, method):
     z = _run(method, [3, 2], "poisson", 5000, seed=7, hook=hook)
     # the same criterion as the tests above must fire
+    assert max(abs(v) for v in z.values()) > Z_MAX, z
+
+
+@pytest.mark.parametrize("widths,n", [([3], 10000)], ids=["T1"])
+def test_geweke_detects_a_broken_partial_urn(widths, n, monkeypatch):
+    """The partial sampler's urn without Phi^(1) (labels drawn as if every
+    term were equally likely under every factor) must fail the same test.
+    (The tiny networks hold about one token per document, so the test is
+    weak on layer one's labels: the -ji exclusion and the Metropolis-Hastings
+    correction are checked against the exact conditional in test_partial.py.)"""
+    from pygbn.inference.partial import PartialState
+
+    monkeypatch.setattr(PartialState, "IGNORE_PHI", True)
+    z = _run("partial", widths, "poisson", n, seed=7)
     assert max(abs(v) for v in z.values()) > Z_MAX, z

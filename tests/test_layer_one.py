@@ -27,7 +27,7 @@ def _counts(J=60, V=25, seed=0, scale=3.0):
 # --------------------------------------------------------------------------
 # types
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize("method", ["collapsed", "blocked"])
+@pytest.mark.parametrize("method", ["collapsed", "blocked", "partial"])
 def test_layer_one_counts_take_the_smallest_type(method):
     Y = _counts()
     s = GibbsSampler.for_training(Y, 6, method=method, random_state=0)

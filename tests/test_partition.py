@@ -93,12 +93,13 @@ def test_pruning_is_the_same():
     assert ref.widths == [[16], [16, 13], [16, 13, 10]]
 
 
-def test_a_local_part_restored_from_a_checkpoint_replays_exactly():
+@pytest.mark.parametrize("method", ["blocked", "partial"])
+def test_a_local_part_restored_from_a_checkpoint_replays_exactly(method):
     """A local part lost after message 17 and rebuilt from its state after
     message 9 (data again, get_state/set_state, messages 9..16 replayed) leaves
     the chain unchanged."""
     Y, H = _data("poisson")
-    ref = fit_layerwise(Y, SCHEDULE, n_components=20, method="blocked", random_state=2, heldout=H)
+    ref = fit_layerwise(Y, SCHEDULE, n_components=20, method=method, random_state=2, heldout=H)
     parts = _parts(Y, H, (2,))
     log, saved = [], {}
 
@@ -115,7 +116,7 @@ def test_a_local_part_restored_from_a_checkpoint_replays_exactly():
         return [p.run(message) for p in parts]
 
     chain = PartitionedChain.for_training(send, Y.shape[1], 20, link=get_link("poisson"),
-                                          random_state=2)
+                                          random_state=2, method=method)
     _assert_same(ref, run_layerwise(chain, SCHEDULE, [0.05] * 3, heldout=True))
     assert len(log) > 17
 
@@ -133,3 +134,17 @@ def test_sparse_statistics_combine_like_dense_ones():
     np.testing.assert_array_equal(dense.x_top, sparse.x_top)
     np.testing.assert_array_equal(dense.sum_L_blocks, sparse.sum_L_blocks)
     assert encode_stats(parts[0])["counts"][0][1].dtype == np.int32  # compact on the wire
+
+
+@pytest.mark.parametrize("cuts", [(2,), (1, 3, 4)])
+def test_partitioned_partial_chain_is_the_one_process_chain(cuts):
+    """method="partial" (labels drawn per document block) split over 2 or 4 local
+    parts gives fit_layerwise's networks, widths and perplexities bit for bit."""
+    Y, H = _data("poisson")
+    ref = fit_layerwise(Y, SCHEDULE, n_components=40, method="partial", random_state=9, heldout=H)
+    parts = _parts(Y, H, cuts)
+    chain = PartitionedChain.for_training(lambda m: [p.run(m) for p in parts], Y.shape[1], 40,
+                                          link=get_link("poisson"), random_state=9, method="partial")
+    res = run_layerwise(chain, SCHEDULE, [0.05] * 3, heldout=True, check=True)
+    _assert_same(ref, res)
+

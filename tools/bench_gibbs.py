@@ -3,7 +3,7 @@
 Usage::
 
     python tools/bench_gibbs.py                              # Debian top-2000, K1max = 100, T = 1..5
-    python tools/bench_gibbs.py --K 100 400 --methods collapsed blocked --jobs 1 2
+    python tools/bench_gibbs.py --K 100 400 --methods collapsed blocked partial --jobs 1 2
     python tools/bench_gibbs.py --first 300 --per-layer 50   # later in the chain
     python tools/bench_gibbs.py --links                      # Bernoulli-Poisson and PRG rows too
     python tools/bench_gibbs.py --widths halving             # widths K, K/2, K/4, ... (as after pruning)
@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import _repro_common as rc  # noqa: E402
+from pygbn.inference import gibbs as gibbs_module  # noqa: E402
 from pygbn.inference.gibbs import GibbsSampler  # noqa: E402
 from pygbn.model.links import get_link  # noqa: E402
 
@@ -83,6 +84,17 @@ def instrument(s: GibbsSampler, acc: dict) -> None:
             return r
 
         setattr(s, name, wrap)
+    # the partial layer one is a function of pygbn.inference.partial that the sampler calls
+    original = getattr(gibbs_module.sample_layer_one_partial, "__wrapped__", gibbs_module.sample_layer_one_partial)
+
+    def partial_layer_one(*a, **k):
+        t0 = time.perf_counter()
+        r = original(*a, **k)
+        acc["layer1"] += time.perf_counter() - t0
+        return r
+
+    partial_layer_one.__wrapped__ = original
+    gibbs_module.sample_layer_one_partial = partial_layer_one
 
 
 def depth_sweep(Y, link, K, T_max, method, n_jobs, first, per_layer, widths, seed=0):
@@ -165,7 +177,7 @@ def main(argv=None):
     ap.add_argument("--vocab", nargs="+", default=["top2000"], choices=["top2000", "full"])
     ap.add_argument("--K", nargs="+", type=int, default=[100])
     ap.add_argument("--T", type=int, default=5, help="deepest network (rows for T = 1..this)")
-    ap.add_argument("--methods", nargs="+", default=["collapsed"], choices=["collapsed", "blocked"])
+    ap.add_argument("--methods", nargs="+", default=["collapsed"], choices=["collapsed", "blocked", "partial"])
     ap.add_argument("--jobs", nargs="+", type=int, default=[1])
     ap.add_argument("--first", type=int, default=40, help="iterations at T = 1")
     ap.add_argument("--per-layer", type=int, default=12, help="iterations after adding each layer")

@@ -14,8 +14,9 @@ own Python process that loads the corpus from the file, so that each peak
 resident set size (``ru_maxrss`` of that process, which includes the
 interpreter, numpy/scipy and the loaded corpus) is one library's alone:
 
-* ``collapsed``, ``blocked-1``, ``blocked-2``: ``pygbn.GBN(n_layers=1,
-  method=..., n_jobs=...).fit(X)`` with ``n_components = K`` (no pruning);
+* ``collapsed``, ``blocked-1``, ``blocked-2``, ``partial-1``, ``partial-2``:
+  ``pygbn.GBN(n_layers=1, method=..., n_jobs=...).fit(X)`` with
+  ``n_components = K`` (no pruning);
 * ``tomotopy-1``, ``tomotopy-2``: ``tomotopy.LDAModel(k=K, alpha=0.1,
   eta=0.01)`` trained with one and two workers on the same documents (when
   tomotopy is installed);
@@ -61,7 +62,8 @@ sys.path.insert(0, str(HERE.parent))
 N_TERMS = 20_000
 DOC_LENGTH = 65
 TRUE_TOPICS = 50
-PYGBN_RUNS = {"collapsed": ("collapsed", 1), "blocked-1": ("blocked", 1), "blocked-2": ("blocked", 2)}
+PYGBN_RUNS = {"collapsed": ("collapsed", 1), "blocked-1": ("blocked", 1), "blocked-2": ("blocked", 2),
+              "partial-1": ("partial", 1), "partial-2": ("partial", 2)}
 TOMOTOPY_RUNS = {"tomotopy-1": 1, "tomotopy-2": 2}
 DASK_RUNS = {"dask-1": 1, "dask-2": 2}
 

@@ -117,7 +117,7 @@ def parse_args(argv=None):
     p.add_argument("--collect", type=int, help="collection iterations C_t at every depth")
     p.add_argument("--eta", type=float, default=0.05)
     p.add_argument("--train-fraction", type=float, default=0.3)
-    p.add_argument("--method", choices=("collapsed", "blocked"), default="collapsed",
+    p.add_argument("--method", choices=("collapsed", "blocked", "partial"), default="collapsed",
                    help="layer-one sampler (the paper's: collapsed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the subset, the split and every chain")
     p.add_argument("--no-lda", action="store_true", help="skip the LDA baseline")

@@ -27,11 +27,13 @@ class DaskGBN(GBN):
     The estimator of :class:`pygbn.GBN` with the documents spread over the
     workers of a ``dask.distributed`` cluster, after the Dask estimators of
     LightGBM and XGBoost.  Layer one is sampled with the blocked method
-    (every link); the data and every document's state stay on the workers
+    (every link) or, for counts with ``method="partial"``, the partially
+    collapsed one; the data and every document's state stay on the workers
     for the whole fit, and each iteration only the global parameters go out
     and the sufficient statistics (their non-zero entries) come back.  For
     the same ``random_state`` the fitted networks are bit-identical to
-    ``GBN(method="blocked")`` in one process, whatever the partitioning.
+    ``GBN(method="blocked")`` (or ``GBN(method="partial")``) in one process,
+    whatever the partitioning.
 
     Parameters
     ----------
@@ -54,7 +56,8 @@ class DaskGBN(GBN):
         -1: all the cores of each machine), ``random_state``, ``verbose``,
         ``callback``, ``prune``, ``min_width``, ``hyperparameters``,
         ``transform_iter``, ``check``).  ``method`` may be "auto" or
-        "blocked" (both mean blocked here); "collapsed" is refused: its
+        "blocked" (both mean blocked here) or "partial" (counts only);
+        "collapsed" is refused: its
         layer-one sweep shares the term counts of all documents and cannot
         be split.  ``callback`` gets ``info["sampler"] = None`` (no sampler in
         this process holds the documents).
@@ -109,7 +112,8 @@ class DaskGBN(GBN):
                 "counts of all documents); DaskGBN samples layer one with method='blocked' "
                 "(use method='auto' or 'blocked')")
         p = super()._validated()
-        p["method"] = "blocked"
+        if p["method"] != "partial":
+            p["method"] = "blocked"
         if self.checkpoint_every is not None:
             check_int(self.checkpoint_every, "checkpoint_every", 1)
         return p
@@ -197,7 +201,8 @@ class DaskGBN(GBN):
             rng = check_random_state(self.random_state)
             chain = PartitionedChain.for_training(transport.send, V, p["K"], link=link,
                                                   eta=p["etas"][0], hyper=p["hyper"],
-                                                  n_jobs=p["n_jobs"], random_state=rng)
+                                                  n_jobs=p["n_jobs"], random_state=rng,
+                                                  method=p["method"])
             res = self._run_training(p, lambda callback: run_layerwise(
                 chain, p["schedule"], p["etas"], heldout=Hc is not None, callback=callback,
                 check=self.check))
@@ -207,7 +212,7 @@ class DaskGBN(GBN):
             net.vocabulary = vocabulary
         self.n_partitions_ = len(partitions)
         self.n_rebuilt_ = transport.n_rebuilt
-        return self._state_from_fit(res, "blocked", heldout=Hc is not None)
+        return self._state_from_fit(res, p["method"], heldout=Hc is not None)
 
     # ------------------------------------------------------------ transform
     def transform(self, X, *, depth: Optional[int] = None, compute: bool = False):
@@ -258,10 +263,10 @@ class DaskGBN(GBN):
     # ----------------------------------------------------------------- local
     def to_local(self) -> GBN:
         """The fitted model as a :class:`pygbn.GBN` in this process (same networks and
-        fitted attributes, ``method="blocked"``), for ``save``, exploration and the CLI."""
+        fitted attributes, ``method`` "blocked" or "partial"), for ``save``, exploration and the CLI."""
         self._check_fitted()
         params = GBN.get_params(self)
-        params["method"] = "blocked"
+        params["method"] = self.method_
         return GBN._from_state(copy.deepcopy(self.networks_), params, self._get_state())
 
     def save(self, path) -> None:

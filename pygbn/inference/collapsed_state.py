@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from pygbn.inference import _collapsed
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 
-__all__ = ["CollapsedState"]
+__all__ = ["CollapsedState", "initial_labels", "token_arrays"]
 
 #: the kernel's token offsets and the label count are bounded by int32 (n_vk is int32)
 _MAX_TOKENS = 2**31 - 1
@@ -41,6 +41,37 @@ def label_dtype(n_components: int) -> np.dtype:
 def doc_count_dtype(max_doc_tokens: int) -> np.dtype:
     """dtype of ``n_jk`` when no document holds more than ``max_doc_tokens`` tokens."""
     return np.dtype(np.uint16 if max_doc_tokens <= _MAX_SMALL_DOC else np.int32)
+
+
+def token_arrays(Y: sp.csr_matrix, arrays=None):
+    """``arrays`` (the caller's ``(indptr, indices, values)`` kernel arrays of ``Y``)
+    or those arrays made from ``Y``: int64, int32, float64."""
+    if arrays is not None:
+        return arrays
+    return (Y.indptr.astype(np.int64), Y.indices.astype(np.int32, copy=False),
+            Y.data.astype(np.float64, copy=False))
+
+
+def initial_labels(values: np.ndarray, n_components: int, labels: Optional[np.ndarray],
+                   rng: Optional[np.random.Generator], method: str) -> np.ndarray:
+    """The tokens' labels: ``labels`` checked against the token count of the
+    data ``values`` (CSR values), or drawn uniformly from ``rng``.  ValueError
+    (naming ``method``) when there are too many tokens or ``labels`` does not fit."""
+    n_tokens = int(values.sum())
+    if n_tokens >= _MAX_TOKENS:
+        raise ValueError(
+            f"X holds {n_tokens} tokens, too many for method={method!r} "
+            "(token-level labels); use method='blocked'"
+        )
+    K = int(n_components)
+    if labels is None:
+        return rng.integers(0, K, size=n_tokens, dtype=label_dtype(K))
+    labels = np.asarray(labels)
+    if labels.shape != (n_tokens,):
+        raise ValueError(f"labels must hold one label per token ({n_tokens}), got shape {labels.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() >= K):
+        raise ValueError(f"labels must lie in [0, {K}), got [{labels.min()}, {labels.max()}]")
+    return labels
 
 
 class CollapsedState:
@@ -116,25 +147,9 @@ class CollapsedState:
             If ``Y`` holds too many tokens for the collapsed sampler, or
             ``labels`` has the wrong length or a label outside ``[0, K)``.
         """
-        indptr, indices, values = arrays if arrays is not None else (
-            Y.indptr.astype(np.int64), Y.indices.astype(np.int32, copy=False),
-            Y.data.astype(np.float64, copy=False))
-        n_tokens = int(values.sum())
-        if n_tokens >= _MAX_TOKENS:
-            raise ValueError(
-                f"X holds {n_tokens} tokens, too many for method='collapsed' "
-                "(token-level labels); use method='blocked'"
-            )
-        K = int(n_components)
-        if labels is None:
-            labels = rng.integers(0, K, size=n_tokens, dtype=label_dtype(K))
-        else:
-            labels = np.asarray(labels)
-            if labels.shape != (n_tokens,):
-                raise ValueError(f"labels must hold one label per token ({n_tokens}), got shape {labels.shape}")
-            if labels.size and (labels.min() < 0 or labels.max() >= K):
-                raise ValueError(f"labels must lie in [0, {K}), got [{labels.min()}, {labels.max()}]")
-        return cls(indptr, indices, values, labels, Y.shape[1], K, dense_from)
+        indptr, indices, values = token_arrays(Y, arrays)
+        labels = initial_labels(values, n_components, labels, rng, "collapsed")
+        return cls(indptr, indices, values, labels, Y.shape[1], int(n_components), dense_from)
 
     @property
     def n_docs(self) -> int:

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from pygbn._utils import check_random_state
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
+from pygbn.inference.partial import PartialState
 from pygbn.model.layer import Layer
 from pygbn.model.links import LATENT_COUNTS, LATENT_TRUNC_BESSEL, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -152,7 +153,7 @@ def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray,
               rng: np.random.Generator) -> None:
     """Give the sampler new observations ``Y`` and, for counts, their split ``x[j, v, k]``.
 
-    The collapsed sampler's tokens and labels are rebuilt from the split: the
+    The collapsed (and partial) sampler's tokens and labels are rebuilt from the split: the
     labels of the ``Y[j, v]`` tokens of a cell are a uniformly random
     arrangement of its split (drawn from ``rng``), which is their distribution
     given ``x``.  The collapsed sweep visits a cell's tokens in a fixed order,
@@ -168,13 +169,14 @@ def _set_data(sampler: GibbsSampler, x_vjk: Optional[np.ndarray], Y: np.ndarray,
     sampler.indptr, sampler.indices, sampler.values = _as_kernel_csr(Ys)
     if x_vjk is None:
         return
-    if sampler.method == "collapsed":
+    if sampler.method != "blocked":
         # tokens grouped by document, in CSR order, labels from x_vjk
         K = x_vjk.shape[2]
         labels = [rng.permutation(np.repeat(np.arange(K, dtype=np.int32), x_vjk[j, v]))
                   for j in range(Ys.shape[0]) for v in Ys.indices[Ys.indptr[j]:Ys.indptr[j + 1]]]
         lab = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
-        sampler.set_tokens(CollapsedState.from_counts(Ys, K, labels=lab))
+        state = PartialState if sampler.method == "partial" else CollapsedState
+        sampler.set_tokens(state.from_counts(Ys, K, labels=lab))
     else:
         sampler.m[0] = np.ascontiguousarray(x_vjk.sum(axis=1), dtype=np.int64)
         sampler.network.layers[0].counts = np.ascontiguousarray(x_vjk.sum(axis=0), dtype=np.int64)

@@ -41,6 +41,7 @@ import scipy.sparse as sp
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
+from pygbn.inference.partial import PartialState, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr
 from pygbn.model.layer import Layer
@@ -153,10 +154,10 @@ class GibbsSampler:
     m : list of ndarray
         ``m[t-1]`` is m^(t)(t+1), shape (J, K_t): how often factor k of
         layer t is used by sample j.
-    method : {"collapsed", "blocked"}
-    tokens : CollapsedState or None
-        The token labels of the collapsed layer one (method "collapsed");
-        ``m[0]`` and ``layers[0].counts`` are its counts.
+    method : {"collapsed", "blocked", "partial"}
+    tokens : CollapsedState, PartialState or None
+        The token labels of the collapsed or partially collapsed layer one
+        (:mod:`pygbn.inference.partial`); ``m[0]`` is their ``n_jk``.
     seeds : ChainSeeds
         Entropy of the chain's streams (drawn from ``random_state`` unless given).
     first_block : int
@@ -198,10 +199,10 @@ class GibbsSampler:
         self.hyper: Hyperparameters = network.hyper
         self.Y = Y
         self.n_docs, self.n_features = Y.shape
-        if method not in ("collapsed", "blocked"):
-            raise ValueError(f"method must be 'collapsed' or 'blocked', got {method!r}")
-        if method == "collapsed" and not self.link.collapsible:
-            raise ValueError(f"method='collapsed' needs count data; link {self.link.name!r} is blocked only")
+        if method not in ("collapsed", "blocked", "partial"):
+            raise ValueError(f"method must be 'collapsed', 'blocked' or 'partial', got {method!r}")
+        if method != "blocked" and not self.link.collapsible:
+            raise ValueError(f"method={method!r} needs count data; link {self.link.name!r} is blocked only")
         self.method = method
         self.n_jobs = int(n_jobs)
         self.update_globals = bool(update_globals)
@@ -277,14 +278,15 @@ class GibbsSampler:
         layer = network.layers[0]
         K = layer.width
         # theta^(1) = 1/K for every document: one read-only row (no (J, K) array)
-        layer.theta = None if method == "collapsed" else np.broadcast_to(np.full(K, 1.0 / K), (J, K))
+        layer.theta = None if method != "blocked" else np.broadcast_to(np.full(K, 1.0 / K), (J, K))
         layer.c = np.ones(J)
         s = cls(network, Y, method=method, n_jobs=n_jobs, random_state=random_state,
                 update_globals=True, seeds=seeds, first_block=first_block)
         s.aux = network.link.init_aux(Y, s.rng, network.hyper)
-        if method == "collapsed":
-            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng,
-                                                    arrays=(s.indptr, s.indices, s.values)))
+        if method == "partial":     # labels drawn per document block: a local part draws its own
+            s.set_tokens(PartialState.for_sampler(s, K))
+        elif method == "collapsed":
+            s.set_tokens(CollapsedState.from_counts(Y, K, rng=s.rng, arrays=(s.indptr, s.indices, s.values)))
         return s
 
     @classmethod
@@ -325,7 +327,7 @@ class GibbsSampler:
         J = self.n_docs
         for t, layer in enumerate(self.network.layers, start=1):
             # theta^(1) is integrated out (collapsed) or may be pending (lazy_theta_one)
-            no_theta_one = t == 1 and (self.method == "collapsed" or not self._theta_one.held_anywhere())
+            no_theta_one = t == 1 and (self.method != "blocked" or not self._theta_one.held_anywhere())
             if layer.theta is None and not no_theta_one:
                 raise ValueError(f"layer {t} has no theta: set it (shape ({J}, {layer.width})) or build the "
                                  "sampler with GibbsSampler.for_training / for_inference")
@@ -334,8 +336,8 @@ class GibbsSampler:
         if len(self.m) != self.depth or any(m.shape != (J, k) for m, k in zip(self.m, self.network.widths)):
             raise ValueError(f"m must hold one ({J}, K_t) array per layer for widths {self.network.widths}, "
                              f"got shapes {[m.shape for m in self.m]}")
-        if self.method == "collapsed" and self.tokens is None:
-            raise ValueError("a collapsed chain needs its token labels (set_tokens)")
+        if self.method != "blocked" and self.tokens is None:
+            raise ValueError(f"a {self.method} chain needs its token labels (set_tokens)")
         n_aux = self.link.test_aux(J).size
         if self.aux.shape != (n_aux,):
             raise ValueError(f"aux must have shape ({n_aux},) for link {self.link.name!r}, got {self.aux.shape}")
@@ -603,6 +605,8 @@ class GibbsSampler:
         counts: List[Optional[np.ndarray]] = [None] * T
         if self.method == "blocked":
             counts[0] = self.sample_layer_one_blocked(blocks)
+        elif self.method == "partial":
+            counts[0] = sample_layer_one_partial(self, blocks)
         for t in range(2, T + 1):
             counts[t - 1] = self.propagate_up(t, blocks)
         x_top = self.top_tables(blocks) if self.update_globals else None
@@ -628,7 +632,7 @@ class GibbsSampler:
         """The per-document downward half: theta^(T), ..., theta^(2) (theta^(1)
         too for the blocked method: drawn here, or left pending for the next
         split with ``lazy_theta_one``) for the documents of ``blocks`` (eq:step4)."""
-        lowest = 2 if self.method == "collapsed" or self.lazy_theta_one else 1
+        lowest = 2 if self.method != "blocked" or self.lazy_theta_one else 1
         for t in range(self.depth, lowest - 1, -1):
             self.sample_theta(t, blocks)
         if self.method == "blocked" and self.lazy_theta_one:
@@ -691,10 +695,11 @@ class GibbsSampler:
             return K
         if self.method == "blocked":
             self.theta_one()      # a pending theta^(1) is drawn under the prior it was due under
-        if T == 1 and self.method == "collapsed":
-            # the labels are renumbered and every count rebuilt from them;
+        if T == 1 and self.method != "blocked":
+            # the labels are renumbered and every count rebuilt from them; a collapsed
             # Phi^(1) stays a placeholder (integrated out)
-            top.phi = np.broadcast_to(np.float64(1.0 / top.n_inputs), (top.n_inputs, n_keep))
+            top.phi = (np.ascontiguousarray(top.phi[:, keep]) if self.method == "partial" else
+                       np.broadcast_to(np.float64(1.0 / top.n_inputs), (top.n_inputs, n_keep)))
             self.tokens.keep(keep)
             self.set_tokens(self.tokens)
         else:
@@ -765,7 +770,7 @@ class GibbsSampler:
 
         For the blocked sampler these are the chain's current values.  For
         the collapsed sampler they are drawn from their conditionals
-        ``Phi^(1)_k ~ Dir(eta + n_:k)`` and
+        ``Phi^(1)_k ~ Dir(eta + n_:k)`` (the partial sampler's Phi^(1) is its own) and
         ``theta_j^(1) ~ Gam(a_j + n_j:, 1/(c_j^(2) + 1))`` (the scale is p_j^(2)),
         using the evaluation streams so that the chain is not disturbed.
         """
@@ -774,7 +779,7 @@ class GibbsSampler:
             return layer.phi, self.theta_one()
         streams = streams or self.eval_streams
         col_streams = col_streams or self.eval_col_streams
-        phi = self.sample_phi(1, streams=col_streams)
+        phi = layer.phi if self.method == "partial" else self.sample_phi(1, streams=col_streams)
         rate = np.ascontiguousarray(layer.c + 1.0)
         theta = np.empty((self.n_docs, layer.width))
         self._draw_theta(1, rate, self.bounds, streams.addresses, theta, np.empty(0))

@@ -77,5 +77,5 @@ def check_local_invariants(sampler: "GibbsSampler") -> None:
         nnz_below = (below > 0).sum(axis=1)
         if (tot_here < nnz_below).any():
             raise AssertionError(f"layer {t}: CRT gave 0 tables for a positive count")
-    if sampler.method == "collapsed":
+    if sampler.method != "blocked":
         sampler.tokens.check()

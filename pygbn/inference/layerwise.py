@@ -186,7 +186,7 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
         Width bound ``K_1max`` of the first layer.
     eta : float or sequence of float, default=0.05
         Dirichlet concentration of each layer's Phi (one value, or one per layer).
-    method : {"collapsed", "blocked"}, default="collapsed"
+    method : {"collapsed", "blocked", "partial"}, default="collapsed"
         Layer-one update (see :class:`GibbsSampler`).
     n_jobs : int or None, default=1
         Threads of the document-parallel kernels (None: 1, -1: all cores;

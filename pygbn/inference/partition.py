@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from pygbn.evaluation import perplexity_from_terms
 from pygbn.inference.gibbs import GibbsSampler, SufficientStats
 from pygbn.inference.invariants import check_global_invariants, check_local_invariants
+from pygbn.inference.partial import PartialState
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.testchain import HeldoutPredictive
 from pygbn.inference.trace import document_loglik, loglik_per_token
@@ -146,9 +147,9 @@ class LocalPart:
         return out
 
     # operations ------------------------------------------------------------
-    def _op_start(self, network: Network, seeds: ChainSeeds) -> None:
+    def _op_start(self, network: Network, seeds: ChainSeeds, method: str = "blocked") -> None:
         self.sampler = GibbsSampler.starting_from(
-            copy.deepcopy(network), self.Y, method="blocked", n_jobs=self.n_jobs,
+            copy.deepcopy(network), self.Y, method=method, n_jobs=self.n_jobs,
             seeds=seeds.for_documents(), first_block=self.first_block)
 
     def _op_globals(self, phis: Sequence[np.ndarray], r: np.ndarray) -> None:
@@ -234,7 +235,8 @@ class LocalPart:
             state["sampler"] = {
                 "layers": [(l.phi, l.eta, l.theta, l.c) for l in net.layers],
                 "r": net.r, "gamma0": net.gamma0, "c0": net.c0, "hyper": net.hyper,
-                "link": net.link, "m": s.m, "aux": s.aux, "seeds": s.seeds,
+                "link": net.link, "m": s.m, "aux": s.aux, "seeds": s.seeds, "method": s.method,
+                "labels": s.tokens.labels if s.tokens is not None else None,
                 "streams": [[g.bit_generator.state for g in f.generators]
                             for f in (s.doc_streams, s.eval_streams)]}
         if self.predictive is not None:
@@ -252,9 +254,13 @@ class LocalPart:
             layers = [Layer(phi=phi, eta=eta, theta=theta, c=c) for phi, eta, theta, c in st["layers"]]
             net = Network(layers=layers, r=st["r"], gamma0=st["gamma0"], c0=st["c0"],
                           hyper=st["hyper"], link=st["link"])
-            s = GibbsSampler(net, self.Y, method="blocked", n_jobs=self.n_jobs, seeds=st["seeds"],
+            method = st.get("method", "blocked")
+            s = GibbsSampler(net, self.Y, method=method, n_jobs=self.n_jobs, seeds=st["seeds"],
                              first_block=self.first_block)
             s.m, s.aux = st["m"], st["aux"]
+            if method == "partial":
+                s.set_tokens(PartialState(s.indptr, s.indices, s.values, st["labels"], s.n_features,
+                                          net.widths[0]))
             for family, states in zip((s.doc_streams, s.eval_streams), st["streams"]):
                 for g, gs in zip(family.generators, states):
                     g.bit_generator.state = gs
@@ -300,17 +306,19 @@ class PartitionedChain:
     @classmethod
     def for_training(cls, send: Callable[[list], list], n_features: int, n_components: int, *,
                      link: Link, eta: float = 0.05, hyper: Optional[Hyperparameters] = None,
-                     n_jobs: int = 1, random_state=None) -> "PartitionedChain":
-        """The chain of :meth:`GibbsSampler.for_training` (method "blocked"), same
-        draws, with its documents in the local parts reached by ``send``."""
+                     n_jobs: int = 1, random_state=None, method: str = "blocked") -> "PartitionedChain":
+        """The chain of :meth:`GibbsSampler.for_training` (``method`` "blocked" or
+        "partial"), same draws, with its documents in the local parts reached by ``send``."""
+        if method not in ("blocked", "partial"):
+            raise ValueError(f"a partitioned chain's method must be 'blocked' or 'partial', got {method!r}")
         glob = GibbsSampler.for_training(sp.csr_matrix((0, int(n_features))), n_components, link=link,
-                                         eta=eta, hyper=hyper, method="blocked", n_jobs=n_jobs,
+                                         eta=eta, hyper=hyper, method=method, n_jobs=n_jobs,
                                          random_state=random_state)
         net = glob.network
         template = Network(layers=[Layer(phi=net.layers[0].phi, eta=net.layers[0].eta)], r=net.r,
                            gamma0=net.gamma0, c0=net.c0, hyper=net.hyper, link=net.link)
         chain = cls(send, glob)
-        chain.queue.append(("start", template, glob.seeds))
+        chain.queue.append(("start", template, glob.seeds, method))
         return chain
 
     def flush(self, *message: tuple) -> list:

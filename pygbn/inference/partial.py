@@ -1,0 +1,236 @@
+"""The partially collapsed layer one of a count model (``method="partial"``).
+
+Phi^(1) is explicit and theta^(1) is integrated out.  Given Phi^(1) and the
+prior shape ``a_j`` of document j (``r`` when T = 1, ``Phi^(2) theta_j^(2)``
+otherwise), the topic labels of one document follow a Polya urn,
+
+    p(z_ji = k | -)  ∝  phi_{v_ji k} (n_jk^(-ji) + a_jk),
+
+and documents are independent of each other.  So the labels are swept by
+document block in parallel (:func:`pygbn.inference._partial.partial_sweep`,
+block b drawing from its own stream: the chain does not depend on the
+thread count), their term-topic counts ``n_vk`` are the statistic of
+Phi^(1) (drawn from its Dirichlet by the global update, as for the blocked
+method), and ``m^(1) = n_jk`` feeds the upper layers exactly as the collapsed
+method's counts do (no conditional of the upper layers needs theta^(1):
+p_j^(2) is drawn with it integrated out, eq:step6).  This is a partially
+collapsed Gibbs sampler (Magnusson, Jonsson, Villani & Broman 2018, for LDA);
+it targets the same posterior as the collapsed and blocked samplers.
+
+A token's draw costs O(topics of its document), not O(K): a document bucket
+over the document's topics and a prior bucket from per-term alias tables over
+``phi_v. b`` (b a shape shared by all documents), corrected by independence
+Metropolis-Hastings steps when the documents' priors differ (T >= 2); see
+the kernel module and ``docs/engine.md``.
+
+Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
+(int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
+than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int64 made anew
+each sweep, Phi^(1) (V, K) float64 and the alias tables (V, K) float64 +
+(V, K) int32.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn.inference import _collapsed, _partial, _upper
+from pygbn.inference.collapsed_state import doc_count_dtype, initial_labels, label_dtype, token_arrays
+from pygbn.inference.layer_one import CHUNK_BLOCKS
+
+logger = logging.getLogger("pygbn")
+
+__all__ = ["PartialState", "MH_STEPS", "sample_layer_one_partial", "proposal_shape"]
+
+#: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
+MH_STEPS = 2
+_TINY = np.finfo(np.float64).tiny
+
+
+class PartialState:
+    """Topic labels of the tokens and their document-topic counts (method "partial").
+
+    The tokens of document j are its stored cells in CSR order, ``Y[j, v]``
+    tokens of term v one after another (the layout of
+    :class:`~pygbn.inference.collapsed_state.CollapsedState`, without its
+    term lists).
+
+    Attributes
+    ----------
+    indptr, indices, values : ndarray
+        The data as canonical CSR arrays (shared with the sampler).
+    labels : ndarray of int16 or int32, shape (n_tokens,)
+    doc_ptr : ndarray of int64, shape (n_docs + 1,)
+        Labels of document j are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
+    doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
+        ``n_jk`` (the sampler's ``m[0]``).
+    term_counts : ndarray of int64, shape (n_terms, K)
+        ``n_vk`` of the labels when the state was built or rebuilt (each
+        sweep returns its own).
+    acceptance : float
+        Share of the last sweep's Metropolis-Hastings proposals accepted
+        (NaN when the draws were exact).
+    """
+
+    #: test hooks planting a wrong conditional: the token is not taken out of n_jk
+    #: (INCLUDE_SELF), every proposal is taken without its Metropolis-Hastings test (MH_STEPS = -1)
+    INCLUDE_SELF = False
+    MH_STEPS = MH_STEPS
+    #: test hook planting a wrong conditional: the urn without Phi^(1) (a uniform Phi in its place)
+    IGNORE_PHI = False
+
+    def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
+        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(indices, dtype=np.int32)
+        self.values = np.ascontiguousarray(values, dtype=np.float64)
+        self.n_terms = int(n_terms)
+        self.n_components = int(n_components)
+        self.doc_ptr = np.empty(self.indptr.size, dtype=np.int64)
+        self.max_doc_tokens = _collapsed.token_layout(self.indptr, self.indices, self.values, self.doc_ptr,
+                                                      np.empty(self.n_terms, dtype=np.int64))
+        self.labels = np.ascontiguousarray(labels, dtype=label_dtype(self.n_components))
+        self.acceptance = float("nan")
+        self._alias = None
+        self.rebuild()
+
+    @classmethod
+    def from_counts(cls, Y: sp.csr_matrix, n_components: int, labels: Optional[np.ndarray] = None,
+                    rng: Optional[np.random.Generator] = None, *, arrays=None) -> "PartialState":
+        """The tokens of the counts ``Y`` (documents x terms, canonical CSR), with
+        ``labels`` (tokens in CSR order) or labels drawn uniformly from ``rng``.
+
+        Raises
+        ------
+        ValueError
+            If ``Y`` holds too many tokens or ``labels`` does not fit it.
+        """
+        indptr, indices, values = token_arrays(Y, arrays)
+        labels = initial_labels(values, n_components, labels, rng, "partial")
+        return cls(indptr, indices, values, labels, Y.shape[1], n_components)
+
+    @classmethod
+    def for_sampler(cls, sampler, n_components: int) -> "PartialState":
+        """The tokens of ``sampler``'s data with uniform initial labels, those of
+        document block b drawn from the block's own stream (so that the local
+        part of a chain draws exactly the labels its blocks get in one process)."""
+        K = int(n_components)
+        indptr, indices, values = sampler.indptr, sampler.indices, sampler.values
+        doc_tokens = np.concatenate([[0.0], np.cumsum(values)])[indptr].astype(np.int64)
+        labels = np.empty(int(doc_tokens[-1]) if doc_tokens.size else 0, dtype=label_dtype(K))
+        bounds = sampler.bounds
+        for b, g in enumerate(sampler.doc_streams.generators[:max(len(bounds) - 1, 0)]):
+            lo, hi = doc_tokens[bounds[b]], doc_tokens[bounds[b + 1]]
+            labels[lo:hi] = g.integers(0, K, size=hi - lo, dtype=labels.dtype)
+        return cls(indptr, indices, values, initial_labels(values, K, labels, None, "partial"),
+                   sampler.n_features, K)
+
+    @property
+    def n_docs(self) -> int:
+        return self.doc_ptr.size - 1
+
+    def rebuild(self) -> None:
+        """Recount ``doc_counts`` and ``term_counts`` from the labels."""
+        K = self.n_components
+        self.doc_counts = np.empty((self.n_docs, K), dtype=doc_count_dtype(self.max_doc_tokens))
+        _partial.count_doc_labels(self.doc_ptr, self.labels, self.doc_counts)
+        self.term_counts = np.empty((self.n_terms, K), dtype=np.int64)
+        _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, self.term_counts)
+        self._alias = None
+
+    def keep(self, keep: np.ndarray) -> None:
+        """Drop the factors where ``keep`` is False (no token may carry them), renumber
+        the others in order and rebuild the counts."""
+        _collapsed.relabel(self.labels, (np.cumsum(keep) - 1).astype(np.int64))
+        self.n_components = int(np.count_nonzero(keep))
+        self.labels = self.labels.astype(label_dtype(self.n_components), copy=False)
+        self.rebuild()
+
+    def check(self) -> None:
+        """Raise AssertionError if the labels and ``doc_counts`` disagree (debug checks)."""
+        z, K = self.labels, self.n_components
+        if z.size and (z.min() < 0 or z.max() >= K):
+            raise AssertionError("partial labels out of range")
+        totals = np.bincount(z.astype(np.int64), minlength=K)
+        if not np.array_equal(totals, self.doc_counts.sum(axis=0)):
+            raise AssertionError("partial document-topic counts inconsistent with the labels")
+
+    def alias_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int):
+        """Per-term alias tables over ``phi_v. b`` and their totals (built when
+        Phi^(1) or ``b`` changed since the last call; no randomness)."""
+        cached = self._alias
+        if cached is not None and cached[0] is phi and np.array_equal(cached[1], b):
+            return cached[2]
+        V, K = phi.shape
+        prob = np.empty((V, K)) if cached is None or cached[2][0].shape != (V, K) else cached[2][0]
+        alias = np.empty((V, K), dtype=np.int32) if cached is None or cached[2][1].shape != (V, K) \
+            else cached[2][1]
+        mass = np.empty(V)
+        _partial.build_alias(phi, b, prob, alias, mass, n_threads)
+        self._alias = (phi, b.copy(), (prob, alias, mass))
+        return self._alias[2]
+
+
+def proposal_shape(network) -> np.ndarray:
+    """The proposal's shape b shared by all documents: the prior mean shape of
+    a_j, ``Phi^(2) ... Phi^(T) r`` (``r`` when T = 1), floored positive."""
+    b = np.maximum(network.r, _TINY)
+    for layer in reversed(network.layers[1:]):
+        b = layer.phi @ b
+    return np.ascontiguousarray(np.maximum(b, _TINY))
+
+
+def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
+    """The partially collapsed update of layer one's labels (eq:z with Phi^(1) given).
+
+    Each label of the documents of ``blocks`` is drawn from
+    ``phi_vk (n_jk^(-ji) + a_jk)`` (exactly when T = 1; by Metropolis-Hastings
+    steps that leave it invariant otherwise), with ``a_j = r`` at T = 1 and
+    ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time by
+    :func:`pygbn.inference._upper.doc_prior`, the same BLAS calls per block
+    wherever the block is).  Updates ``m[0] = n_jk`` in place and returns the
+    blocks' term-topic counts ``n_vk`` (int64, the statistic of Phi^(1)).
+    """
+    net = sampler.network
+    tokens: PartialState = sampler.tokens
+    phi = np.ascontiguousarray(net.layers[0].phi)
+    if tokens.IGNORE_PHI:
+        phi = np.full(phi.shape, 1.0 / phi.shape[0])
+    nt = sampler.n_threads
+    bounds, streams = sampler._blocks(blocks)
+    n_vk = np.zeros(phi.shape, dtype=np.int64)
+    b = proposal_shape(net)
+    prob, alias, mass = tokens.alias_tables(phi, b, nt)
+    njk = tokens.doc_counts
+    args = (tokens.indices, tokens.values)
+    prop = acc = 0
+    if net.depth == 1:
+        pa, ac = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :], b,
+                                        prob, alias, mass, bounds, streams, njk, n_vk, tokens.MH_STEPS, nt,
+                                        tokens.INCLUDE_SELF, True)
+        prop, acc = prop + pa, acc + ac
+    else:
+        upper = net.layers[1]
+        theta_up, phi_up = np.ascontiguousarray(upper.theta), np.ascontiguousarray(upper.phi)
+        step = max(CHUNK_BLOCKS, 8 * nt)
+        nb = len(bounds) - 1
+        longest = int(np.max(np.diff(bounds))) if nb else 0
+        buf = np.empty((min(sampler.n_docs, step * longest), phi.shape[1]))
+        for c0 in range(0, nb, step):
+            c1 = min(c0 + step, nb)
+            lo, hi = int(bounds[c0]), int(bounds[c1])
+            prior = buf[:hi - lo]
+            # a block's rows by the same BLAS calls wherever the block is (_upper.doc_prior)
+            _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
+            pa, ac = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
+                                            tokens.labels, phi, prior, b, prob, alias, mass,
+                                            np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
+                                            njk[lo:hi], n_vk, tokens.MH_STEPS, nt, tokens.INCLUDE_SELF)
+            prop, acc = prop + pa, acc + ac
+    tokens.acceptance = acc / prop if prop else float("nan")
+    if prop:
+        logger.debug("partial layer one: %d Metropolis-Hastings proposals, %.3f accepted", prop,
+                     tokens.acceptance)
+    return n_vk

@@ -1,0 +1,212 @@
+"""The partially collapsed layer one (method="partial"): its kernel's
+conditional against eq:z with Phi^(1) given, thread-count invariance, the
+estimator, save/load and the CLI."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+
+from pygbn import GBN, load, save
+from pygbn.evaluation import split_tokens
+from pygbn._utils import BlockStreams
+from pygbn.inference import GibbsSampler, check_invariants
+from pygbn.inference import _partial
+from pygbn.inference.partial import PartialState, proposal_shape
+from pygbn.model import PoissonLink
+
+
+def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_self=False,
+                       start_from=None, seed=0, shared=True):
+    """The label of document 0's first token after one sweep, ``n_rep`` times
+    from the same state (``start_from``: draws of its starting label)."""
+    Y = sp.csr_matrix(Y)
+    V, K = phi.shape
+    state = PartialState.from_counts(Y, K, labels=labels0)
+    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
+    _partial.build_alias(phi, b, prob, alias, mass, 1)
+    streams = BlockStreams(np.random.default_rng(seed), n_rep)
+    bounds = np.array([0, 1], dtype=np.int64)
+    out = np.empty(n_rep, dtype=np.int64)
+    for i in range(n_rep):
+        labels = labels0.astype(state.labels.dtype).copy()
+        if start_from is not None:
+            labels[0] = start_from[i]
+        njk = np.zeros((1, K), dtype=np.uint16)
+        _partial.count_doc_labels(state.doc_ptr[:2], labels, njk)
+        _partial.partial_sweep(state.indptr[:2], state.indices, state.values, state.doc_ptr[:2], labels,
+                               phi, prior, b, prob, alias, mass, bounds, streams.addresses[i:i + 1], njk,
+                               np.zeros((V, K), dtype=np.int64), mh_steps, 1, include_self,
+                               prior.shape[0] == 1 and shared)
+        out[i] = labels[0]
+    return out
+
+
+def _setting(K=5):
+    rng = np.random.default_rng(3)
+    V = 4
+    phi = rng.dirichlet(np.full(V, 0.7), size=K).T.copy()
+    Y = np.array([[2, 0, 3, 1]])                           # one document: 6 tokens, term 0 first
+    labels0 = np.array([1, 1, 3, 0, 4, 3])
+    a = rng.gamma(0.6, 1.0, size=K)
+    n_minus = np.bincount(labels0[1:], minlength=K)       # the others' labels
+    target = phi[0] * (n_minus + a)
+    return phi, Y, labels0, a, target / target.sum()
+
+
+def _chi2_p(draws, p):
+    obs = np.bincount(draws, minlength=p.size)
+    return stats.chisquare(obs, p * draws.size).pvalue
+
+
+def test_exact_draw_with_a_shared_prior():
+    """One prior row (T = 1): the token's label is drawn from
+    phi_vk (n_jk^(-ji) + a_k) exactly, whatever its current label; keeping the
+    token in n_jk (a planted wrong conditional) is rejected."""
+    phi, Y, labels0, a, p = _setting()
+    draws = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000)
+    assert _chi2_p(draws, p) > 1e-3
+    wrong = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, include_self=True)
+    assert _chi2_p(wrong, p) < 1e-6
+
+
+def test_metropolis_hastings_steps_leave_the_conditional_invariant():
+    """A prior row per document: started from the exact conditional, the label
+    after the Metropolis-Hastings steps has the exact conditional again (for
+    any number of steps); taking every proposal unchecked does not."""
+    phi, Y, labels0, a, p = _setting()
+    b = np.array([0.05, 2.0, 0.3, 1.0, 0.1])                # a proposal shape far from a
+    start = np.random.default_rng(9).choice(p.size, size=20000, p=p)
+    for steps in (1, 3):
+        draws = _first_token_draws(a[None, :], b, phi, labels0, Y, 20000, mh_steps=steps,
+                                   start_from=start, shared=False)
+        assert _chi2_p(draws, p) > 1e-3, steps
+    wrong = _first_token_draws(a[None, :], b, phi, labels0, Y, 20000, mh_steps=-1, start_from=start,
+                               shared=False)
+    assert _chi2_p(wrong, p) < 1e-6
+
+
+def test_alias_tables_draw_their_weights():
+    rng = np.random.default_rng(0)
+    V, K = 3, 7
+    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    phi[1, 2] = 0.0
+    b = rng.gamma(0.5, 1.0, size=K)
+    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
+    _partial.build_alias(phi, b, prob, alias, mass, 2)
+    for v in range(V):
+        w = phi[v] * b
+        np.testing.assert_allclose(mass[v], w.sum())
+        # the table's implied probabilities: (prob_i + sum_{alias_j = i} (1 - prob_j)) / K
+        implied = prob[v].copy()
+        np.add.at(implied, alias[v], 1.0 - prob[v])
+        np.testing.assert_allclose(implied / K, w / w.sum(), atol=1e-12)
+
+
+def test_proposal_shape_is_the_prior_mean_shape():
+    X = np.random.default_rng(0).poisson(1.0, size=(40, 12))
+    s = GibbsSampler.for_training(PoissonLink().check_data(X), 5, method="partial", random_state=0)
+    np.testing.assert_array_equal(proposal_shape(s.network), np.maximum(s.network.r, np.finfo(float).tiny))
+    s.add_layer(0.05)
+    net = s.network
+    np.testing.assert_allclose(proposal_shape(net), net.layers[1].phi @ net.r)
+
+
+def _corpus(J=400, V=40, seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.poisson(rng.gamma(0.3, 3, size=(J, 4)) @ rng.dirichlet(np.full(V, 0.2), size=4))
+
+
+def test_chain_does_not_depend_on_threads_and_keeps_invariants():
+    Y = PoissonLink().check_data(_corpus())
+    chains = []
+    for nj in (1, 2):
+        s = GibbsSampler.for_training(Y, 8, method="partial", n_jobs=nj, random_state=4)
+        for T in (1, 2, 3):
+            if T > 1:
+                s.add_layer(0.05)
+            for it in range(6):
+                s.sweep(update_p_c=it > 1)
+                check_invariants(s)
+            if T == 1:
+                s.prune_top()
+        chains.append(s)
+    a, b = chains
+    np.testing.assert_array_equal(a.tokens.labels, b.tokens.labels)
+    for la, lb in zip(a.network.layers, b.network.layers):
+        np.testing.assert_array_equal(la.phi, lb.phi)
+    assert 0.0 < a.tokens.acceptance <= 1.0
+
+
+@pytest.mark.parametrize("link", ["bernoulli", "prg"])
+def test_other_links_are_refused(link):
+    X = (np.random.default_rng(0).random((10, 6)) > 0.5).astype(float)
+    with pytest.raises(ValueError, match=f"method='partial'.*{link}"):
+        GBN(link=link, method="partial", n_components=3).fit(X)
+    with pytest.raises(ValueError, match="method='partial'"):
+        GibbsSampler.for_training(sp.csr_matrix(X), 3, link=link, method="partial")
+
+
+def test_estimator_transform_perplexity_save_load(tmp_path):
+    X = _corpus(J=150)
+    kw = dict(n_components=10, n_layers=2, burn_in=(12, 8), n_collect=6, transform_iter=(5, 5),
+              random_state=2, method="partial")
+    train, held = split_tokens(X[:120], 0.7, random_state=0)
+    m = GBN(**kw).fit(train, heldout=held)
+    assert len(m.perplexity_) == len(m.networks_) and np.isfinite(m.perplexity_).all()
+    assert m.method_ == "partial"
+    F = m.transform(X[120:])
+    assert F.shape == (30, m.widths_[0]) and np.isfinite(F).all()
+    obs, rest = split_tokens(X[120:], 0.5, random_state=1)
+    assert np.isfinite(m.perplexity(obs, rest))
+    path = tmp_path / "model.json"
+    save(m, path)
+    back = load(path)
+    assert back.method_ == "partial" and back.get_params()["method"] == "partial"
+    np.testing.assert_array_equal(back.transform(X[120:]), F)
+
+
+@pytest.mark.parametrize("mode", ["shared", "mh-1", "mh-2", "include-self"])
+def test_sweeps_sample_the_labels_posterior_exactly(mode):
+    """Whole sweeps of one document (4 tokens of 2 terms, K = 3: 81 labellings)
+    with Phi^(1) and a_j fixed: the thinned chain's labellings against their
+    exact probabilities prod_k Gamma(a_k + n_k) / Gamma(a_k) prod_i phi_{v_i z_i}
+    (the document bucket kept across a cell's tokens, the alias tables and the
+    Metropolis-Hastings steps together); the planted -ji bug is rejected."""
+    import itertools
+
+    from scipy.special import gammaln
+
+    rng = np.random.default_rng(1)
+    K, V = 3, 3
+    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    b = np.array([1.2, 0.2, 0.9])
+    a = b if mode in ("shared", "include-self") else np.array([0.3, 1.7, 0.6])
+    Y = sp.csr_matrix(np.array([[2, 0, 2]]))
+    terms = [0, 0, 2, 2]
+    configs = list(itertools.product(range(K), repeat=4))
+    logp = np.array([np.sum(gammaln(a + np.bincount(z, minlength=K)) - gammaln(a))
+                     + sum(np.log(phi[v, k]) for v, k in zip(terms, z)) for z in configs])
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    state = PartialState.from_counts(Y, K, labels=np.zeros(4, dtype=np.int64))
+    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
+    _partial.build_alias(phi, b, prob, alias, mass, 1)
+    streams = BlockStreams(np.random.default_rng(5), 1)
+    shared = mode in ("shared", "include-self")
+    steps = int(mode[-1]) if mode.startswith("mh") else 1
+    index = {z: i for i, z in enumerate(configs)}
+    counts = np.zeros(len(configs))
+    bounds = np.array([0, 1], dtype=np.int64)
+    for it in range(60000):
+        _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, state.labels, phi,
+                               a[None, :].copy(), b, prob, alias, mass, bounds, streams.addresses,
+                               state.doc_counts, np.zeros((V, K), dtype=np.int64), steps, 1,
+                               mode == "include-self", shared)
+        if it % 6 == 0:      # thinned: nearly independent draws
+            counts[index[tuple(state.labels)]] += 1
+    keep = p > 0.005
+    pval = stats.chisquare(counts[keep], p[keep] / p[keep].sum() * counts[keep].sum()).pvalue
+    if mode == "include-self":
+        assert pval < 1e-6
+    else:
+        assert pval > 1e-3, pval
