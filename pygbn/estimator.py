@@ -112,7 +112,7 @@ class GBN:
         perplexities: see the user guide, "How long a test-time chain?").
     check : bool, default=False
         Debug mode: verify the sampler's invariants after every iteration.
-    trace_every : int, default=10
+    trace_every : int, default=25
         Record the training log-likelihood per token every this many
         iterations of each depth (0: never); see ``loglikelihoods_``.  It
         draws no random numbers: the chain is the same whatever its value.
@@ -162,7 +162,7 @@ class GBN:
                  burn_in=(1000, 500), n_collect=500, method: str = "auto", n_jobs: Optional[int] = 1,
                  random_state=None, verbose=False, callback: Optional[Callable] = None,
                  prune: bool = True, min_width: int = 4, hyperparameters=None,
-                 transform_iter=(500, 500), check: bool = False, trace_every: int = 10):
+                 transform_iter=(500, 500), check: bool = False, trace_every: int = 25):
         self.link = link
         self.n_components = n_components
         self.n_layers = n_layers

@@ -117,7 +117,7 @@ def test_traces_are_saved_and_old_files_load(tmp_path):
     old = tmp_path / "old.npz"
     np.savez(old, **arrays)
     o = pygbn.load(old)
-    assert o.loglikelihoods_ == [[], []] and o.trace_widths_ == [[], []] and o.trace_every == 10
+    assert o.loglikelihoods_ == [[], []] and o.trace_widths_ == [[], []] and o.trace_every == 25
     np.testing.assert_array_equal(o.network_.layers[0].phi, g.network_.layers[0].phi)
     # inconsistent traces are refused with one message
     meta["fitted"]["loglikelihoods_"] = [[1.0], []]

@@ -239,7 +239,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                    "on the rest and report the held-out perplexity of each depth")
     g.add_argument("--progress-every", type=_pos_int, default=50, metavar="N",
                    help="iterations between progress lines on stderr (default: %(default)s)")
-    g.add_argument("--trace-every", type=_nonneg_int, default=10, metavar="N",
+    g.add_argument("--trace-every", type=_nonneg_int, default=25, metavar="N",
                    help="record the training log-likelihood every N iterations, 0 for never; see "
                    "'pygbn trace' (default: %(default)s)")
 

@@ -32,7 +32,7 @@ __all__ = ["Schedule", "FitResult", "fit_layerwise", "run_layerwise", "Layerwise
 
 #: default of ``trace_every``: the training log-likelihood is recorded every this many
 #: iterations (its cost, about that of one split of the data, is then a few percent)
-TRACE_EVERY = 10
+TRACE_EVERY = 25
 
 
 def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
@@ -82,7 +82,7 @@ class Schedule:
     heldout_every : int, default=5
         With held-out counts, every this many collected iterations add a
         sample to the held-out predictive.
-    trace_every : int, default=10
+    trace_every : int, default=25
         Record the training log-likelihood per token
         (:mod:`pygbn.inference.trace`) at every iteration of a depth that is
         a multiple of this (0: never).  No random numbers are drawn, so the
