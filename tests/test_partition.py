@@ -11,7 +11,8 @@ from pygbn.inference.layerwise import SamplerChain, Schedule, fit_layerwise, run
 from pygbn.inference.partition import LocalPart, PartitionedChain, combine_encoded, encode_stats
 from pygbn.model.links import get_link
 
-SCHEDULE = Schedule.for_layers(3, burn_in=(12, 6), n_collect=10)
+# traces every 10 iterations (the default, 25, is longer than these stages): the traces are compared too
+SCHEDULE = Schedule.for_layers(3, burn_in=(12, 6), n_collect=10, trace_every=10)
 
 
 def test_streams_rebuilt_from_entropy_are_the_spawned_ones():
