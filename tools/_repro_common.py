@@ -457,3 +457,19 @@ def write_spread_page(out: Path, name: str, md: Sequence[str], series, n_depths:
                   "layers T", f"{what}(T) - {what}(1)", xticks=list(range(1, n_depths + 1)),
                   hlines=[{"label": "T = 1", "y": 0.0, "colour": "#888"}])
     return page
+
+
+def tomotopy_lda(X, K: int):
+    """tomotopy's LDA (alpha 0.1, eta 0.01, seed 1) holding the documents of the
+    CSR count matrix ``X`` (term v is the word ``str(v)``): the benchmarks'
+    reference model.  Raises ImportError when tomotopy is not installed."""
+    import tomotopy as tp
+
+    mdl = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=1)
+    words = [str(v) for v in range(X.shape[1])]
+    for j in range(X.shape[0]):
+        lo, hi = X.indptr[j], X.indptr[j + 1]
+        toks = [words[v] for v, n in zip(X.indices[lo:hi], X.data[lo:hi]) for _ in range(int(n))]
+        if toks:
+            mdl.add_doc(toks)
+    return mdl

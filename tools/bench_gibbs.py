@@ -126,16 +126,9 @@ def depth_sweep(Y, link, K, T_max, method, n_jobs, first, per_layer, widths, see
 
 def time_tomotopy(X, K, warmup, iters):
     try:
-        import tomotopy as tp
+        mdl = rc.tomotopy_lda(X, K)
     except ImportError:
         return None
-    mdl = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=1)
-    words = [str(v) for v in range(X.shape[1])]
-    for j in range(X.shape[0]):
-        lo, hi = X.indptr[j], X.indptr[j + 1]
-        toks = [words[v] for v, n in zip(X.indices[lo:hi], X.data[lo:hi]) for _ in range(int(n))]
-        if toks:
-            mdl.add_doc(toks)
     mdl.train(max(warmup, 1), workers=1)
     best = np.inf
     for _ in range(iters):

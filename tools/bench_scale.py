@@ -57,6 +57,9 @@ import scipy.sparse as sp
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import _repro_common as rc  # noqa: E402
 
 #: vocabulary size, mean document length and number of true topics of the corpora
 N_TERMS = 20_000
@@ -178,15 +181,7 @@ def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
 
 def run_tomotopy(X, K, workers, early, late, late_iters):
     """tomotopy's LDA (alpha 0.1, eta 0.01, ``workers`` threads) on the documents of ``X``."""
-    import tomotopy as tp
-
-    mdl = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=1)
-    words = [str(v) for v in range(X.shape[1])]
-    for j in range(X.shape[0]):
-        lo, hi = X.indptr[j], X.indptr[j + 1]
-        toks = [words[v] for v, n in zip(X.indices[lo:hi], X.data[lo:hi]) for _ in range(int(n))]
-        if toks:
-            mdl.add_doc(toks)
+    mdl = rc.tomotopy_lda(X, K)
     n_iter = max(early, late + late_iters if late else 0)
     clock = _Clock()
     for _ in range(n_iter):

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from pygbn.inference import _collapsed
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 
-__all__ = ["CollapsedState", "initial_labels", "token_arrays"]
+__all__ = ["CollapsedState", "TokenLabels", "initial_labels", "token_arrays"]
 
 #: the kernel's token offsets and the label count are bounded by int32 (n_vk is int32)
 _MAX_TOKENS = 2**31 - 1
@@ -74,7 +74,32 @@ def initial_labels(values: np.ndarray, n_components: int, labels: Optional[np.nd
     return labels
 
 
-class CollapsedState:
+class TokenLabels:
+    """The tokens of CSR data and one factor label each: the layout both
+    token-level layer-one states (:class:`CollapsedState`,
+    :class:`pygbn.inference.partial.PartialState`) build on.
+
+    The tokens of document j are its stored cells in CSR order, ``values[c]``
+    tokens of term ``indices[c]`` for cell ``c``; ``labels[doc_ptr[j]:doc_ptr[j + 1]]``
+    are its labels (int16 when K <= 32767), ``term_tokens[v]`` the tokens of
+    term v and ``max_doc_tokens`` the longest document's.
+    """
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray,
+                 labels: np.ndarray, n_terms: int, n_components: int):
+        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(indices, dtype=np.int32)
+        self.values = np.ascontiguousarray(values, dtype=np.float64)
+        self.n_terms = int(n_terms)
+        self.n_components = int(n_components)
+        self.doc_ptr = np.empty(self.indptr.size, dtype=np.int64)
+        self.term_tokens = np.empty(self.n_terms, dtype=np.int64)
+        self.max_doc_tokens = _collapsed.token_layout(self.indptr, self.indices, self.values,
+                                                      self.doc_ptr, self.term_tokens)
+        self.labels = np.ascontiguousarray(labels, dtype=label_dtype(self.n_components))
+
+
+class CollapsedState(TokenLabels):
     """Factor labels of the tokens and the counts of the collapsed sampler.
 
     Build it with :meth:`from_counts`.  The counts are derived from the
@@ -111,16 +136,7 @@ class CollapsedState:
                  labels: np.ndarray, n_terms: int, n_components: int,
                  dense_from: Optional[int] = None):
         self.dense_from = int(self.DENSE_FROM if dense_from is None else dense_from)
-        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(indices, dtype=np.int32)
-        self.values = np.ascontiguousarray(values, dtype=np.float64)
-        self.n_terms = int(n_terms)
-        self.n_components = int(n_components)
-        self.doc_ptr = np.empty(self.indptr.size, dtype=np.int64)
-        self.term_tokens = np.empty(self.n_terms, dtype=np.int64)
-        self.max_doc_tokens = _collapsed.token_layout(self.indptr, self.indices, self.values,
-                                                      self.doc_ptr, self.term_tokens)
-        self.labels = np.ascontiguousarray(labels, dtype=label_dtype(self.n_components))
+        super().__init__(indptr, indices, values, labels, n_terms, n_components)
         # room for min(K, tokens of the term) topics per term
         self.word_ptr = np.zeros(self.n_terms + 1, dtype=np.int64)
         np.cumsum(np.minimum(self.term_tokens, self.n_components), out=self.word_ptr[1:])

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.inference import _collapsed, _partial, _upper
-from pygbn.inference.collapsed_state import doc_count_dtype, initial_labels, label_dtype, token_arrays
+from pygbn.inference.collapsed_state import TokenLabels, doc_count_dtype, initial_labels, label_dtype, token_arrays
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 logger = logging.getLogger("pygbn")
@@ -50,7 +50,7 @@ MH_STEPS = 2
 _TINY = np.finfo(np.float64).tiny
 
 
-class PartialState:
+class PartialState(TokenLabels):
     """Topic labels of the tokens and their document-topic counts (method "partial").
 
     The tokens of document j are its stored cells in CSR order, ``Y[j, v]``
@@ -83,15 +83,7 @@ class PartialState:
     IGNORE_PHI = False
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
-        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(indices, dtype=np.int32)
-        self.values = np.ascontiguousarray(values, dtype=np.float64)
-        self.n_terms = int(n_terms)
-        self.n_components = int(n_components)
-        self.doc_ptr = np.empty(self.indptr.size, dtype=np.int64)
-        self.max_doc_tokens = _collapsed.token_layout(self.indptr, self.indices, self.values, self.doc_ptr,
-                                                      np.empty(self.n_terms, dtype=np.int64))
-        self.labels = np.ascontiguousarray(labels, dtype=label_dtype(self.n_components))
+        super().__init__(indptr, indices, values, labels, n_terms, n_components)
         self.acceptance = float("nan")
         self._alias = None
         self.rebuild()
