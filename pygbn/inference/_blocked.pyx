@@ -26,6 +26,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
+from pygbn.inference._shared cimport count_t, log_rescaled_weights
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
     random_crt, random_truncated_poisson, random_truncated_bessel,
@@ -36,11 +37,6 @@ from pygbn.random._kernels cimport (
 # (Link.latent_mode; the codes are defined once, in pygbn/model/_latent.pxd).
 from pygbn.model._latent cimport LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON
 
-ctypedef fused count_t:
-    # per-document counts m (uint16 where every document's total fits)
-    uint16_t
-    int32_t
-    int64_t
 
 
 cdef extern from *:
@@ -106,31 +102,19 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
     rescaled total is then ``cw[k - 1]``.
     """
     cdef Py_ssize_t i
-    cdef double total = 0.0, mx = -INFINITY, lw
+    cdef double total = 0.0
     for i in range(k):
         w[i] = phi_row[i] * theta_row[i]
         total += w[i]
         cw[i] = total
     if total > 0.0:
         return total
-    for i in range(k):
-        if phi_row[i] > 0.0 and theta_row[i] > 0.0:
-            lw = log(phi_row[i]) + log(theta_row[i])
-            if lw > mx:
-                mx = lw
+    # every weight zero (uniform, cannot happen with floored phi, theta) or rescaled
+    log_rescaled_weights(phi_row, theta_row, k, w)
     total = 0.0
     for i in range(k):
-        if phi_row[i] > 0.0 and theta_row[i] > 0.0:
-            w[i] = exp(log(phi_row[i]) + log(theta_row[i]) - mx)
-        else:
-            w[i] = 0.0
         total += w[i]
         cw[i] = total
-    if total <= 0.0:
-        # every weight is zero: spread uniformly (cannot happen with floored phi, theta)
-        for i in range(k):
-            w[i] = 1.0
-            cw[i] = i + 1.0
     return 0.0  # signals "the true total underflowed"
 
 

@@ -73,15 +73,7 @@ cdef enum:
     # and gets it back once it uses fewer than K / (2 DENSE_SHARE)
     DENSE_SHARE = 3
 
-ctypedef fused topic_t:
-    # a label: int16 when K <= 32767
-    int16_t
-    int32_t
-
-ctypedef fused doc_count_t:
-    # n_jk: uint16 when no document holds more than 65535 tokens
-    uint16_t
-    int32_t
+from pygbn.inference._shared cimport doc_count_t, topic_t
 
 
 cdef inline void _list_remove(int32_t *lst, int32_t *length, int32_t *pos, int32_t k) noexcept nogil:

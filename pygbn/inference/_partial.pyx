@@ -40,13 +40,7 @@ from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
 
-ctypedef fused topic_t:
-    int16_t
-    int32_t
-
-ctypedef fused doc_count_t:
-    uint16_t
-    int32_t
+from pygbn.inference._shared cimport doc_count_t, topic_t
 
 
 cdef extern from *:

@@ -36,14 +36,10 @@ from numpy.random.c_distributions cimport random_standard_uniform
 from scipy.linalg.cython_blas cimport dgemm
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
+from pygbn.inference._shared cimport count_t, log_rescaled_weights
 from pygbn.random._inline cimport crt_inversion, gamma_row_scaled
 from pygbn.random._kernels cimport random_crt, random_multinomial_split
 
-ctypedef fused count_t:
-    # the per-document counts m of the layer below (the sampler picks the type)
-    uint16_t
-    int32_t
-    int64_t
 
 cdef enum:
     # weights are summed in chunks of this many cells (two-level search)
@@ -261,33 +257,6 @@ cdef inline Py_ssize_t _pick(const double *phi_row, const double *theta_row, Py_
     return last_i
 
 
-cdef inline double _log_weights(const double *phi_row, const double *theta_row, Py_ssize_t k,
-                                double *w) noexcept nogil:
-    """Weights rescaled by their maximum in log space, for cells whose products underflow.
-
-    ``w[i] = exp(log phi_i + log theta_i - max)`` (0 where a factor is 0);
-    returns their sum (at least 1 unless every factor pair has a zero).
-    """
-    cdef Py_ssize_t i
-    cdef double mx = -INFINITY, lw, total = 0.0
-    for i in range(k):
-        if phi_row[i] > 0.0 and theta_row[i] > 0.0:
-            lw = log(phi_row[i]) + log(theta_row[i])
-            if lw > mx:
-                mx = lw
-    for i in range(k):
-        if phi_row[i] > 0.0 and theta_row[i] > 0.0:
-            w[i] = exp(log(phi_row[i]) + log(theta_row[i]) - mx)
-        else:
-            w[i] = 0.0
-        total += w[i]
-    if not total > 0.0:
-        for i in range(k):
-            w[i] = 1.0
-        total = <double> k
-    return total
-
-
 cdef inline Py_ssize_t _search_linear(const double *w, Py_ssize_t k, double u) noexcept nogil:
     """First cell whose cumulative weight exceeds ``u`` (the last positive one if none)."""
     cdef Py_ssize_t i, last = 0
@@ -316,7 +285,7 @@ cdef inline void _propagate_cell(bitgen_t *g, int64_t m, const double *p, const 
     cdef Py_ssize_t i
     if not total > 0.0:
         # every product underflowed: one table (CRT with r -> 0), split in log space
-        total = _log_weights(p, t, k, w)
+        total = log_rescaled_weights(p, t, k, w)
         i = _search_linear(w, k, random_standard_uniform(g) * total)
         m_row[i] += 1
         if n_row != NULL:
