@@ -19,7 +19,8 @@ the PRG density of a real value, see
   the next sweep needs it), so both use this estimate;
 * ``Phi^(1)`` the chain's current sample (blocked) or, for the collapsed
   sampler, which integrates it out too, its posterior mean given the token
-  labels, ``(eta + n_vk) / (V eta + n_.k)``.
+  labels, ``(eta + n_vk) / (V eta + n_.k)`` (formed entry by entry from
+  ``n_vk``, :func:`pygbn.inference._blocked.heldout_accumulate_counts`).
 
 :func:`loglik_per_token` divides the sum over documents by the link's token
 count (:meth:`~pygbn.model.links.Link.n_tokens`: the count total for
@@ -30,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from pygbn.inference import _blocked, _upper
-from pygbn.inference.layer_one import CHUNK_BLOCKS
+from pygbn.inference.layer_one import CHUNK_BLOCKS, posterior_column_sums
 
 __all__ = ["document_loglik", "loglik_per_token"]
 
@@ -52,7 +53,20 @@ def document_loglik(sampler) -> np.ndarray:
     net = sampler.network
     layer = net.layers[0]
     link = net.link
-    phi = layer.posterior_mean_phi() if sampler.method == "collapsed" else np.ascontiguousarray(layer.phi)
+    if sampler.method == "collapsed":
+        # the posterior mean of Phi^(1) formed entry by entry from the counts (the
+        # same values, no (V, K) float64 array beside the chain's state)
+        counts, eta = layer.counts, float(layer.eta)
+        col_sums = posterior_column_sums(counts, eta)
+
+        def accumulate(ptr, idx, theta, rates, totals):
+            _blocked.heldout_accumulate_counts(ptr, idx, counts, eta, col_sums, theta, rates, totals,
+                                               sampler.n_threads)
+    else:
+        phi = np.ascontiguousarray(layer.phi)
+
+        def accumulate(ptr, idx, theta, rates, totals):
+            _blocked.heldout_accumulate(ptr, idx, phi, theta, rates, totals, sampler.n_threads)
     K = layer.width
     bounds = sampler.bounds
     n_blocks = len(bounds) - 1
@@ -75,8 +89,7 @@ def document_loglik(sampler) -> np.ndarray:
         c0, c1 = int(indptr[lo]), int(indptr[hi])
         rates = np.zeros(c1 - c0)
         totals = np.zeros(hi - lo)
-        _blocked.heldout_accumulate(np.ascontiguousarray(indptr[lo:hi + 1] - c0), indices[c0:c1], phi,
-                                    theta, rates, totals, sampler.n_threads)
+        accumulate(np.ascontiguousarray(indptr[lo:hi + 1] - c0), indices[c0:c1], theta, rates, totals)
         doc = np.repeat(np.arange(hi - lo), np.diff(indptr[lo:hi + 1]))
         cell_aux = aux[lo:hi][doc] if aux.size else aux
         terms = link.log_density_shifted(values[c0:c1], np.maximum(rates, _TINY), cell_aux)
