@@ -57,6 +57,8 @@ class Probe:
         self.snapshot = None
         self.snapshot_phase = None
         self._stop = False
+        self.at = None
+        self.at_snapshot = None
 
     def phase(self):
         return "/".join(self.stack[-2:])
@@ -72,7 +74,11 @@ class Probe:
             time.sleep(0.002)
 
     def check(self, where):
+        if not tracemalloc.is_tracing():
+            return
         cur, _ = tracemalloc.get_traced_memory()
+        if where == self.at:
+            self.at_snapshot = (cur, tracemalloc.take_snapshot())
         if cur > self.traced_best * 1.002:
             self.traced_best = cur
             self.snapshot = tracemalloc.take_snapshot()
@@ -106,6 +112,7 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--no-trace", action="store_true", help="RSS phases only (no tracemalloc)")
+    ap.add_argument("--at", help="also list the live allocations at this point (e.g. 'enter G.snapshot'; the last time)")
     args = ap.parse_args()
 
     r0 = rss_mb()
@@ -124,6 +131,7 @@ def main():
                                               for m in heavy}))
 
     probe = Probe()
+    probe.at = args.at
     if not args.no_trace:
         tracemalloc.start(4)
     X = sp.load_npz(args.corpus).tocsr()
@@ -179,11 +187,15 @@ def main():
     print("largest RSS per phase (MB, in order of first appearance):")
     for ph in probe.order:
         print(f"  {probe.rss_peak[ph]:8.1f}  {ph}")
+    shots = []
     if probe.snapshot is not None:
-        print(f"\ntracemalloc peak {probe.traced_best / 2**20:.1f} MB at '{probe.snapshot_phase}'; "
-              f"live allocations there by site:")
-        stats = probe.snapshot.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)]) \
-            .statistics("traceback")
+        shots.append((f"tracemalloc peak {probe.traced_best / 2**20:.1f} MB at '{probe.snapshot_phase}'",
+                      probe.snapshot))
+    if probe.at_snapshot is not None:
+        shots.append((f"tracemalloc {probe.at_snapshot[0] / 2**20:.1f} MB at '{probe.at}'", probe.at_snapshot[1]))
+    for title, snap in shots:
+        print(f"\n{title}; live allocations there by site:")
+        stats = snap.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)]).statistics("traceback")
         for st in stats[:args.top]:
             if st.size < 2**18:
                 continue

@@ -264,7 +264,9 @@ class GibbsSampler:
         else:
             phi = init_rng.random((V, K))
             phi /= phi.sum(axis=0, keepdims=True)
-        layer = Layer(phi=phi, eta=float(eta), counts=np.zeros((V, K), dtype=np.int64))
+        # the counts of a collapsed layer one are its tokens' (set_tokens)
+        counts = None if method == "collapsed" else np.zeros((V, K), dtype=np.int64)
+        layer = Layer(phi=phi, eta=float(eta), counts=counts)
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
         return cls.starting_from(net, Y, method=method, n_jobs=n_jobs, random_state=rng)

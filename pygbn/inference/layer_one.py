@@ -92,7 +92,7 @@ def posterior_column_sums(counts: np.ndarray, eta: float) -> np.ndarray:
 
 
 #: tokens per chunk of :func:`phi_from_labels`
-_LABEL_CHUNK = 1 << 20
+_LABEL_CHUNK = 1 << 18
 
 
 def phi_from_labels(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, doc_ptr: np.ndarray,

@@ -31,11 +31,13 @@ from __future__ import annotations
 import numpy as np
 
 from pygbn.inference import _blocked, _upper
-from pygbn.inference.layer_one import CHUNK_BLOCKS, posterior_column_sums
+from pygbn.inference.layer_one import posterior_column_sums
 
 __all__ = ["document_loglik", "loglik_per_token"]
 
 _TINY = np.finfo(np.float64).tiny
+#: document blocks per chunk of :func:`document_loglik`
+TRACE_CHUNK_BLOCKS = 8
 
 
 def document_loglik(sampler) -> np.ndarray:
@@ -73,15 +75,20 @@ def document_loglik(sampler) -> np.ndarray:
     out = np.zeros(sampler.n_docs)
     indptr, indices, values = sampler.indptr, sampler.indices, sampler.values
     aux = sampler.aux
-    for b0 in range(0, n_blocks, CHUNK_BLOCKS):
-        b1 = min(b0 + CHUNK_BLOCKS, n_blocks)
+    # one buffer for every chunk's theta, and small chunks: the temporaries of a
+    # trace stay small beside the chain's state (a document's value does not
+    # depend on the chunks)
+    step = TRACE_CHUNK_BLOCKS
+    longest = int(np.max(np.diff(bounds))) if n_blocks else 0
+    buf = np.empty((min(sampler.n_docs, step * longest), K))
+    for b0 in range(0, n_blocks, step):
+        b1 = min(b0 + step, n_blocks)
         lo, hi = int(bounds[b0]), int(bounds[b1])
+        theta = buf[:hi - lo]
         if net.depth == 1:
-            theta = np.empty((hi - lo, K))
             theta[:] = np.maximum(net.r, _TINY)
         else:
             upper = net.layers[1]
-            theta = np.empty((hi - lo, K))
             _upper.doc_prior(upper.theta, upper.phi, np.ascontiguousarray(bounds[b0:b1 + 1]), theta,
                              sampler.n_threads)
         theta += sampler.m[0][lo:hi]
