@@ -28,6 +28,9 @@ __all__ = ["kernel_csr", "count_dtype", "stat_dtype", "posterior_column_sums", "
 #: document blocks per kernel call when rows are made for a few blocks at a time
 #: (theta^(1) and the collapsed prior): a (32 x 128, K) buffer instead of (J, K)
 CHUNK_BLOCKS = 32
+#: document blocks per chunk of the blocked split with a pending theta^(1) (at least
+#: 8 per thread): a (8 x 128, K) buffer, small beside the (V, K) Phi^(1)
+SPLIT_CHUNK_BLOCKS = 8
 #: where a document block's theta^(1) is
 HELD, PENDING, USED = 0, 1, 2
 
@@ -197,7 +200,7 @@ class LazyThetaOne:
                 self.materialize(s)
             return None
         layer, nt = s.network.layers[0], s.n_threads
-        step = max(CHUNK_BLOCKS, 8 * nt)
+        step = max(SPLIT_CHUNK_BLOCKS, 8 * nt)
         longest_block = int(np.max(np.diff(s.bounds)))
         buf = np.empty((min(s.n_docs, step * longest_block), layer.width))
         over = 0
