@@ -31,7 +31,8 @@ import tracemalloc
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+if "pygbn" not in sys.modules and not any(Path(p, "pygbn").is_dir() for p in sys.path if p):
+    sys.path.insert(0, str(HERE.parent))
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
