@@ -14,7 +14,7 @@ from pygbn._version import __version__
 
 logging.getLogger("pygbn").addHandler(logging.NullHandler())
 
-from pygbn import datasets, explore, random, text  # noqa: E402
+from pygbn import random  # noqa: E402
 from pygbn.estimator import GBN, NotFittedError, load, save  # noqa: E402
 from pygbn.evaluation import split_tokens  # noqa: E402
 from pygbn.model import (  # noqa: E402
@@ -26,6 +26,20 @@ from pygbn.model import (  # noqa: E402
     PoissonRandomizedGammaLink,
 )
 
+#: subpackages a fit does not need, imported on first use (``pygbn.text`` brings scipy.io)
+_LAZY = ("datasets", "explore", "text")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"pygbn.{name}")
+    raise AttributeError(f"module 'pygbn' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def get_include() -> str:

@@ -288,7 +288,7 @@ class GBN:
         res = self._run_training(p, lambda callback: fit_layerwise(
             Y, p["schedule"], link=link, n_components=p["K"], eta=p["etas"], method=p["method"],
             n_jobs=p["n_jobs"], random_state=rng, hyper=p["hyper"], heldout=H,
-            callback=callback, check=self.check))
+            callback=callback, check=self.check, keep_state=False))
         for net in res.networks:
             net.vocabulary = vocabulary
         return self._state_from_fit(res, p["method"], heldout=H is not None)

@@ -41,15 +41,21 @@ from pygbn.model._latent cimport LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON
 
 cdef extern from *:
     """
-    /* Atomic 64-bit integer addition (exact in any order, so the shared sums
-       do not depend on the thread count). */
+    /* Atomic integer additions (exact in any order, so the shared sums do not
+       depend on the thread count). */
     #if defined(_MSC_VER)
     #include <intrin.h>
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
         _InterlockedExchangeAdd64((volatile __int64 *) p, (__int64) v);
     }
+    static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) {
+        _InterlockedExchangeAdd((volatile long *) p, (long) v);
+    }
     #elif defined(__GNUC__) || defined(__clang__)
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
+        __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    }
+    static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
     }
     #elif defined(_OPENMP)
@@ -57,11 +63,31 @@ cdef extern from *:
         #pragma omp atomic
         *p += v;
     }
+    static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) {
+        #pragma omp atomic
+        *p += v;
+    }
     #else
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) { *p += v; }  /* serial build */
+    static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) { *p += v; }
     #endif
     """
     void atomic_add_i64 "pygbn_atomic_add_i64"(int64_t *p, int64_t v) noexcept nogil
+    void atomic_add_i32 "pygbn_atomic_add_i32"(int32_t *p, int32_t v) noexcept nogil
+
+
+# the shared term-factor counts of layer one's split: int32 where their total is
+# known to fit (Poisson counts, pygbn.inference.layer_one.stat_dtype), else int64
+ctypedef fused stat_t:
+    int32_t
+    int64_t
+
+
+cdef inline void _atomic_add(stat_t *p, int64_t v) noexcept nogil:
+    if stat_t is int32_t:
+        atomic_add_i32(p, <int32_t> v)
+    else:
+        atomic_add_i64(p, v)
 
 
 def _fail_next_allocations(int n):
@@ -119,7 +145,7 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
 
 
 cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
-                            Py_ssize_t k, int64_t *tmp, count_t *m_row, int64_t *n_row,
+                            Py_ssize_t k, int64_t *tmp, count_t *m_row, stat_t *n_row,
                             bint atomic) noexcept nogil:
     """Multinomial split of x units over k cells (eq:step1); adds to m_row and n_row
     (by atomic additions when ``atomic``: ``n_row`` is shared by the threads)."""
@@ -133,7 +159,7 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
             c = _search(cw, k, random_standard_uniform(g) * total)
             m_row[c] += 1
             if atomic:
-                atomic_add_i64(&n_row[c], 1)
+                _atomic_add(&n_row[c], 1)
             else:
                 n_row[c] += 1
     else:
@@ -142,9 +168,9 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
             if tmp[c] != 0:
                 m_row[c] += <count_t> tmp[c]
                 if atomic:
-                    atomic_add_i64(&n_row[c], tmp[c])
+                    _atomic_add(&n_row[c], tmp[c])
                 else:
-                    n_row[c] += tmp[c]
+                    n_row[c] += <stat_t> tmp[c]
 
 
 cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
@@ -161,7 +187,7 @@ cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, dou
 def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                  const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
                  int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
-                 count_t[:, ::1] m_out, int64_t[:, ::1] n_out, int64_t[::1] x_out,
+                 count_t[:, ::1] m_out, stat_t[:, ::1] n_out, int64_t[::1] x_out,
                  int n_threads):
     """Latent counts and their split for a sparse documents x rows layer.
 
@@ -175,7 +201,9 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     ``n_out[v, :]`` (one array shared by the threads, atomic integer
     additions); ``x_out[cell] = x`` when ``x_out`` is not empty.  ``m_out``
     rows of the documents are overwritten; ``n_out`` is added to.  ``m_out``
-    may be uint16, int32 or int64.  Returns the number of documents whose
+    may be uint16, int32 or int64; ``n_out`` int32 (the caller has proven that
+    no entry can pass 2**31 - 1: Poisson counts of fewer tokens than that,
+    :func:`pygbn.inference.layer_one.stat_dtype`) or int64.  Returns the number of documents whose
     latent total exceeds what ``m_out`` holds (their rows are then wrong).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
@@ -266,6 +294,95 @@ def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,
             for i in range(k):
                 if out[j, i] < DBL_MIN:
                     out[j, i] = DBL_MIN
+
+
+def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
+                      const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
+    """``out[:, j] ~ Dirichlet(eta + counts[:, j])`` for each column (eq:step2).
+
+    Equivalent to ``dirichlet_rows(eta + counts.T.astype(float64), bounds,
+    streams, out_t)`` followed by ``out[:] = out_t.T``, draw for draw (the
+    same concentrations, ``eta + counts[v, j]``, the same streams, the same
+    floor), without the two (K, V) float64 arrays: block ``b`` (columns
+    ``bounds[b]:bounds[b+1]``) gathers its columns' concentrations into a
+    scratch of ``columns x V`` doubles, draws them in order from
+    ``streams[b]`` and writes the draws back into ``out``'s columns.
+    """
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t V = counts.shape[0]
+    cdef Py_ssize_t b, j, i, nc, c0
+    cdef bitgen_t *g
+    cdef double *alpha
+    cdef double *draw
+    cdef int n_failed = 0
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        g = <bitgen_t *> streams[b]
+        c0 = bounds[b]
+        nc = bounds[b + 1] - c0
+        alpha = <double *> block_malloc((nc * V + 1) * sizeof(double))
+        draw = <double *> block_malloc((V + 1) * sizeof(double))
+        if alpha == NULL or draw == NULL:
+            n_failed += 1
+        else:
+            for i in range(V):
+                for j in range(nc):
+                    alpha[j * V + i] = eta + <double> counts[i, c0 + j]
+            for j in range(nc):
+                random_dirichlet(g, &alpha[j * V], V, draw)
+                for i in range(V):
+                    out[i, c0 + j] = DBL_MIN if draw[i] < DBL_MIN else draw[i]
+        free(alpha)
+        free(draw)
+    if n_failed:
+        raise MemoryError(f"dirichlet_columns: scratch memory of {n_failed} column block(s) could not be allocated")
+
+
+def column_sums(const stat_t[:, ::1] counts, double eta, double[::1] out):
+    """``out[k] = sum_v (eta + counts[v, k])``, added row after row in float64.
+
+    Equivalent to ``(eta + counts.astype(float64)).sum(axis=0)`` when
+    ``counts`` has at least two columns (numpy then adds the rows of a
+    C-ordered array one after another, in this order), without the
+    (V, K) float64 array.
+    """
+    cdef Py_ssize_t V = counts.shape[0], K = counts.shape[1]
+    cdef Py_ssize_t v, k
+    with nogil:
+        for k in range(K):
+            out[k] = eta + <double> counts[0, k] if V > 0 else 0.0
+        for v in range(1, V):
+            for k in range(K):
+                out[k] = out[k] + (eta + <double> counts[v, k])
+
+
+def heldout_accumulate_counts(const int64_t[::1] indptr, const int32_t[::1] indices,
+                              const stat_t[:, ::1] counts, double eta, const double[::1] col_sums,
+                              const double[:, ::1] theta, double[::1] rate_acc, double[::1] norm_acc,
+                              int n_threads):
+    """:func:`heldout_accumulate` with ``phi = (eta + counts) / col_sums`` formed on the fly.
+
+    Equivalent to ``heldout_accumulate(indptr, indices, phi, theta, rate_acc,
+    norm_acc)`` with ``phi = (counts.astype(float64) + eta) / col_sums``
+    (each entry the same float64 value, so the sums are the same to the
+    bit), without the (V, K) float64 array: the posterior mean of Phi^(1)
+    of a collapsed chain (:meth:`pygbn.model.layer.Layer.posterior_mean_phi`,
+    ``col_sums`` from :func:`column_sums`).
+    """
+    cdef Py_ssize_t n_docs = indptr.shape[0] - 1
+    cdef Py_ssize_t k = counts.shape[1]
+    cdef Py_ssize_t j, c, i, v
+    cdef double s
+    for j in prange(n_docs, nogil=True, num_threads=n_threads, schedule="dynamic", chunksize=64):
+        s = 0.0
+        for i in range(k):
+            s = s + theta[j, i]
+        norm_acc[j] += s
+        for c in range(indptr[j], indptr[j + 1]):
+            v = indices[c]
+            s = 0.0
+            for i in range(k):
+                s = s + ((<double> counts[v, i] + eta) / col_sums[i]) * theta[j, i]
+            rate_acc[c] += s
 
 
 def heldout_accumulate(const int64_t[::1] indptr, const int32_t[::1] indices,

@@ -43,7 +43,7 @@ from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.partial import PartialState, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
-from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr
+from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr, phi_from_labels, stat_dtype
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -60,6 +60,12 @@ COLUMN_BLOCK = 8
 _TINY = np.finfo(np.float64).tiny
 #: the kernels' view of the data (kept under this name for pygbn.inference's other modules)
 _as_kernel_csr = kernel_csr
+
+
+def _placeholder(shape) -> np.ndarray:
+    """A read-only Phi of ``shape`` with uniform columns and no memory (where the
+    chain holds no draw of it: a collapsed layer one, or while a new one is made)."""
+    return np.broadcast_to(np.float64(1.0 / shape[0]), shape)
 
 
 def check_chain_input(network: Network, Y, values: bool = True) -> None:
@@ -225,6 +231,8 @@ class GibbsSampler:
         # blocked training draws theta^(1) of a document block when its split needs it
         # (same draws, same order): no (J, K_1) array between iterations
         self.lazy_theta_one = method == "blocked" and self.update_globals
+        # layer one's term-factor counts (blocked split): int32 where their range is proven
+        self.stat_dtype = stat_dtype(self.link, Y)
         self._theta_one = LazyThetaOne(len(self.bounds) - 1)
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
@@ -252,11 +260,13 @@ class GibbsSampler:
         if method == "collapsed":
             # Phi^(1) and theta^(1) are integrated out by the collapsed sampler:
             # a read-only placeholder of Phi^(1)'s shape (uniform columns, no memory)
-            phi = np.broadcast_to(np.float64(1.0 / V), (V, K))
+            phi = _placeholder((V, K))
         else:
             phi = init_rng.random((V, K))
             phi /= phi.sum(axis=0, keepdims=True)
-        layer = Layer(phi=phi, eta=float(eta), counts=np.zeros((V, K), dtype=np.int64))
+        # the counts of a collapsed layer one are its tokens' (set_tokens)
+        counts = None if method == "collapsed" else np.zeros((V, K), dtype=np.int64)
+        layer = Layer(phi=phi, eta=float(eta), counts=counts)
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
         return cls.starting_from(net, Y, method=method, n_jobs=n_jobs, random_state=rng)
@@ -452,8 +462,9 @@ class GibbsSampler:
         layer = self.network.layers[0]
         bounds, streams = self._blocks(blocks)
         nt = self.n_threads
-        # one (V, K) array shared by the threads (exact atomic integer additions)
-        n_out = np.zeros((self.n_features, layer.width), dtype=np.int64)
+        # one (V, K) array shared by the threads (exact atomic integer additions),
+        # int32 where no entry can pass 2**31 - 1 (layer_one.stat_dtype)
+        n_out = np.zeros((self.n_features, layer.width), dtype=self.stat_dtype)
         b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
         over = self._theta_one.split(self, b0, b1, n_out)      # theta^(1) pending: drawn there
         if over is None:
@@ -506,12 +517,16 @@ class GibbsSampler:
         which is how evaluation draws are made without touching the chain).
         """
         layer = self.network.layers[t - 1]
-        alpha_t = np.ascontiguousarray((layer.eta + layer.counts.astype(np.float64)).T)
-        out_t = np.empty_like(alpha_t)
-        col_bounds = block_bounds(alpha_t.shape[0], COLUMN_BLOCK)
+        counts = layer.counts
+        if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
+            counts = np.ascontiguousarray(counts, dtype=np.int64)
+        col_bounds = block_bounds(counts.shape[1], COLUMN_BLOCK)
         st = streams if streams is not None else self.col_streams
-        _blocked.dirichlet_rows(alpha_t, col_bounds, st.addresses, out_t, self.n_threads)
-        phi = np.ascontiguousarray(out_t.T)
+        if streams is None:         # the chain's last draw goes before the new one is made
+            layer.phi = _placeholder(layer.phi.shape)
+        phi = np.empty(counts.shape)
+        # column by column from the counts (no (K, V) float64 concentrations or draws)
+        _blocked.dirichlet_columns(counts, float(layer.eta), col_bounds, st.addresses, phi, self.n_threads)
         if streams is None:
             layer.phi = phi
         return phi
@@ -652,6 +667,8 @@ class GibbsSampler:
         self.check_state()
         if self.method == "collapsed":
             self.sample_layer_one_collapsed()
+        elif self.method == "blocked" and self.update_globals:
+            self.network.layers[0].counts = None    # the split makes this iteration's
         stats = self.local_upward(update_p_c=update_p_c)
         if self.update_globals:
             self.update_globals_from(stats)
@@ -699,7 +716,7 @@ class GibbsSampler:
             # the labels are renumbered and every count rebuilt from them; a collapsed
             # Phi^(1) stays a placeholder (integrated out)
             top.phi = (np.ascontiguousarray(top.phi[:, keep]) if self.method == "partial" else
-                       np.broadcast_to(np.float64(1.0 / top.n_inputs), (top.n_inputs, n_keep)))
+                       _placeholder((top.n_inputs, n_keep)))
             self.tokens.keep(keep)
             self.set_tokens(self.tokens)
         else:
@@ -740,7 +757,7 @@ class GibbsSampler:
 
     # ----------------------------------------------------------------- outputs
     def snapshot(self, c: Optional[Sequence[np.ndarray]] = None,
-                 aux: Optional[np.ndarray] = None) -> Network:
+                 aux: Optional[np.ndarray] = None, release: bool = False) -> Network:
         """The fitted network at this point of the chain (Algorithm 1, output).
 
         Each Phi^(t) is the posterior mean given the last sample's counts,
@@ -748,14 +765,22 @@ class GibbsSampler:
         each layer keeps the median over samples of c_j^(t+1) (and the link
         its summary of the aux).  ``c`` (one array per layer) and ``aux`` give
         the per-sample values of all documents when they live elsewhere
-        (default: the chain's own).
+        (default: the chain's own).  With ``release`` (the chain ends here)
+        the per-document state (``m``, every theta, the collapsed tokens'
+        counts, a blocked chain's Phi^(1) draw) is dropped before the
+        posterior means are made, so that they do not add to it; the network
+        is the same, and the sampler cannot sweep again.
         """
         net = self.network
         c = [layer.c for layer in net.layers] if c is None else c
+        phi_one = self._release() if release and self.update_globals else None
         layers = []
-        for layer, c_t in zip(net.layers, c):
-            phi = layer.posterior_mean_phi() if (self.update_globals and layer.counts is not None) \
-                else layer.phi.copy()
+        for t, (layer, c_t) in enumerate(zip(net.layers, c)):
+            if t == 0 and phi_one is not None:
+                phi = phi_one
+            else:
+                phi = layer.posterior_mean_phi() if (self.update_globals and layer.counts is not None) \
+                    else layer.phi.copy()
             c_med = float(np.median(c_t)) if c_t is not None and c_t.size else layer.c_median
             layers.append(Layer(phi=np.ascontiguousarray(phi), eta=layer.eta, c_median=c_med))
         link = net.link.from_dict(net.link.to_dict())
@@ -763,6 +788,28 @@ class GibbsSampler:
         return Network(layers=layers, r=net.r.copy(), gamma0=net.gamma0, c0=net.c0,
                        hyper=net.hyper, link=link,
                        vocabulary=None if net.vocabulary is None else list(net.vocabulary))
+
+    def _release(self) -> Optional[np.ndarray]:
+        """Drop the per-document state before the last snapshot (see :meth:`snapshot`);
+        returns the posterior mean of a collapsed Phi^(1), made from the token
+        labels once their counts are gone (:func:`~pygbn.inference.layer_one.phi_from_labels`),
+        else None."""
+        net = self.network
+        tokens, self.tokens = self.tokens, None
+        self.m = []
+        self._theta_sums, self._log_rates = {}, None
+        for layer in net.layers:
+            layer.theta = None
+        layer = net.layers[0]
+        if self.method == "collapsed" and tokens is not None:
+            layer.counts = None
+            arrays = (tokens.indptr, tokens.indices, tokens.values, tokens.doc_ptr, tokens.labels)
+            V, K = tokens.n_terms, tokens.n_components
+            del tokens      # its counts and word lists go with it
+            return phi_from_labels(*arrays, V, K, layer.eta)
+        if layer.counts is not None:      # the chain's last draw: the snapshot is the posterior mean
+            layer.phi = _placeholder(layer.phi.shape)
+        return None
 
     def layer_one_sample(self, streams: Optional[BlockStreams] = None,
                          col_streams: Optional[BlockStreams] = None):

@@ -2,7 +2,11 @@
 
 * :func:`kernel_csr` is the kernels' one view of the data (no copy where the
   types already match); :func:`count_dtype` the smallest integer type of
-  layer one's per-document counts ``m[0]``.
+  layer one's per-document counts ``m[0]``, :func:`stat_dtype` that of the
+  blocked split's term-factor counts.
+* :func:`posterior_column_sums` and :func:`phi_from_labels`: the posterior
+  mean of Phi^(1) (:meth:`pygbn.model.layer.Layer.posterior_mean_phi`) in
+  parts, to the bit, without a (V, K) float64 array beside the counts.
 * :class:`LazyThetaOne`: a blocked training chain does not keep theta^(1), a
   (J, K_1) float64 array, between iterations.  Each document block's rows are
   drawn from its own stream just before the block's split in the next sweep,
@@ -18,11 +22,15 @@ import scipy.sparse as sp
 from pygbn.inference import _blocked, _upper
 from pygbn.model.links import LATENT_COUNTS, Link
 
-__all__ = ["kernel_csr", "count_dtype", "LazyThetaOne"]
+__all__ = ["kernel_csr", "count_dtype", "stat_dtype", "posterior_column_sums", "phi_from_labels",
+           "LazyThetaOne"]
 
 #: document blocks per kernel call when rows are made for a few blocks at a time
 #: (theta^(1) and the collapsed prior): a (32 x 128, K) buffer instead of (J, K)
 CHUNK_BLOCKS = 32
+#: document blocks per chunk of the blocked split with a pending theta^(1) (at least
+#: 8 per thread): a (8 x 128, K) buffer, small beside the (V, K) Phi^(1)
+SPLIT_CHUNK_BLOCKS = 8
 #: where a document block's theta^(1) is
 HELD, PENDING, USED = 0, 1, 2
 
@@ -51,6 +59,74 @@ def count_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
     if longest <= np.iinfo(np.uint16).max:
         return np.dtype(np.uint16)
     return np.dtype(np.int32 if longest <= np.iinfo(np.int32).max else np.int64)
+
+
+def stat_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
+    """The integer type of layer one's term-factor counts ``x_{v.k}`` (the blocked
+    split's shared statistics).
+
+    For counts (the Poisson link) every entry is at most the data's total,
+    known in advance: int32 when that total is at most 2**31 - 1 (a
+    partition's total bounds its own sums; sums over partitions are formed in
+    int64).  The latent counts of the other links are random and unbounded: int64.
+    """
+    if link.latent_mode == LATENT_COUNTS and float(np.sum(Y.data)) <= np.iinfo(np.int32).max:
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+def posterior_column_sums(counts: np.ndarray, eta: float) -> np.ndarray:
+    """``(eta + counts.astype(float64)).sum(axis=0)`` to the bit, without the
+    (V, K) float64 array (the column sums of :meth:`Layer.posterior_mean_phi
+    <pygbn.model.layer.Layer.posterior_mean_phi>`).
+
+    numpy adds the rows of a C-ordered (V, K) array one after another when
+    K >= 2 (:func:`pygbn.inference._blocked.column_sums` does the same) and
+    sums a single column pairwise (done here by numpy on that column).
+    """
+    V, K = counts.shape
+    if K == 1:
+        return np.array([np.sum(counts[:, 0].astype(np.float64) + eta)])
+    out = np.empty(K)
+    if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+    _blocked.column_sums(counts, float(eta), out)
+    return out
+
+
+#: tokens per chunk of :func:`phi_from_labels`
+_LABEL_CHUNK = 1 << 18
+
+
+def phi_from_labels(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, doc_ptr: np.ndarray,
+                    labels: np.ndarray, n_terms: int, n_components: int, eta: float) -> np.ndarray:
+    """The posterior mean of a collapsed Phi^(1), ``(eta + n_vk) / sum_v (eta + n_vk)``,
+    from the token labels.
+
+    The same array as ``Layer(counts=n_vk).posterior_mean_phi()`` (the counts
+    are whole numbers, exact in float64, and the sums are formed alike),
+    counted straight into the float64 result a chunk of documents at a time,
+    so that the int32 ``n_vk`` need not be held beside it.  The tokens of
+    document j are its CSR cells in order, ``values[c]`` tokens of term
+    ``indices[c]``, labelled ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
+    """
+    K = int(n_components)
+    phi = np.zeros((int(n_terms), K))
+    flat = phi.reshape(-1)
+    J = doc_ptr.size - 1
+    lo = 0
+    while lo < J:
+        hi = int(np.searchsorted(doc_ptr, doc_ptr[lo] + _LABEL_CHUNK, side="right")) - 1
+        hi = min(max(hi, lo + 1), J)
+        c0, c1 = int(indptr[lo]), int(indptr[hi])
+        terms = np.repeat(indices[c0:c1].astype(np.int64), values[c0:c1].astype(np.int64))
+        terms *= K
+        terms += labels[doc_ptr[lo]:doc_ptr[hi]]
+        np.add.at(flat, terms, 1.0)
+        lo = hi
+    phi += eta
+    phi /= phi.sum(axis=0, keepdims=True)
+    return phi
 
 
 class LazyThetaOne:
@@ -124,7 +200,7 @@ class LazyThetaOne:
                 self.materialize(s)
             return None
         layer, nt = s.network.layers[0], s.n_threads
-        step = max(CHUNK_BLOCKS, 8 * nt)
+        step = max(SPLIT_CHUNK_BLOCKS, 8 * nt)
         longest_block = int(np.max(np.diff(s.bounds)))
         buf = np.empty((min(s.n_docs, step * longest_block), layer.width))
         over = 0

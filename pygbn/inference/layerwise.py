@@ -165,7 +165,7 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
                   n_components: int = 100, eta=0.05, method: str = "collapsed", n_jobs: int = 1,
                   random_state=None, hyper: Optional[Hyperparameters] = None,
                   heldout: Optional[sp.csr_matrix] = None, callback: Optional[Callable] = None,
-                  check: bool = False) -> FitResult:
+                  check: bool = False, keep_state: bool = True) -> FitResult:
     """Layer-wise training of Algorithms 1 and 2 of the paper.
 
     For T = 1, ..., ``schedule.n_layers``: (T > 1) add a layer whose width
@@ -208,6 +208,11 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
     check : bool, default=False
         Verify the chain's invariants after every iteration
         (:func:`check_invariants`).
+    keep_state : bool, default=True
+        False: the chain's per-document state is dropped at the snapshot of
+        depth ``schedule.n_layers`` (:meth:`GibbsSampler.snapshot` with
+        ``release``: the same networks at a lower peak memory) and
+        ``FitResult.sampler`` is None; what :class:`pygbn.GBN` does.
 
     Returns
     -------
@@ -223,8 +228,11 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
     etas = per_layer(eta, sched.n_layers, "eta")
     sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
                                         method=method, n_jobs=n_jobs, random_state=random_state)
-    return run_layerwise(SamplerChain(sampler, heldout), sched, etas, heldout=heldout is not None,
-                         callback=callback, check=check)
+    chain = SamplerChain(sampler, heldout, release_at=None if keep_state else sched.n_layers)
+    result = run_layerwise(chain, sched, etas, heldout=heldout is not None, callback=callback, check=check)
+    if not keep_state:
+        result.sampler = None
+    return result
 
 
 class LayerwiseChain(Protocol):
@@ -280,11 +288,16 @@ class SamplerChain:
     sampler : GibbsSampler
     heldout : csr_matrix, optional
         Held-out counts of the sampler's documents.
+    release_at : int, optional
+        The depth whose snapshot is the chain's last: its per-document state
+        is dropped there (:meth:`GibbsSampler.snapshot` with ``release``).
     """
 
-    def __init__(self, sampler: GibbsSampler, heldout: Optional[sp.csr_matrix] = None):
+    def __init__(self, sampler: GibbsSampler, heldout: Optional[sp.csr_matrix] = None,
+                 release_at: Optional[int] = None):
         self.sampler = sampler
         self.heldout = heldout
+        self.release_at = release_at
         self.predictive: Optional[HeldoutPredictive] = None
         self.n_tokens = sampler.link.n_tokens(sampler.Y)
 
@@ -314,7 +327,8 @@ class SamplerChain:
         return self.predictive.perplexity()
 
     def snapshot(self) -> Network:
-        return self.sampler.snapshot()
+        release = self.release_at is not None and self.sampler.depth >= self.release_at
+        return self.sampler.snapshot(release=release)
 
     def loglik_per_token(self) -> float:
         return loglik_per_token(document_loglik(self.sampler), self.n_tokens)

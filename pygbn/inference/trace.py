@@ -19,7 +19,8 @@ the PRG density of a real value, see
   the next sweep needs it), so both use this estimate;
 * ``Phi^(1)`` the chain's current sample (blocked) or, for the collapsed
   sampler, which integrates it out too, its posterior mean given the token
-  labels, ``(eta + n_vk) / (V eta + n_.k)``.
+  labels, ``(eta + n_vk) / (V eta + n_.k)`` (formed entry by entry from
+  ``n_vk``, :func:`pygbn.inference._blocked.heldout_accumulate_counts`).
 
 :func:`loglik_per_token` divides the sum over documents by the link's token
 count (:meth:`~pygbn.model.links.Link.n_tokens`: the count total for
@@ -30,11 +31,13 @@ from __future__ import annotations
 import numpy as np
 
 from pygbn.inference import _blocked, _upper
-from pygbn.inference.layer_one import CHUNK_BLOCKS
+from pygbn.inference.layer_one import posterior_column_sums
 
 __all__ = ["document_loglik", "loglik_per_token"]
 
 _TINY = np.finfo(np.float64).tiny
+#: document blocks per chunk of :func:`document_loglik`
+TRACE_CHUNK_BLOCKS = 8
 
 
 def document_loglik(sampler) -> np.ndarray:
@@ -52,22 +55,40 @@ def document_loglik(sampler) -> np.ndarray:
     net = sampler.network
     layer = net.layers[0]
     link = net.link
-    phi = layer.posterior_mean_phi() if sampler.method == "collapsed" else np.ascontiguousarray(layer.phi)
+    if sampler.method == "collapsed":
+        # the posterior mean of Phi^(1) formed entry by entry from the counts (the
+        # same values, no (V, K) float64 array beside the chain's state)
+        counts, eta = layer.counts, float(layer.eta)
+        col_sums = posterior_column_sums(counts, eta)
+
+        def accumulate(ptr, idx, theta, rates, totals):
+            _blocked.heldout_accumulate_counts(ptr, idx, counts, eta, col_sums, theta, rates, totals,
+                                               sampler.n_threads)
+    else:
+        phi = np.ascontiguousarray(layer.phi)
+
+        def accumulate(ptr, idx, theta, rates, totals):
+            _blocked.heldout_accumulate(ptr, idx, phi, theta, rates, totals, sampler.n_threads)
     K = layer.width
     bounds = sampler.bounds
     n_blocks = len(bounds) - 1
     out = np.zeros(sampler.n_docs)
     indptr, indices, values = sampler.indptr, sampler.indices, sampler.values
     aux = sampler.aux
-    for b0 in range(0, n_blocks, CHUNK_BLOCKS):
-        b1 = min(b0 + CHUNK_BLOCKS, n_blocks)
+    # one buffer for every chunk's theta, and small chunks: the temporaries of a
+    # trace stay small beside the chain's state (a document's value does not
+    # depend on the chunks)
+    step = TRACE_CHUNK_BLOCKS
+    longest = int(np.max(np.diff(bounds))) if n_blocks else 0
+    buf = np.empty((min(sampler.n_docs, step * longest), K))
+    for b0 in range(0, n_blocks, step):
+        b1 = min(b0 + step, n_blocks)
         lo, hi = int(bounds[b0]), int(bounds[b1])
+        theta = buf[:hi - lo]
         if net.depth == 1:
-            theta = np.empty((hi - lo, K))
             theta[:] = np.maximum(net.r, _TINY)
         else:
             upper = net.layers[1]
-            theta = np.empty((hi - lo, K))
             _upper.doc_prior(upper.theta, upper.phi, np.ascontiguousarray(bounds[b0:b1 + 1]), theta,
                              sampler.n_threads)
         theta += sampler.m[0][lo:hi]
@@ -75,8 +96,7 @@ def document_loglik(sampler) -> np.ndarray:
         c0, c1 = int(indptr[lo]), int(indptr[hi])
         rates = np.zeros(c1 - c0)
         totals = np.zeros(hi - lo)
-        _blocked.heldout_accumulate(np.ascontiguousarray(indptr[lo:hi + 1] - c0), indices[c0:c1], phi,
-                                    theta, rates, totals, sampler.n_threads)
+        accumulate(np.ascontiguousarray(indptr[lo:hi + 1] - c0), indices[c0:c1], theta, rates, totals)
         doc = np.repeat(np.arange(hi - lo), np.diff(indptr[lo:hi + 1]))
         cell_aux = aux[lo:hi][doc] if aux.size else aux
         terms = link.log_density_shifted(values[c0:c1], np.maximum(rates, _TINY), cell_aux)
