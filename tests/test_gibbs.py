@@ -168,7 +168,7 @@ def test_sweep_by_partitions_equals_one_sweep(method, link):
     halves on two groups of blocks (as two workers would), combining their
     sufficient statistics and updating the globals once gives exactly the chain
     of the ordinary sweep."""
-    from pygbn.inference.gibbs import SufficientStats
+    from pygbn.inference.sufficient import SufficientStats
 
     rng = np.random.default_rng(5)
     X = rng.poisson(rng.gamma(0.3, 3, size=(450, 4)) @ rng.dirichlet(np.full(30, 0.2), size=4))

@@ -6,7 +6,8 @@ import pytest
 import pygbn
 from pygbn._utils import draw_entropy, generators_from_entropy, spawn_generators
 from pygbn.datasets import load_demo
-from pygbn.inference.gibbs import BLOCK_SIZE, GibbsSampler, SufficientStats
+from pygbn.inference.gibbs import BLOCK_SIZE, GibbsSampler
+from pygbn.inference.sufficient import SufficientStats
 from pygbn.inference.layerwise import SamplerChain, Schedule, fit_layerwise, run_layerwise
 from pygbn.inference.partition import LocalPart, PartitionedChain, combine_encoded, encode_stats
 from pygbn.model.links import get_link

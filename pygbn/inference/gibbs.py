@@ -32,7 +32,6 @@ updates are serial and draw from one private stream.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -43,6 +42,7 @@ from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.partial import PartialState, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
+from pygbn.inference.sufficient import SufficientStats
 from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr, phi_from_labels, stat_dtype
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link, get_link
@@ -103,45 +103,6 @@ def check_chain_input(network: Network, Y, values: bool = True) -> None:
             if arr is not None and np.shape(arr) != shape:
                 raise ValueError(f"layer {t}'s {name} has shape {np.shape(arr)} but Y has {J} rows and the "
                                  f"layer is {layer.n_inputs} x {K}: expected {shape}")
-
-
-@dataclass
-class SufficientStats:
-    """What the global update needs from the documents (see GibbsSampler.local_upward).
-
-    Attributes
-    ----------
-    counts : list
-        ``counts[t-1]`` = x^(t)_{v.k}, the latent counts of layer t summed over
-        the documents (``None`` for a collapsed layer one, whose counts live in
-        the sampler).
-    x_top : ndarray of int64
-        The top layer's tables summed over the documents.
-    sum_L_blocks : ndarray
-        ``sum_j L_j^(T+1)`` per document block, in block order (summed in that
-        order, so the total does not depend on how blocks were grouped).
-    first_block : int
-        Index of the first block these statistics cover.
-    """
-
-    counts: List[Optional[np.ndarray]]
-    x_top: Optional[np.ndarray]
-    sum_L_blocks: np.ndarray
-    first_block: int = 0
-
-    @staticmethod
-    def combine(parts: Sequence["SufficientStats"]) -> "SufficientStats":
-        """Sum the statistics of disjoint groups of blocks (exact: integer sums,
-        and the per-block float sums re-ordered by block)."""
-        parts = sorted(parts, key=lambda p: p.first_block)
-        counts = []
-        for t in range(len(parts[0].counts)):
-            cs = [p.counts[t] for p in parts]
-            counts.append(None if cs[0] is None else np.sum(cs, axis=0))
-        x_top = None if parts[0].x_top is None else np.sum([p.x_top for p in parts], axis=0)
-        return SufficientStats(counts=counts, x_top=x_top,
-                               sum_L_blocks=np.concatenate([p.sum_L_blocks for p in parts]),
-                               first_block=parts[0].first_block)
 
 
 class GibbsSampler:

@@ -35,7 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.evaluation import perplexity_from_terms
-from pygbn.inference.gibbs import GibbsSampler, SufficientStats
+from pygbn.inference.gibbs import GibbsSampler
+from pygbn.inference.sufficient import SufficientStats
 from pygbn.inference.invariants import check_global_invariants, check_local_invariants
 from pygbn.inference.partial import PartialState
 from pygbn.inference.streams import ChainSeeds
