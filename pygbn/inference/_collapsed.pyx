@@ -75,6 +75,16 @@ cdef enum:
 
 from pygbn.inference._shared cimport doc_count_t, topic_t
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define PYGBN_PREFETCH(p) __builtin_prefetch((const void *) (p))
+    #else
+    #define PYGBN_PREFETCH(p) ((void) 0)
+    #endif
+    """
+    void prefetch "PYGBN_PREFETCH"(const void *p) noexcept nogil
+
 
 cdef inline void _list_remove(int32_t *lst, int32_t *length, int32_t *pos, int32_t k) noexcept nogil:
     """Remove ``k`` from an unordered list ``lst[:length]`` whose positions are
@@ -148,7 +158,7 @@ cdef struct Sweep:
     double doc_mass           # sum_k n_jk / D_k: the document bucket is eta times this
     double smooth_mass        # sum_k a_jk / D_k: the smoothing bucket is eta times this
     # the token being swept
-    double *word_terms        # n_wk c_k: in the order of the word's topic list, or by topic (dense)
+    double *word_terms        # n_wk c_k, in the order of a listed term's topic list
     double *block_terms       # dense word bucket: the totals of DENSE_BLOCK consecutive topics
     int32_t dense_from        # a term using this many topics drops its list ...
     int32_t sparse_below      # ... and gets it back when it uses fewer than this many
@@ -361,17 +371,16 @@ cdef inline int32_t _pick_in_word_bucket(const Sweep *state, int32_t n, double u
 
 cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept nogil:
     """The word bucket ``sum_k n_wk c_k`` over all K topics, from the term's dense
-    row: the terms go to ``state.word_terms`` (by topic) and the totals of each
-    block of DENSE_BLOCK topics to ``state.block_terms``.  Contiguous arrays and
+    row: the totals of each block of DENSE_BLOCK topics go to
+    ``state.block_terms`` (the topics' own terms are not stored: the search
+    recomputes those of one block, the same products).  Contiguous arrays and
     a fixed summation tree per block (the compiler can vectorise it): for a
     term that uses many topics this beats the list's indirect loads."""
-    cdef double *terms = state.word_terms
     cdef double *blocks = state.block_terms
     cdef const double *coef = state.coef
     cdef Py_ssize_t K = state.n_topics, n_full = K // DENSE_BLOCK, b, k, k0
     cdef double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7
     for b in range(n_full):
-        # all loads before the stores, in pairs: the compiler makes vector code of it
         k0 = b * DENSE_BLOCK
         t0 = nw[k0] * coef[k0]
         t1 = nw[k0 + 1] * coef[k0 + 1]
@@ -381,14 +390,6 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
         t5 = nw[k0 + 5] * coef[k0 + 5]
         t6 = nw[k0 + 6] * coef[k0 + 6]
         t7 = nw[k0 + 7] * coef[k0 + 7]
-        terms[k0] = t0
-        terms[k0 + 1] = t1
-        terms[k0 + 2] = t2
-        terms[k0 + 3] = t3
-        terms[k0 + 4] = t4
-        terms[k0 + 5] = t5
-        terms[k0 + 6] = t6
-        terms[k0 + 7] = t7
         s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7))
         blocks[b] = s
         total += s
@@ -396,31 +397,36 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
     if k0 < K:
         s = 0.0
         for k in range(k0, K):
-            terms[k] = nw[k] * coef[k]
-            s += terms[k]
+            s += nw[k] * coef[k]
         blocks[n_full] = s
         total += s
     return total
 
 
-cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, word bucket)``) of the dense word bucket: the
-    block first, then the topic inside it; a topic of zero weight (possible
-    only by rounding at the very end of a block) gives way to the nearest
-    one of positive weight before it."""
-    cdef const double *terms = state.word_terms
+cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, const int32_t *nw,
+                                               double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, word bucket)``) of the dense word bucket of the
+    term with row ``nw``: the block first, then the topic inside it (its terms
+    ``n_wk c_k`` recomputed); a topic of zero weight (possible only by
+    rounding at the very end of a block) gives way to the nearest one of
+    positive weight before it."""
+    cdef const double *coef = state.coef
     cdef const double *blocks = state.block_terms
     cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
     cdef Py_ssize_t b = 0, k, last
+    cdef double t
     while b < nb - 1 and u >= blocks[b]:
         u -= blocks[b]
         b += 1
     k = b * DENSE_BLOCK
     last = min(k + DENSE_BLOCK, K) - 1
-    while k < last and u >= terms[k]:
-        u -= terms[k]
+    while k < last:
+        t = nw[k] * coef[k]
+        if u < t:
+            break
+        u -= t
         k += 1
-    while k > 0 and terms[k] <= 0.0:
+    while k > 0 and nw[k] * coef[k] <= 0.0:
         k -= 1
     return <int32_t> k
 
@@ -456,6 +462,20 @@ cdef inline int32_t _pick_in_smoothing_bucket(const Sweep *state, double u) noex
     return k if k >= 0 else 0
 
 
+cdef inline void _prefetch_term(const Sweep *state, const int32_t *row, const int32_t *lst,
+                                int32_t n_topics, bint dense) noexcept nogil:
+    """Ask the cache for the next term's counts while this term's tokens are
+    drawn (a (V, K) row and a list are seldom cached when V is large): a
+    dense term's whole row, else the part of its list in use."""
+    cdef Py_ssize_t k
+    if dense:
+        for k in range(0, state.n_topics, 16):
+            prefetch(row + k)
+    else:
+        for k in range(0, 2 * n_topics, 16):
+            prefetch(lst + k)
+
+
 cdef inline int32_t _draw_topic(bitgen_t *g, Sweep *state, const Term *term,
                                 int32_t *position) noexcept nogil:
     """Draw a token's topic from eq:z: one uniform over the three buckets.  The
@@ -474,7 +494,7 @@ cdef inline int32_t _draw_topic(bitgen_t *g, Sweep *state, const Term *term,
     u = random_standard_uniform(g) * (word + state.eta * (state.doc_mass + state.smooth_mass))
     if u < word:
         if dense:
-            return _pick_in_dense_word_bucket(state, u)
+            return _pick_in_dense_word_bucket(state, term.row, u)
         i = _pick_in_word_bucket(state, n, u)
         position[0] = i
         return term.lst[2 * i]
@@ -551,6 +571,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     cdef Term term
     cdef Py_ssize_t j, k
     cdef int64_t c, i, n, tok, left = refresh if refresh > 0 else 1
+    cdef int64_t last_cell = indptr[stop] if stop > first else 0
     cdef int32_t w, z, position
     state.n_topics = K
     state.eta = eta
@@ -589,6 +610,14 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                 _start_document(&state, &prior[0 if state.shared_prior else j - first, 0],
                                 &labels[tok], doc_ptr[j + 1] - tok, &njk[j, 0])
                 for c in range(indptr[j], indptr[j + 1]):
+                    if c + 1 < last_cell:
+                        w = indices[c + 1]
+                        _prefetch_term(&state, &nwk[w, 0], &wlist[2 * wptr[w]], wlen[w], wdense[w])
+                    if c + 2 < last_cell:
+                        w = indices[c + 2]
+                        prefetch(&wptr[w])
+                        prefetch(&wlen[w])
+                        prefetch(&wdense[w])
                     w = indices[c]
                     term.row = &nwk[w, 0]
                     term.lst = &wlist[2 * wptr[w]]
