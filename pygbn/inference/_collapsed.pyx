@@ -171,6 +171,7 @@ cdef struct Term:
     int32_t *lst              # (topic, count) pairs sorted by decreasing count (if not dense)
     int32_t *n_topics         # how many k have n_wk > 0 (the list's length if not dense)
     uint8_t *dense            # 1: no list is kept, the row is used
+    uint8_t *stale            # 1: a listed term's row is behind its list (rewritten after the sweep)
 
 
 cdef inline void _refresh_masses(Sweep *state) noexcept nogil:
@@ -266,21 +267,33 @@ cdef inline int32_t _find(const int32_t *wlist, int32_t n, int32_t k) noexcept n
     return -1
 
 
+cdef inline void _row_from_list(int32_t *row, Py_ssize_t K, const int32_t *wlist, int32_t n) noexcept nogil:
+    """A term's dense row of counts rewritten from its list of ``n`` (topic, count) pairs."""
+    cdef Py_ssize_t k
+    cdef int32_t p
+    for k in range(K):
+        row[k] = 0
+    for p in range(n):
+        row[wlist[2 * p]] = wlist[2 * p + 1]
+
+
 cdef inline void _word_topic_decrement(Sweep *state, Term *term, int32_t k) noexcept nogil:
-    """``n_wk -= 1`` in the term's row and, for a term with a list, in its list,
-    kept sorted by decreasing count (as in SparseLDA, so that the word-bucket
-    search usually stops early).  A term with a dense row that comes to use
-    few topics gets its list back."""
+    """``n_wk -= 1`` in the term's dense row or, for a term with a list, in its
+    list, kept sorted by decreasing count (as in SparseLDA, so that the
+    word-bucket search usually stops early; the row is then left behind and
+    marked stale, see :func:`_rows_from_lists`).  A term with a dense row that
+    comes to use few topics gets its list back."""
     cdef int32_t *wl = term.lst
     cdef int32_t p, n = term.n_topics[0]
-    term.row[k] -= 1
     if term.dense[0]:
+        term.row[k] -= 1
         if term.row[k] == 0:
             term.n_topics[0] = n - 1
             if n - 1 < state.sparse_below:
                 term.n_topics[0] = _list_from_row(term.row, state.n_topics, state.keys, wl)
                 term.dense[0] = 0
         return
+    term.stale[0] = 1
     p = _find(wl, n, k)
     wl[2 * p + 1] -= 1
     while p + 1 < n and wl[2 * p + 1] < wl[2 * p + 3]:
@@ -292,16 +305,17 @@ cdef inline void _word_topic_decrement(Sweep *state, Term *term, int32_t k) noex
 
 
 cdef inline void _word_topic_increment(Sweep *state, Term *term, int32_t k, int32_t p) noexcept nogil:
-    """``n_wk += 1`` in the term's row and list (``p``: topic k's position in the
-    list if known, else -1).  A term that comes to use many topics drops its
-    list."""
+    """``n_wk += 1`` in the term's dense row or its list (``p``: topic k's
+    position in the list if known, else -1).  A term that comes to use many
+    topics drops its list (its row is first brought up to date from it)."""
     cdef int32_t *wl = term.lst
     cdef int32_t n = term.n_topics[0]
-    term.row[k] += 1
     if term.dense[0]:
+        term.row[k] += 1
         if term.row[k] == 1:
             term.n_topics[0] = n + 1
         return
+    term.stale[0] = 1
     if p < 0:
         p = _find(wl, n, k)
     if p < 0:
@@ -310,6 +324,8 @@ cdef inline void _word_topic_increment(Sweep *state, Term *term, int32_t k, int3
         wl[2 * p + 1] = 1
         term.n_topics[0] = n + 1
         if n + 1 >= state.dense_from:
+            _row_from_list(term.row, state.n_topics, wl, n + 1)
+            term.stale[0] = 0
             term.dense[0] = 1
             return
     else:
@@ -566,13 +582,14 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
         add token i back with label z_i
     """
     cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
-    cdef Py_ssize_t K = nk.shape[0]
+    cdef Py_ssize_t K = nk.shape[0], V = nwk.shape[0]
     cdef Sweep state
     cdef Term term
     cdef Py_ssize_t j, k
     cdef int64_t c, i, n, tok, left = refresh if refresh > 0 else 1
     cdef int64_t last_cell = indptr[stop] if stop > first else 0
     cdef int32_t w, z, position
+    cdef uint8_t *stale = NULL
     state.n_topics = K
     state.eta = eta
     state.v_eta = nwk.shape[0] * eta
@@ -592,10 +609,11 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.doc_counts = <int32_t *> calloc(K, sizeof(int32_t))
     state.doc_topics = <int32_t *> malloc(K * sizeof(int32_t))
     state.doc_topic_pos = <int32_t *> malloc(K * sizeof(int32_t))
+    stale = <uint8_t *> calloc(V, sizeof(uint8_t))
     try:
         if (state.inv_denom == NULL or state.coef == NULL or state.word_terms == NULL
                 or state.block_terms == NULL or state.keys == NULL or state.doc_counts == NULL
-                or state.doc_topics == NULL or state.doc_topic_pos == NULL):
+                or state.doc_topics == NULL or state.doc_topic_pos == NULL or stale == NULL):
             raise MemoryError()
         with bit_generator.lock, nogil:
             for k in range(K):
@@ -623,6 +641,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                     term.lst = &wlist[2 * wptr[w]]
                     term.n_topics = &wlen[w]
                     term.dense = &wdense[w]
+                    term.stale = &stale[w]
                     n = <int64_t> values[c]
                     for i in range(n):
                         left -= 1
@@ -635,9 +654,14 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                         labels[tok] = <topic_t> z
                         tok += 1
                 _end_document(&state, &njk[j, 0])
+            for w in range(V):
+                if stale[w]:
+                    if not wdense[w]:
+                        _row_from_list(&nwk[w, 0], K, &wlist[2 * wptr[w]], wlen[w])
     finally:
         free(state.inv_denom); free(state.coef); free(state.word_terms); free(state.block_terms)
         free(state.keys); free(state.doc_counts); free(state.doc_topics); free(state.doc_topic_pos)
+        free(stale)
 
 
 # ---------------------------------------------------------------------------
