@@ -28,7 +28,8 @@ every ``refresh`` tokens, so that their rounding cannot drift however long a
 document is; the document bucket's total is also computed afresh at the start
 of every document.  The word bucket is summed over the word's non-zero topics, from the term's
 sorted list, or, for a term that uses many topics, over its dense row of
-counts (contiguous arrays the compiler vectorises).  So a token costs
+counts (contiguous arrays the compiler vectorises: block totals only, the
+search recomputes the products of the one block it lands in).  So a token costs
 O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
 the rare event that the smoothing bucket is chosen.  A document costs
 O(its tokens + its topics) to set up when the prior is one shared row (the
@@ -45,7 +46,12 @@ int16 when K <= 32767.  The term-topic counts are a dense (V, K) int32 array
 compact list (``wlist``, pairs (topic, count) sorted by decreasing count,
 capacity ``min(K, tokens of the term)``); a term that comes to use many
 topics drops its list (``wdense``) and gets it back, rebuilt from its row,
-when it uses fewer than half as many.  The document-topic counts ``n_jk`` are
+when it uses fewer than half as many.  During a sweep a listed term's counts
+are kept in its list only: its row is rewritten from the list when the term
+turns dense and, for the terms still listed, once after the sweep (so a
+token of a listed term touches no (V, K) row, which is seldom in cache when
+V is large).  The next term's row or list is prefetched while the tokens of
+the current one are drawn.  The document-topic counts ``n_jk`` are
 written to a compact (J, K) array (uint16 when no document holds more than
 65535 tokens) and held, while a document is swept, in a dense K-vector.
 
@@ -546,7 +552,8 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
         Document-topic counts, consistent with ``labels`` (rows ``first:stop``
         are rewritten).
     nwk : int32 array (V, K)
-        Term-topic counts, consistent with ``labels`` (kept up to date).
+        Term-topic counts, consistent with ``labels`` (again at the end of
+        the sweep; the rows of listed terms are rewritten from their lists).
     wptr, wlist, wlen, wdense : int64 (V + 1,), int32 (2 C,), int32 (V,), uint8 (V,)
         ``wlen[w]`` is the number of topics with ``n_wk > 0``.  A term with
         ``wdense[w] = 0`` also has them as a compact list: entry ``i < wlen[w]``
