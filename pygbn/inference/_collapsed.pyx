@@ -28,7 +28,8 @@ every ``refresh`` tokens, so that their rounding cannot drift however long a
 document is; the document bucket's total is also computed afresh at the start
 of every document.  The word bucket is summed over the word's non-zero topics, from the term's
 sorted list, or, for a term that uses many topics, over its dense row of
-counts (contiguous arrays the compiler vectorises).  So a token costs
+counts (contiguous arrays the compiler vectorises: block totals only, the
+search recomputes the products of the one block it lands in).  So a token costs
 O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
 the rare event that the smoothing bucket is chosen.  A document costs
 O(its tokens + its topics) to set up when the prior is one shared row (the
@@ -45,7 +46,12 @@ int16 when K <= 32767.  The term-topic counts are a dense (V, K) int32 array
 compact list (``wlist``, pairs (topic, count) sorted by decreasing count,
 capacity ``min(K, tokens of the term)``); a term that comes to use many
 topics drops its list (``wdense``) and gets it back, rebuilt from its row,
-when it uses fewer than half as many.  The document-topic counts ``n_jk`` are
+when it uses fewer than half as many.  During a sweep a listed term's counts
+are kept in its list only: its row is rewritten from the list when the term
+turns dense and, for the terms still listed, once after the sweep (so a
+token of a listed term touches no (V, K) row, which is seldom in cache when
+V is large).  The next term's row or list is prefetched while the tokens of
+the current one are drawn.  The document-topic counts ``n_jk`` are
 written to a compact (J, K) array (uint16 when no document holds more than
 65535 tokens) and held, while a document is swept, in a dense K-vector.
 
@@ -74,6 +80,16 @@ cdef enum:
     DENSE_SHARE = 3
 
 from pygbn.inference._shared cimport doc_count_t, topic_t
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define PYGBN_PREFETCH(p) __builtin_prefetch((const void *) (p))
+    #else
+    #define PYGBN_PREFETCH(p) ((void) 0)
+    #endif
+    """
+    void prefetch "PYGBN_PREFETCH"(const void *p) noexcept nogil
 
 
 cdef inline void _list_remove(int32_t *lst, int32_t *length, int32_t *pos, int32_t k) noexcept nogil:
@@ -148,7 +164,7 @@ cdef struct Sweep:
     double doc_mass           # sum_k n_jk / D_k: the document bucket is eta times this
     double smooth_mass        # sum_k a_jk / D_k: the smoothing bucket is eta times this
     # the token being swept
-    double *word_terms        # n_wk c_k: in the order of the word's topic list, or by topic (dense)
+    double *word_terms        # n_wk c_k, in the order of a listed term's topic list
     double *block_terms       # dense word bucket: the totals of DENSE_BLOCK consecutive topics
     int32_t dense_from        # a term using this many topics drops its list ...
     int32_t sparse_below      # ... and gets it back when it uses fewer than this many
@@ -161,6 +177,7 @@ cdef struct Term:
     int32_t *lst              # (topic, count) pairs sorted by decreasing count (if not dense)
     int32_t *n_topics         # how many k have n_wk > 0 (the list's length if not dense)
     uint8_t *dense            # 1: no list is kept, the row is used
+    uint8_t *stale            # 1: a listed term's row is behind its list (rewritten after the sweep)
 
 
 cdef inline void _refresh_masses(Sweep *state) noexcept nogil:
@@ -256,21 +273,33 @@ cdef inline int32_t _find(const int32_t *wlist, int32_t n, int32_t k) noexcept n
     return -1
 
 
+cdef inline void _row_from_list(int32_t *row, Py_ssize_t K, const int32_t *wlist, int32_t n) noexcept nogil:
+    """A term's dense row of counts rewritten from its list of ``n`` (topic, count) pairs."""
+    cdef Py_ssize_t k
+    cdef int32_t p
+    for k in range(K):
+        row[k] = 0
+    for p in range(n):
+        row[wlist[2 * p]] = wlist[2 * p + 1]
+
+
 cdef inline void _word_topic_decrement(Sweep *state, Term *term, int32_t k) noexcept nogil:
-    """``n_wk -= 1`` in the term's row and, for a term with a list, in its list,
-    kept sorted by decreasing count (as in SparseLDA, so that the word-bucket
-    search usually stops early).  A term with a dense row that comes to use
-    few topics gets its list back."""
+    """``n_wk -= 1`` in the term's dense row or, for a term with a list, in its
+    list, kept sorted by decreasing count (as in SparseLDA, so that the
+    word-bucket search usually stops early; the row is then left behind and
+    marked stale, see :func:`_rows_from_lists`).  A term with a dense row that
+    comes to use few topics gets its list back."""
     cdef int32_t *wl = term.lst
     cdef int32_t p, n = term.n_topics[0]
-    term.row[k] -= 1
     if term.dense[0]:
+        term.row[k] -= 1
         if term.row[k] == 0:
             term.n_topics[0] = n - 1
             if n - 1 < state.sparse_below:
                 term.n_topics[0] = _list_from_row(term.row, state.n_topics, state.keys, wl)
                 term.dense[0] = 0
         return
+    term.stale[0] = 1
     p = _find(wl, n, k)
     wl[2 * p + 1] -= 1
     while p + 1 < n and wl[2 * p + 1] < wl[2 * p + 3]:
@@ -282,16 +311,17 @@ cdef inline void _word_topic_decrement(Sweep *state, Term *term, int32_t k) noex
 
 
 cdef inline void _word_topic_increment(Sweep *state, Term *term, int32_t k, int32_t p) noexcept nogil:
-    """``n_wk += 1`` in the term's row and list (``p``: topic k's position in the
-    list if known, else -1).  A term that comes to use many topics drops its
-    list."""
+    """``n_wk += 1`` in the term's dense row or its list (``p``: topic k's
+    position in the list if known, else -1).  A term that comes to use many
+    topics drops its list (its row is first brought up to date from it)."""
     cdef int32_t *wl = term.lst
     cdef int32_t n = term.n_topics[0]
-    term.row[k] += 1
     if term.dense[0]:
+        term.row[k] += 1
         if term.row[k] == 1:
             term.n_topics[0] = n + 1
         return
+    term.stale[0] = 1
     if p < 0:
         p = _find(wl, n, k)
     if p < 0:
@@ -300,6 +330,8 @@ cdef inline void _word_topic_increment(Sweep *state, Term *term, int32_t k, int3
         wl[2 * p + 1] = 1
         term.n_topics[0] = n + 1
         if n + 1 >= state.dense_from:
+            _row_from_list(term.row, state.n_topics, wl, n + 1)
+            term.stale[0] = 0
             term.dense[0] = 1
             return
     else:
@@ -361,17 +393,16 @@ cdef inline int32_t _pick_in_word_bucket(const Sweep *state, int32_t n, double u
 
 cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept nogil:
     """The word bucket ``sum_k n_wk c_k`` over all K topics, from the term's dense
-    row: the terms go to ``state.word_terms`` (by topic) and the totals of each
-    block of DENSE_BLOCK topics to ``state.block_terms``.  Contiguous arrays and
+    row: the totals of each block of DENSE_BLOCK topics go to
+    ``state.block_terms`` (the topics' own terms are not stored: the search
+    recomputes those of one block, the same products).  Contiguous arrays and
     a fixed summation tree per block (the compiler can vectorise it): for a
     term that uses many topics this beats the list's indirect loads."""
-    cdef double *terms = state.word_terms
     cdef double *blocks = state.block_terms
     cdef const double *coef = state.coef
     cdef Py_ssize_t K = state.n_topics, n_full = K // DENSE_BLOCK, b, k, k0
     cdef double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7
     for b in range(n_full):
-        # all loads before the stores, in pairs: the compiler makes vector code of it
         k0 = b * DENSE_BLOCK
         t0 = nw[k0] * coef[k0]
         t1 = nw[k0 + 1] * coef[k0 + 1]
@@ -381,14 +412,6 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
         t5 = nw[k0 + 5] * coef[k0 + 5]
         t6 = nw[k0 + 6] * coef[k0 + 6]
         t7 = nw[k0 + 7] * coef[k0 + 7]
-        terms[k0] = t0
-        terms[k0 + 1] = t1
-        terms[k0 + 2] = t2
-        terms[k0 + 3] = t3
-        terms[k0 + 4] = t4
-        terms[k0 + 5] = t5
-        terms[k0 + 6] = t6
-        terms[k0 + 7] = t7
         s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7))
         blocks[b] = s
         total += s
@@ -396,31 +419,36 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
     if k0 < K:
         s = 0.0
         for k in range(k0, K):
-            terms[k] = nw[k] * coef[k]
-            s += terms[k]
+            s += nw[k] * coef[k]
         blocks[n_full] = s
         total += s
     return total
 
 
-cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, word bucket)``) of the dense word bucket: the
-    block first, then the topic inside it; a topic of zero weight (possible
-    only by rounding at the very end of a block) gives way to the nearest
-    one of positive weight before it."""
-    cdef const double *terms = state.word_terms
+cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, const int32_t *nw,
+                                               double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, word bucket)``) of the dense word bucket of the
+    term with row ``nw``: the block first, then the topic inside it (its terms
+    ``n_wk c_k`` recomputed); a topic of zero weight (possible only by
+    rounding at the very end of a block) gives way to the nearest one of
+    positive weight before it."""
+    cdef const double *coef = state.coef
     cdef const double *blocks = state.block_terms
     cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
     cdef Py_ssize_t b = 0, k, last
+    cdef double t
     while b < nb - 1 and u >= blocks[b]:
         u -= blocks[b]
         b += 1
     k = b * DENSE_BLOCK
     last = min(k + DENSE_BLOCK, K) - 1
-    while k < last and u >= terms[k]:
-        u -= terms[k]
+    while k < last:
+        t = nw[k] * coef[k]
+        if u < t:
+            break
+        u -= t
         k += 1
-    while k > 0 and terms[k] <= 0.0:
+    while k > 0 and nw[k] * coef[k] <= 0.0:
         k -= 1
     return <int32_t> k
 
@@ -456,6 +484,20 @@ cdef inline int32_t _pick_in_smoothing_bucket(const Sweep *state, double u) noex
     return k if k >= 0 else 0
 
 
+cdef inline void _prefetch_term(const Sweep *state, const int32_t *row, const int32_t *lst,
+                                int32_t n_topics, bint dense) noexcept nogil:
+    """Ask the cache for the next term's counts while this term's tokens are
+    drawn (a (V, K) row and a list are seldom cached when V is large): a
+    dense term's whole row, else the part of its list in use."""
+    cdef Py_ssize_t k
+    if dense:
+        for k in range(0, state.n_topics, 16):
+            prefetch(row + k)
+    else:
+        for k in range(0, 2 * n_topics, 16):
+            prefetch(lst + k)
+
+
 cdef inline int32_t _draw_topic(bitgen_t *g, Sweep *state, const Term *term,
                                 int32_t *position) noexcept nogil:
     """Draw a token's topic from eq:z: one uniform over the three buckets.  The
@@ -474,7 +516,7 @@ cdef inline int32_t _draw_topic(bitgen_t *g, Sweep *state, const Term *term,
     u = random_standard_uniform(g) * (word + state.eta * (state.doc_mass + state.smooth_mass))
     if u < word:
         if dense:
-            return _pick_in_dense_word_bucket(state, u)
+            return _pick_in_dense_word_bucket(state, term.row, u)
         i = _pick_in_word_bucket(state, n, u)
         position[0] = i
         return term.lst[2 * i]
@@ -510,7 +552,8 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
         Document-topic counts, consistent with ``labels`` (rows ``first:stop``
         are rewritten).
     nwk : int32 array (V, K)
-        Term-topic counts, consistent with ``labels`` (kept up to date).
+        Term-topic counts, consistent with ``labels`` (again at the end of
+        the sweep; the rows of listed terms are rewritten from their lists).
     wptr, wlist, wlen, wdense : int64 (V + 1,), int32 (2 C,), int32 (V,), uint8 (V,)
         ``wlen[w]`` is the number of topics with ``n_wk > 0``.  A term with
         ``wdense[w] = 0`` also has them as a compact list: entry ``i < wlen[w]``
@@ -546,12 +589,14 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
         add token i back with label z_i
     """
     cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
-    cdef Py_ssize_t K = nk.shape[0]
+    cdef Py_ssize_t K = nk.shape[0], V = nwk.shape[0]
     cdef Sweep state
     cdef Term term
     cdef Py_ssize_t j, k
     cdef int64_t c, i, n, tok, left = refresh if refresh > 0 else 1
+    cdef int64_t last_cell = indptr[stop] if stop > first else 0
     cdef int32_t w, z, position
+    cdef uint8_t *stale = NULL
     state.n_topics = K
     state.eta = eta
     state.v_eta = nwk.shape[0] * eta
@@ -571,10 +616,11 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.doc_counts = <int32_t *> calloc(K, sizeof(int32_t))
     state.doc_topics = <int32_t *> malloc(K * sizeof(int32_t))
     state.doc_topic_pos = <int32_t *> malloc(K * sizeof(int32_t))
+    stale = <uint8_t *> calloc(V, sizeof(uint8_t))
     try:
         if (state.inv_denom == NULL or state.coef == NULL or state.word_terms == NULL
                 or state.block_terms == NULL or state.keys == NULL or state.doc_counts == NULL
-                or state.doc_topics == NULL or state.doc_topic_pos == NULL):
+                or state.doc_topics == NULL or state.doc_topic_pos == NULL or stale == NULL):
             raise MemoryError()
         with bit_generator.lock, nogil:
             for k in range(K):
@@ -589,11 +635,20 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                 _start_document(&state, &prior[0 if state.shared_prior else j - first, 0],
                                 &labels[tok], doc_ptr[j + 1] - tok, &njk[j, 0])
                 for c in range(indptr[j], indptr[j + 1]):
+                    if c + 1 < last_cell:
+                        w = indices[c + 1]
+                        _prefetch_term(&state, &nwk[w, 0], &wlist[2 * wptr[w]], wlen[w], wdense[w])
+                    if c + 2 < last_cell:
+                        w = indices[c + 2]
+                        prefetch(&wptr[w])
+                        prefetch(&wlen[w])
+                        prefetch(&wdense[w])
                     w = indices[c]
                     term.row = &nwk[w, 0]
                     term.lst = &wlist[2 * wptr[w]]
                     term.n_topics = &wlen[w]
                     term.dense = &wdense[w]
+                    term.stale = &stale[w]
                     n = <int64_t> values[c]
                     for i in range(n):
                         left -= 1
@@ -606,9 +661,14 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                         labels[tok] = <topic_t> z
                         tok += 1
                 _end_document(&state, &njk[j, 0])
+            for w in range(V):
+                if stale[w]:
+                    if not wdense[w]:
+                        _row_from_list(&nwk[w, 0], K, &wlist[2 * wptr[w]], wlen[w])
     finally:
         free(state.inv_denom); free(state.coef); free(state.word_terms); free(state.block_terms)
         free(state.keys); free(state.doc_counts); free(state.doc_topics); free(state.doc_topic_pos)
+        free(stale)
 
 
 # ---------------------------------------------------------------------------

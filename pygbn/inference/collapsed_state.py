@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn.inference import _collapsed
+from pygbn.inference import _collapsed, _upper
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 __all__ = ["CollapsedState", "TokenLabels", "initial_labels", "token_arrays"]
@@ -224,19 +224,24 @@ class CollapsedState(TokenLabels):
                      rng: np.random.Generator) -> None:
         """A sweep of all documents (:meth:`sweep`) under the prior
         ``a_j = theta_up[j] @ phi_up.T`` (floored positive), made for a few
-        document blocks (``bounds``) at a time: one product per block, no
-        (J, K) array."""
+        document blocks (``bounds``) at a time, no (J, K) array.
+
+        The rows come from :func:`pygbn.inference._upper.doc_prior`: BLAS calls
+        small enough that OpenBLAS runs them on the calling thread (one
+        ``np.matmul`` per block woke OpenBLAS's worker threads, whose
+        busy-waiting between the calls took the CPU from this serial sweep:
+        3-6x its time at T >= 2 on two cores).
+        """
         step = CHUNK_BLOCKS
         longest = int(np.max(np.diff(bounds))) if len(bounds) > 1 else 0
         buf = np.empty((min(self.n_docs, step * longest), self.n_components))
-        phi_t = phi_up.T
+        theta_up = np.ascontiguousarray(theta_up)
+        phi_up = np.ascontiguousarray(phi_up)
         for c in range(0, len(bounds) - 1, step):
-            b = bounds[c:c + step + 1]
+            b = np.ascontiguousarray(bounds[c:c + step + 1], dtype=np.int64)
             lo, hi = int(b[0]), int(b[-1])
             prior = buf[:hi - lo]
-            for b0, b1 in zip(b[:-1], b[1:]):
-                np.matmul(theta_up[b0:b1], phi_t, out=prior[b0 - lo:b1 - lo])
-            np.maximum(prior, np.finfo(np.float64).tiny, out=prior)
+            _upper.doc_prior(theta_up, phi_up, b, prior, 1)
             self.sweep(prior, eta, rng, lo, hi)
 
     def check(self) -> None:
