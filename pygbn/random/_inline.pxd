@@ -402,23 +402,10 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
     product per point).
     """
     cdef int64_t tables = 1, k
-    cdef double fn = <double> n, fi = 1.0, x, fk, u
+    cdef double fn = <double> n, fi = 1.0, x, fk, u, a, b, e
     if n <= 1:
         return 1
-    if r < CRT_SKIP_LOW_R:
-        while True:
-            x = ((fi - 1.0) + r) * exp(random_standard_exponential(g) / r) + (1.0 - r)
-            if not x < fn:
-                return tables
-            k = <int64_t> x
-            if k >= n:
-                return tables
-            fk = <double> k
-            u = random_standard_uniform(g) * (r + fk)
-            if u < (fk - 1.0) + r or u * -expm1(-r * log1p(1.0 / ((fk - 1.0) + r))) < r:
-                tables += 1
-            fi = fk + 1.0
-    if r <= 1.0:
+    if CRT_SKIP_LOW_R <= r <= 1.0:
         while True:
             x = fi / (1.0 - random_standard_uniform(g))
             if not x < fn:
@@ -430,18 +417,24 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
             if r == 1.0 or random_standard_uniform(g) * (r + fk) < r * (fk + 1.0):
                 tables += 1
             fi = fk + 1.0
+    # both Poisson processes at once: intensity r / (x - a + b) with a = 1, b = r (r < 0.3)
+    # or a = b = 0 (r > 1); cell k has B = (k - a) + b (formed so, without cancellation) and
+    # q_k = 1 - (B / (B + 1))^r, at most r / (B + e), e = 0 (r < 0.3) or 1 (r > 1)
+    a = 1.0 if r < 1.0 else 0.0
+    b = r if r < 1.0 else 0.0
+    e = 1.0 - a
     while True:
-        x = fi * exp(random_standard_exponential(g) / r)
+        x = ((fi - a) + b) * exp(random_standard_exponential(g) / r) + (a - b)
         if not x < fn:
             return tables
         k = <int64_t> x
         if k >= n:
             return tables
-        fk = <double> k
-        u = random_standard_uniform(g) * (r + fk)
-        if u < fk + 1.0 or u * -expm1(r * log1p(-1.0 / (fk + 1.0))) < r:
+        fk = (<double> k - a) + b
+        u = random_standard_uniform(g) * (r + <double> k)
+        if u < fk + e or u * -expm1(-r * log1p(1.0 / fk)) < r:
             tables += 1
-        fi = fk + 1.0
+        fi = <double> k + 1.0
 
 
 cdef inline int64_t crt_small(bitgen_t *g, int64_t n, double r) noexcept nogil:
