@@ -89,8 +89,8 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     Algorithm: the cheapest, by a cost model, of exact ones: thinning of a
     dominating process whose next point has a closed form (expected
     ``O(log n)`` candidates for ``r <= 1``, about ``r log n`` above; always
-    for ``r <= 1`` up to ``n = 1000``); inversion over the next new table
-    (``O(n)``, ``r > 1`` and small n); thinning with geometric skips (tiny
+    for ``r <= 1`` from ``n = 33`` to ``n = 1000``); inversion over the next
+    new table (``O(n)``, small n); thinning with geometric skips (tiny
     r, huge n); blocks of indices, each one binomial draw plus a thinned
     correction (expected ``O(sqrt(r) log n)``, large r).  See
     ``docs/samplers.md``.

@@ -279,8 +279,9 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
     cheapest exact algorithm by expected cost: closed-form skips of a
     dominating process, thinned (:c:func:`pygbn.random._inline.crt_skip`,
-    always for r <= 1 up to n = 1000), inversion over the next new table
-    (:c:func:`pygbn.random._inline.crt_inversion`, r > 1 and n <= 64), thinning
+    always for r <= 1 up to n = 1000 except small n with r < 0.3), inversion
+    over the next new table (:c:func:`pygbn.random._inline.crt_inversion`,
+    those and r > 1 with n <= 64; :c:func:`pygbn.random._inline.crt_small`), thinning
     with geometric skips (tiny r, huge n) or binomial blocks (large r); so the
     expected time is O(min(n, log n + r log n, sqrt(r) log n)).
     """
