@@ -77,7 +77,10 @@ def test_truncated_bessel_single_algorithms(algorithm, alpha):
 
 CRT_GRID = [(1, 0.5), (2, 1e-300), (2, 0.3), (5, 1e-3), (16, 2.0), (17, 2.0), (17, 1e4),
             (40, 0.05), (40, 1.0), (40, 30.0), (200, 0.5), (200, 8.0), (200, 200.0),
-            (1000, 1e-2), (1000, 3.0), (1000, 60.0), (1000, 1e5), (2500, 1.0), (2500, 400.0)]
+            (1000, 1e-2), (1000, 3.0), (1000, 60.0), (1000, 1e5), (2500, 1.0), (2500, 400.0),
+            # either side of r = 1 and of n = 1000 (crt_skip without / with the cost model)
+            (20, 1.0), (20, 1.0 - 2.0**-52), (20, 1.0 + 2.0**-52), (100, 1.5), (1000, 0.999),
+            (1001, 0.999), (2500, 1e-3)]
 
 
 @pytest.mark.parametrize("n,r", CRT_GRID)
@@ -89,12 +92,26 @@ def test_crt_gof(n, r):
                         support=(0, n), alpha=ALPHA)
 
 
-@pytest.mark.parametrize("algorithm", ["crt_loop", "crt_inversion", "crt_thinning", "crt_blocks"])
+@pytest.mark.parametrize("algorithm", ["crt_loop", "crt_inversion", "crt_thinning", "crt_blocks",
+                                       "crt_skip"])
 @pytest.mark.parametrize("n,r", [(2, 0.7), (9, 1e-3), (30, 1.0), (30, 500.0), (300, 0.2),
                                  (300, 12.0), (1500, 2.0), (1500, 90.0)])
 def test_crt_single_algorithms(algorithm, n, r):
     size = N_DEAR if not (algorithm in ("crt_loop", "crt_inversion") and n > 1000) else N_DEAR // 2
     x = _kernel(algorithm, n, r, size=size, random_state=seed(algorithm, n, r))
+    table = S.crt_pmf_table(n, r)
+    assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("n,r", [(2, 1.0), (7, 1.0), (64, 1.0), (64, 0.999999), (64, 0.31),
+                                 (64, 0.29), (3, 1e-3), (64, 0.02), (1000, 0.05),
+                                 (64, 1.000001), (12, 3.0), (64, 1.2), (64, 40.0)])
+def test_crt_skip_branches(n, r):
+    """crt_skip's branches: r = 1 (every point kept, no uniform), 0.3 <= r < 1 (points
+    of the r = 1 law thinned), r < 0.3 (cells of the intensity r / (x - 1 + r) process),
+    r > 1 (cells of the intensity r / x process); in the last two, small cells are
+    decided by the squeeze and by the exact acceptance test."""
+    x = _kernel("crt_skip", n, r, size=N_DEAR * 2, random_state=seed("crt_skip", n, r))
     table = S.crt_pmf_table(n, r)
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
 

@@ -182,6 +182,26 @@ def test_thread_count_invariance(seed):
                                           err_msg=f"{f.__name__} n_jobs={n_jobs}")
 
 
+def test_scalar_parameters_are_shared_not_copied():
+    # a scalar parameter is passed as one value read by every draw: same draws as the
+    # full arrays, below and above one block
+    for size in (7, 40000):
+        np.testing.assert_array_equal(R.crt(20, 1.5, size=size, random_state=3),
+                                      R.crt(np.full(size, 20), np.full(size, 1.5), random_state=3))
+        np.testing.assert_array_equal(R.crt(np.full(size, 9), 0.5, random_state=3),
+                                      R.crt(np.full(size, 9), np.full(size, 0.5), random_state=3))
+        np.testing.assert_array_equal(R.logarithmic(0.7, size=size, random_state=4),
+                                      R.logarithmic(np.full(size, 0.7), random_state=4))
+        np.testing.assert_array_equal(R.negative_binomial(2.0, np.full(size, 0.3), random_state=5),
+                                      R.negative_binomial(np.full(size, 2.0), np.full(size, 0.3),
+                                                          random_state=5))
+        np.testing.assert_array_equal(R.poisson_randomized_gamma(3.0, 2.0, size=size, random_state=6),
+                                      R.poisson_randomized_gamma(np.full(size, 3.0), np.full(size, 2.0),
+                                                                 random_state=6))
+    assert R.crt(np.array([[5]]), 1.0, size=(2, 3), random_state=1).shape == (2, 3)
+    assert R.crt(5, 1.0, size=(0, 3), random_state=1).shape == (0, 3)
+
+
 def test_non_contiguous_parameters():
     lam = np.linspace(0.1, 50, 40)[::2]
     a = R.truncated_poisson(lam, random_state=3)

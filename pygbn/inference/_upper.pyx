@@ -37,7 +37,7 @@ from scipy.linalg.cython_blas cimport dgemm
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
-from pygbn.random._inline cimport crt_inversion, gamma_row_scaled
+from pygbn.random._inline cimport CRT_SMALL_N, crt_small, gamma_row_scaled
 from pygbn.random._kernels cimport random_crt, random_multinomial_split
 
 
@@ -46,8 +46,6 @@ cdef enum:
     CHUNK = 8
     # below this many tables a split is a sequence of categorical draws
     SMALL_SPLIT = 32
-    # CRT by inversion (inline) up to this many customers, else random_crt's choice
-    CRT_INLINE_N = 64
     # multiply-adds per BLAS call: OpenBLAS runs calls up to this size on one thread
     PRODUCT_LIMIT = 262144
 
@@ -270,8 +268,9 @@ cdef inline Py_ssize_t _search_linear(const double *w, Py_ssize_t k, double u) n
 
 
 cdef inline int64_t _crt(bitgen_t *g, int64_t n, double r) noexcept nogil:
-    if n <= CRT_INLINE_N:
-        return crt_inversion(g, n, r)
+    # inline for the small counts (most cells: inversion, as before), else random_crt's choice
+    if n <= CRT_SMALL_N:
+        return crt_small(g, n, r)
     return random_crt(g, n, r)
 
 

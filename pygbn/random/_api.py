@@ -12,7 +12,7 @@ import numpy as np
 
 from pygbn.random import _generators as _gen
 from pygbn.random._validate import (
-    as_count, as_real, broadcast, flat, rows, run_blocked, scalar_or_array,
+    as_count, as_real, broadcast, flat, flat_param, rows, run_blocked, scalar_or_array,
 )
 
 __all__ = [
@@ -40,11 +40,14 @@ def _doc(f):
 
 
 def _int_sampler(kind, name, params, size, random_state, n_jobs, min_block=None):
-    """Shared body of the int64-valued samplers (params: list of (name, array, dtype))."""
+    """Shared body of the int64-valued samplers (params: list of (name, array, dtype)).
+
+    A parameter with a single value is passed as one item (read by every
+    draw), others as flat arrays of the output's size."""
     names = [p[0] for p in params]
     shape = broadcast(names, [p[1] for p in params], size)
-    flats = [flat(a, shape, dt) for _, a, dt in params]
-    out = np.empty(flats[0].shape[0], dtype=np.int64)
+    flats = [flat_param(a, shape, dt) for _, a, dt in params]
+    out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
     fill = {"i_d": _gen.fill_i_d, "i_dd": _gen.fill_i_dd, "i_id": _gen.fill_i_id}[kind]
     kw = {} if min_block is None else {"min_block": min_block}
     run_blocked(lambda s, b, *a: fill(name, s, b, *a), out.shape[0], random_state, n_jobs,
@@ -83,11 +86,11 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     Boundary conventions: ``n = 0`` gives 0; ``r = inf`` gives ``n``;
     ``r = 0`` gives 1 for ``n >= 1`` (the limit ``r -> 0``).
 
-    Algorithm: the cheapest, by a cost model, of three exact ones: a
-    Bernoulli loop (``O(n)``, small n); thinning of the decreasing Bernoulli
-    probabilities with geometric skips (expected ``O(1 + r log n)``, small
-    r); blocks of indices, each one binomial draw plus a thinned correction
-    (expected ``O(sqrt(r) log n)``, large r).  See ``docs/samplers.md``.
+    Algorithm: the cheapest, by a cost model, of three exact ones: inversion
+    over the next new table (``O(n)``, small n); thinning with geometric
+    skips (expected ``O(1 + r log n)``, small r); blocks of indices, each one
+    binomial draw plus a thinned correction (expected ``O(sqrt(r) log n)``,
+    large r).  See ``docs/samplers.md``.
 
     References
     ----------
@@ -99,7 +102,7 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     n_a = as_count("n", n)
     r_a = as_real("r", r, low=0, allow_inf=True)
     return _int_sampler("i_id", "crt", [("n", n_a, np.int64), ("r", r_a, np.float64)],
-                        size, random_state, n_jobs, min_block=4096)
+                        size, random_state, n_jobs)
 
 
 @_doc
@@ -257,8 +260,8 @@ def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
     lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
     c_a = as_real("c", c, low=0, low_open=True)
     shape = broadcast(["lam", "c"], [lam_a, c_a], size)
-    lf, cf = flat(lam_a, shape, np.float64), flat(c_a, shape, np.float64)
-    out = np.empty(lf.shape[0], dtype=np.float64)
+    lf, cf = flat_param(lam_a, shape, np.float64), flat_param(c_a, shape, np.float64)
+    out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=np.float64)
     run_blocked(lambda s, b, *a: _gen.fill_d_dd("prg", s, b, *a), out.shape[0], random_state,
                 n_jobs, (lf, cf, out))
     return scalar_or_array(out, shape)
@@ -446,7 +449,7 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
     ``gamma_gs``, ``gamma_boost``, ``gamma_fast``, ``gamma_row``, ``log_gamma``,
     ``bessel_chopdown``, ``bessel_poisson``, ``bessel_logconcave`` (one
     parameter); ``crt_loop``, ``crt_inversion``, ``crt_thinning``,
-    ``crt_blocks``, ``binomial`` (params n, p); ``split_sorted`` /
+    ``crt_blocks``, ``crt_skip``, ``binomial`` (params n, p); ``split_sorted`` /
     ``split_binomial`` (params n, weights); plus the one-parameter public
     kernels and ``crt`` / ``multinomial_split`` by their sampler names.
     """
@@ -470,7 +473,7 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
         run_blocked(lambda s, b, *a: _gen.fill_d_d(name, s, b, *a), out.shape[0], random_state,
                     n_jobs, (af, out))
         return scalar_or_array(out, shape)
-    if name in ("crt", "crt_loop", "crt_inversion", "crt_thinning", "crt_blocks", "binomial"):
+    if name in ("crt", "crt_loop", "crt_inversion", "crt_thinning", "crt_blocks", "crt_skip", "binomial"):
         return _int_sampler("i_id", name, [("n", arrays[0], np.int64), ("r", arrays[1], np.float64)],
-                            shape, random_state, n_jobs, min_block=4096)
+                            shape, random_state, n_jobs)
     return _int_sampler("i_d", name, [("a", arrays[0], np.float64)], shape, random_state, n_jobs)

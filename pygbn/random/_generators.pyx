@@ -5,7 +5,9 @@ Every loop fills a flat output in fixed blocks: block ``b`` covers items
 ``b * block .. min((b + 1) * block, n_items)`` and draws only from stream
 ``streams[b]`` (a ``bitgen_t*`` address), so the result does not depend on
 the number of threads.  Inputs are validated, broadcast, contiguous arrays
-prepared by :mod:`pygbn.random._api`; nothing here checks them.
+prepared by :mod:`pygbn.random._api`; nothing here checks them.  The
+element-wise fills also take a parameter of length 1 as shared by every
+item (no copy of a scalar parameter to the output's size).
 """
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uintptr_t
@@ -77,6 +79,10 @@ cdef int64_t _crt_inversion(bitgen_t *bitgen, int64_t n, double r) noexcept nogi
     return I.crt_inversion(bitgen, n, r)
 
 
+cdef int64_t _crt_skip(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    return I.crt_skip(bitgen, n, r)
+
+
 # name -> kernel, by signature.  Public names first, then single algorithms (tests).
 cdef kern_i_d _pick_i_d(str name) except NULL:
     if name == "logarithmic":
@@ -109,6 +115,8 @@ cdef kern_i_id _pick_i_id(str name) except NULL:
         return K._crt_blocks
     if name == "crt_inversion":
         return _crt_inversion
+    if name == "crt_skip":
+        return _crt_skip
     if name == "binomial":
         return _binomial_kernel
     raise KeyError(name)
@@ -153,6 +161,8 @@ cdef struct Fill:
     const double *a           # first real parameter, per item
     const int64_t *n          # count parameter, per item
     const double *c           # second real parameter (or row total), per item
+    Py_ssize_t sa             # items between a's (n's) values: 1, or 0 when shared (element-wise fills)
+    Py_ssize_t sc             # the same for c
     const double *rows        # first row of the per-item vectors (weights, concentrations)
     Py_ssize_t row_stride     # doubles from one row to the next (0: one shared row)
     Py_ssize_t k              # length of a row, of the input and of the output
@@ -167,6 +177,10 @@ cdef void _block_i_d(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f)
     cdef const double *a = f.a
     cdef int64_t *out = f.out_i
     cdef Py_ssize_t i
+    if f.sa == 0:
+        for i in range(lo, hi):
+            out[i] = kernel(rng, a[0])
+        return
     for i in range(lo, hi):
         out[i] = kernel(rng, a[i])
 
@@ -176,9 +190,9 @@ cdef void _block_i_dd(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f
     cdef const double *a = f.a
     cdef const double *c = f.c
     cdef int64_t *out = f.out_i
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, sa = f.sa, sc = f.sc
     for i in range(lo, hi):
-        out[i] = kernel(rng, a[i], c[i])
+        out[i] = kernel(rng, a[i * sa], c[i * sc])
 
 
 cdef void _block_i_id(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f) noexcept nogil:
@@ -186,9 +200,13 @@ cdef void _block_i_id(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f
     cdef const int64_t *n = f.n
     cdef const double *c = f.c
     cdef int64_t *out = f.out_i
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, sa = f.sa, sc = f.sc
+    if sa == 0 and sc == 0:
+        for i in range(lo, hi):
+            out[i] = kernel(rng, n[0], c[0])
+        return
     for i in range(lo, hi):
-        out[i] = kernel(rng, n[i], c[i])
+        out[i] = kernel(rng, n[i * sa], c[i * sc])
 
 
 cdef void _block_d_d(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f) noexcept nogil:
@@ -205,9 +223,9 @@ cdef void _block_d_dd(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f
     cdef const double *a = f.a
     cdef const double *c = f.c
     cdef double *out = f.out_d
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, sa = f.sa, sc = f.sc
     for i in range(lo, hi):
-        out[i] = kernel(rng, a[i], c[i])
+        out[i] = kernel(rng, a[i * sa], c[i * sc])
 
 
 cdef void _block_split(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f) noexcept nogil:
@@ -241,11 +259,22 @@ cdef Py_ssize_t _row_stride(const double[:, :] x, str name) except -1:
     return x.strides[0] // <Py_ssize_t> sizeof(double)
 
 
+cdef Py_ssize_t _step(Py_ssize_t n_param, Py_ssize_t n_out) except -1:
+    """1 when a parameter has one value per item, 0 when its single value is shared."""
+    if n_param == n_out:
+        return 1
+    if n_param == 1:
+        return 0
+    raise ValueError(f"a parameter has {n_param} values for {n_out} items")
+
+
 def fill_i_d(str name, const uintptr_t[::1] streams, Py_ssize_t block,
              const double[::1] a, int64_t[::1] out, int n_threads):
-    """``out[i] = kernel(stream of i's block, a[i])`` for an int64-valued one-parameter kernel."""
+    """``out[i] = kernel(stream of i's block, a[i])`` for an int64-valued one-parameter kernel
+    (``a`` of length 1: shared by every item)."""
     cdef Fill f
     f.kernel = <void *> _pick_i_d(name)
+    f.sa = _step(a.shape[0], out.shape[0])
     if out.shape[0]:
         f.a = &a[0]
         f.out_i = &out[0]
@@ -260,6 +289,8 @@ def fill_i_dd(str name, const uintptr_t[::1] streams, Py_ssize_t block,
         raise KeyError(name)
     cdef Fill f
     f.kernel = <void *> K.random_nb
+    f.sa = _step(a.shape[0], out.shape[0])
+    f.sc = _step(c.shape[0], out.shape[0])
     if out.shape[0]:
         f.a = &a[0]
         f.c = &c[0]
@@ -273,6 +304,8 @@ def fill_i_id(str name, const uintptr_t[::1] streams, Py_ssize_t block,
     """``out[i] = kernel(stream, a[i], c[i])`` for (count, real) kernels (CRT, binomial)."""
     cdef Fill f
     f.kernel = <void *> _pick_i_id(name)
+    f.sa = _step(a.shape[0], out.shape[0])
+    f.sc = _step(c.shape[0], out.shape[0])
     if out.shape[0]:
         f.n = &a[0]
         f.c = &c[0]
@@ -315,6 +348,8 @@ def fill_d_dd(str name, const uintptr_t[::1] streams, Py_ssize_t block,
         raise KeyError(name)
     cdef Fill f
     f.kernel = <void *> K.random_prg
+    f.sa = _step(a.shape[0], out.shape[0])
+    f.sc = _step(c.shape[0], out.shape[0])
     if out.shape[0]:
         f.a = &a[0]
         f.c = &c[0]

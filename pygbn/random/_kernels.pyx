@@ -14,7 +14,9 @@ from numpy.random.c_distributions cimport (
     random_standard_uniform, random_poisson, random_binomial, binomial_t,
 )
 
-from pygbn.random._inline cimport crt_inversion, gamma_mt, random_gamma_fast
+from pygbn.random._inline cimport (
+    CRT_SMALL_N, crt_inversion, crt_skip, crt_small, gamma_mt, random_gamma_fast,
+)
 from pygbn.random._special cimport (
     log1mexp, log1pmx, poisson_logpmf, stirlerr,
 )
@@ -29,10 +31,14 @@ from pygbn.random._special cimport (
 cdef double POISSON_OWN_LAM = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
-# CRT: always inversion over the next table up to this n; above, the cheapest of
-# inversion, thinning and blocks by a cost model (ns per customer and per table
-# of the inversion, per candidate, per block; measured with tools/bench_samplers.py)
-cdef int64_t CRT_INV_N = 16
+# CRT: _inline.crt_small up to n = CRT_SMALL_N (crt_skip for r <= 1, inversion above),
+# crt_skip for r <= 1 up to CRT_SKIP_N; above, the cheapest of inversion, skips,
+# thinning and blocks by a cost model (ns per customer and per table of the
+# inversion, per point of crt_skip for r <= 1 and r > 1, per candidate, per block;
+# measured with tools/bench_samplers.py)
+cdef int64_t CRT_SKIP_N = 1000
+cdef double CRT_COST_SKIP = 8.0
+cdef double CRT_COST_SKIP_R = 25.0
 cdef double CRT_COST_INV = 1.5
 cdef double CRT_COST_INV_TABLE = 8.0
 cdef double CRT_COST_THIN = 40.0
@@ -283,7 +289,8 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         return n
     if not r > 0.0:
         return 1
-    if n <= CRT_INV_N:
+    # crt_skip (and crt_small's use of it) is held back: see _inline.crt_small
+    if n <= 16:
         return crt_inversion(bitgen, n, r)
     # expected costs: n customers and ~1 + r log(1 + n/r) tables; ~1 + r log(1 + n/r)
     # thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks

@@ -134,6 +134,15 @@ def flat(arr: np.ndarray, shape: tuple, dtype) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(arr, shape), dtype=dtype).reshape(-1)
 
 
+def flat_param(arr: np.ndarray, shape: tuple, dtype) -> np.ndarray:
+    """Like :func:`flat`, but a single value stays one item (length 1): the fill
+    loops of :mod:`pygbn.random._generators` read a length-1 parameter as shared
+    by every draw, so a scalar parameter is never copied out to the output size."""
+    if arr.size == 1:
+        return np.asarray(arr, dtype=dtype).reshape(1)
+    return flat(arr, shape, dtype)
+
+
 def rows(arr: np.ndarray, batch: tuple) -> np.ndarray:
     """``arr`` (shape ``(..., k)``) broadcast to ``batch + (k,)`` as a 2-d array of rows.
 
