@@ -15,15 +15,24 @@ from pygbn.inference.partial import PartialState, proposal_shape
 from pygbn.model import PoissonLink
 
 
+def _prior_tables(phi, b, with_tables, n_threads=1):
+    """The prior bucket's tables of every term (``with_tables``) or of none (scans)."""
+    V, K = phi.shape
+    rows = np.arange(V, dtype=np.int64) if with_tables else np.full(V, -1, dtype=np.int64)
+    n_tab = V if with_tables else 0
+    cum, guide, mass = np.empty((n_tab, K)), np.empty((n_tab, K), dtype=np.int32), np.empty(V)
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
+    return rows, cum, guide, mass
+
+
 def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_self=False,
-                       start_from=None, seed=0, shared=True):
+                       start_from=None, seed=0, shared=True, with_tables=True):
     """The label of document 0's first token after one sweep, ``n_rep`` times
     from the same state (``start_from``: draws of its starting label)."""
     Y = sp.csr_matrix(Y)
     V, K = phi.shape
     state = PartialState.from_counts(Y, K, labels=labels0)
-    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
-    _partial.build_alias(phi, b, prob, alias, mass, 1)
+    tables = _prior_tables(phi, b, with_tables)
     streams = BlockStreams(np.random.default_rng(seed), n_rep)
     bounds = np.array([0, 1], dtype=np.int64)
     out = np.empty(n_rep, dtype=np.int64)
@@ -34,7 +43,7 @@ def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_
         njk = np.zeros((1, K), dtype=np.uint16)
         _partial.count_doc_labels(state.doc_ptr[:2], labels, njk)
         _partial.partial_sweep(state.indptr[:2], state.indices, state.values, state.doc_ptr[:2], labels,
-                               phi, prior, b, prob, alias, mass, bounds, streams.addresses[i:i + 1], njk,
+                               phi, prior, b, *tables, bounds, streams.addresses[i:i + 1], njk,
                                np.zeros((V, K), dtype=np.int64), mh_steps, 1, include_self,
                                prior.shape[0] == 1 and shared)
         out[i] = labels[0]
@@ -58,14 +67,16 @@ def _chi2_p(draws, p):
     return stats.chisquare(obs, p * draws.size).pvalue
 
 
-def test_exact_draw_with_a_shared_prior():
+@pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
+def test_exact_draw_with_a_shared_prior(with_tables):
     """One prior row (T = 1): the token's label is drawn from
     phi_vk (n_jk^(-ji) + a_k) exactly, whatever its current label; keeping the
     token in n_jk (a planted wrong conditional) is rejected."""
     phi, Y, labels0, a, p = _setting()
-    draws = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000)
+    draws = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, with_tables=with_tables)
     assert _chi2_p(draws, p) > 1e-3
-    wrong = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, include_self=True)
+    wrong = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, include_self=True,
+                               with_tables=with_tables)
     assert _chi2_p(wrong, p) < 1e-6
 
 
@@ -85,21 +96,41 @@ def test_metropolis_hastings_steps_leave_the_conditional_invariant():
     assert _chi2_p(wrong, p) < 1e-6
 
 
-def test_alias_tables_draw_their_weights():
+def test_prior_tables_invert_their_weights():
+    """A term's prior-bucket topic of x is the first k with x < sum_{i <= k} phi_vi b_i,
+    the same with its table (indexed search, any thread count) and without (scan)."""
     rng = np.random.default_rng(0)
-    V, K = 3, 7
-    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    V, K = 4, 37
+    phi = rng.dirichlet(np.full(V, 0.3), size=K).T.copy()
     phi[1, 2] = 0.0
+    phi[2, :30] = 1e-300                                 # weights that underflow to 0
     b = rng.gamma(0.5, 1.0, size=K)
-    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
-    _partial.build_alias(phi, b, prob, alias, mass, 2)
+    with_t = _prior_tables(phi, b, True, n_threads=2)
+    without = _prior_tables(phi, b, False)
+    np.testing.assert_array_equal(with_t[3], without[3])
+    terms = np.repeat(np.arange(V, dtype=np.int64), 2000)
+    x = rng.random(terms.size) * with_t[3][terms]
+    x[::97] = with_t[3][terms[::97]]                    # the top end (clamped into [0, Q_v))
+    x[1::97] = 0.0
+    got = []
+    for tables in (with_t, without):
+        out = np.empty(x.size, dtype=np.int32)
+        _partial.prior_topics(phi, b, *tables, terms, x, out)
+        got.append(out)
+    np.testing.assert_array_equal(got[0], got[1])
     for v in range(V):
         w = phi[v] * b
-        np.testing.assert_allclose(mass[v], w.sum())
-        # the table's implied probabilities: (prob_i + sum_{alias_j = i} (1 - prob_j)) / K
-        implied = prob[v].copy()
-        np.add.at(implied, alias[v], 1.0 - prob[v])
-        np.testing.assert_allclose(implied / K, w / w.sum(), atol=1e-12)
+        mask = terms == v
+        cum = np.cumsum(w)                              # left to right, as the kernel sums
+        expect = np.searchsorted(cum, np.minimum(x[mask], np.nextafter(cum[-1], 0)), side="right")
+        np.testing.assert_array_equal(got[0][mask], expect)
+        assert np.all(w[got[0][mask]] > 0)
+    # draws from uniform x have the weights' law
+    w = phi[0] * b
+    x = rng.random(50000) * with_t[3][0]
+    draws = np.empty(x.size, dtype=np.int32)
+    _partial.prior_topics(phi, b, *with_t, np.zeros(x.size, dtype=np.int64), x, draws)
+    assert _chi2_p(draws, w / w.sum()) > 1e-3
 
 
 def test_proposal_shape_is_the_prior_mean_shape():
@@ -116,10 +147,13 @@ def _corpus(J=400, V=40, seed=1):
     return rng.poisson(rng.gamma(0.3, 3, size=(J, 4)) @ rng.dirichlet(np.full(V, 0.2), size=4))
 
 
-def test_chain_does_not_depend_on_threads_and_keeps_invariants():
+def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch):
+    """The same chain for 1 and 2 threads, and whether the prior bucket draws
+    from tables (every term, 2 threads) or by scans (no term, 1 thread)."""
     Y = PoissonLink().check_data(_corpus())
     chains = []
     for nj in (1, 2):
+        monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", 10**9 if nj == 1 else 0)
         s = GibbsSampler.for_training(Y, 8, method="partial", n_jobs=nj, random_state=4)
         for T in (1, 2, 3):
             if T > 1:
@@ -165,8 +199,9 @@ def test_estimator_transform_perplexity_save_load(tmp_path):
     np.testing.assert_array_equal(back.transform(X[120:]), F)
 
 
+@pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
 @pytest.mark.parametrize("mode", ["shared", "mh-1", "mh-2", "include-self"])
-def test_sweeps_sample_the_labels_posterior_exactly(mode):
+def test_sweeps_sample_the_labels_posterior_exactly(mode, with_tables):
     """Whole sweeps of one document (4 tokens of 2 terms, K = 3: 81 labellings)
     with Phi^(1) and a_j fixed: the thinned chain's labellings against their
     exact probabilities prod_k Gamma(a_k + n_k) / Gamma(a_k) prod_i phi_{v_i z_i}
@@ -189,8 +224,7 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode):
     p = np.exp(logp - logp.max())
     p /= p.sum()
     state = PartialState.from_counts(Y, K, labels=np.zeros(4, dtype=np.int64))
-    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
-    _partial.build_alias(phi, b, prob, alias, mass, 1)
+    tables = _prior_tables(phi, b, with_tables)
     streams = BlockStreams(np.random.default_rng(5), 1)
     shared = mode in ("shared", "include-self")
     steps = int(mode[-1]) if mode.startswith("mh") else 1
@@ -199,7 +233,7 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode):
     bounds = np.array([0, 1], dtype=np.int64)
     for it in range(60000):
         _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, state.labels, phi,
-                               a[None, :].copy(), b, prob, alias, mass, bounds, streams.addresses,
+                               a[None, :].copy(), b, *tables, bounds, streams.addresses,
                                state.doc_counts, np.zeros((V, K), dtype=np.int64), steps, 1,
                                mode == "include-self", shared)
         if it % 6 == 0:      # thinned: nearly independent draws

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
-from pygbn.inference.partial import PartialState, sample_layer_one_partial
+from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr
 from pygbn.model.layer import Layer
@@ -506,12 +506,15 @@ class GibbsSampler:
         which is how evaluation draws are made without touching the chain).
         """
         layer = self.network.layers[t - 1]
-        alpha_t = np.ascontiguousarray((layer.eta + layer.counts.astype(np.float64)).T)
-        out_t = np.empty_like(alpha_t)
-        col_bounds = block_bounds(alpha_t.shape[0], COLUMN_BLOCK)
         st = streams if streams is not None else self.col_streams
-        _blocked.dirichlet_rows(alpha_t, col_bounds, st.addresses, out_t, self.n_threads)
-        phi = np.ascontiguousarray(out_t.T)
+        if t == 1 and self.method == "partial":
+            phi = dirichlet_phi_one(layer, block_bounds(layer.counts.shape[1], COLUMN_BLOCK), st, self.n_threads)
+        else:
+            alpha_t = np.ascontiguousarray((layer.eta + layer.counts.astype(np.float64)).T)
+            out_t = np.empty_like(alpha_t)
+            col_bounds = block_bounds(alpha_t.shape[0], COLUMN_BLOCK)
+            _blocked.dirichlet_rows(alpha_t, col_bounds, st.addresses, out_t, self.n_threads)
+            phi = np.ascontiguousarray(out_t.T)
         if streams is None:
             layer.phi = phi
         return phi

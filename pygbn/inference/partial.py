@@ -43,7 +43,7 @@ from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["PartialState", "MH_STEPS", "sample_layer_one_partial", "proposal_shape"]
+__all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "sample_layer_one_partial", "proposal_shape"]
 
 #: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
 MH_STEPS = 2
@@ -81,11 +81,15 @@ class PartialState(TokenLabels):
     MH_STEPS = MH_STEPS
     #: test hook planting a wrong conditional: the urn without Phi^(1) (a uniform Phi in its place)
     IGNORE_PHI = False
+    #: terms with at least this many tokens get a prior-bucket table (speed and memory only:
+    #: the others scan their row of Phi^(1) and draw the same topics)
+    TABLE_MIN_TOKENS = 16
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
         self.acceptance = float("nan")
-        self._alias = None
+        self._tables = None
+        self._table_row = None
         self.rebuild()
 
     @classmethod
@@ -130,7 +134,7 @@ class PartialState(TokenLabels):
         _partial.count_doc_labels(self.doc_ptr, self.labels, self.doc_counts)
         self.term_counts = np.empty((self.n_terms, K), dtype=np.int64)
         _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, self.term_counts)
-        self._alias = None
+        self._tables = None
 
     def keep(self, keep: np.ndarray) -> None:
         """Drop the factors where ``keep`` is False (no token may carry them), renumber
@@ -149,20 +153,34 @@ class PartialState(TokenLabels):
         if not np.array_equal(totals, self.doc_counts.sum(axis=0)):
             raise AssertionError("partial document-topic counts inconsistent with the labels")
 
-    def alias_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int):
-        """Per-term alias tables over ``phi_v. b`` and their totals (built when
-        Phi^(1) or ``b`` changed since the last call; no randomness)."""
-        cached = self._alias
+    def prior_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int):
+        """The prior bucket's tables over ``phi_v. b`` (built when Phi^(1) or ``b``
+        changed since the last call; no randomness): ``(table_row, cum, guide,
+        mass)`` for :func:`pygbn.inference._partial.partial_sweep`.  Terms with
+        at least ``TABLE_MIN_TOKENS`` tokens in this state's data get an
+        inversion table; the others' prior draws scan their row of Phi (the
+        same topic for the same uniform, so the chain does not depend on
+        which terms have tables)."""
+        cached = self._tables
         if cached is not None and cached[0] is phi and np.array_equal(cached[1], b):
             return cached[2]
         V, K = phi.shape
-        prob = np.empty((V, K)) if cached is None or cached[2][0].shape != (V, K) else cached[2][0]
-        alias = np.empty((V, K), dtype=np.int32) if cached is None or cached[2][1].shape != (V, K) \
-            else cached[2][1]
+        if self._table_row is None or self._table_row[1] != self.TABLE_MIN_TOKENS:
+            term_tokens = np.bincount(self.indices, weights=self.values, minlength=V)[:V]
+            has = term_tokens >= self.TABLE_MIN_TOKENS
+            rows = np.full(V, -1, dtype=np.int64)
+            rows[has] = np.arange(int(has.sum()), dtype=np.int64)
+            self._table_row = (rows, self.TABLE_MIN_TOKENS)
+        rows = self._table_row[0]
+        n_tab = int(rows.max()) + 1 if V else 0
+        if cached is not None and cached[2][1].shape == (n_tab, K):
+            cum, guide = cached[2][1], cached[2][2]
+        else:
+            cum, guide = np.empty((n_tab, K)), np.empty((n_tab, K), dtype=np.int32)
         mass = np.empty(V)
-        _partial.build_alias(phi, b, prob, alias, mass, n_threads)
-        self._alias = (phi, b.copy(), (prob, alias, mass))
-        return self._alias[2]
+        _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
+        self._tables = (phi, b.copy(), (rows, cum, guide, mass))
+        return self._tables[2]
 
 
 def proposal_shape(network) -> np.ndarray:
@@ -172,6 +190,18 @@ def proposal_shape(network) -> np.ndarray:
     for layer in reversed(network.layers[1:]):
         b = layer.phi @ b
     return np.ascontiguousarray(np.maximum(b, _TINY))
+
+
+def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int) -> np.ndarray:
+    """Phi^(1) of the partial method from its Dirichlet (eq:step2),
+    ``Phi_:k ~ Dir(eta + n_:k)`` given ``layer.counts = n_vk``, column block b
+    drawing from ``streams`` b (:func:`pygbn.inference._partial.dirichlet_columns`:
+    the (V, K) counts are read and Phi written in place, no transposed copies)."""
+    counts = np.ascontiguousarray(layer.counts, dtype=np.int64)
+    phi = np.empty(counts.shape)
+    _partial.dirichlet_columns(counts, float(layer.eta), np.ascontiguousarray(col_bounds, dtype=np.int64),
+                               streams.addresses, phi, n_threads)
+    return phi
 
 
 def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
@@ -194,13 +224,13 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     bounds, streams = sampler._blocks(blocks)
     n_vk = np.zeros(phi.shape, dtype=np.int64)
     b = proposal_shape(net)
-    prob, alias, mass = tokens.alias_tables(phi, b, nt)
+    tables = tokens.prior_tables(phi, b, nt)
     njk = tokens.doc_counts
     args = (tokens.indices, tokens.values)
     prop = acc = 0
     if net.depth == 1:
         pa, ac = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :], b,
-                                        prob, alias, mass, bounds, streams, njk, n_vk, tokens.MH_STEPS, nt,
+                                        *tables, bounds, streams, njk, n_vk, tokens.MH_STEPS, nt,
                                         tokens.INCLUDE_SELF, True)
         prop, acc = prop + pa, acc + ac
     else:
@@ -217,7 +247,7 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
             # a block's rows by the same BLAS calls wherever the block is (_upper.doc_prior)
             _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
             pa, ac = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
-                                            tokens.labels, phi, prior, b, prob, alias, mass,
+                                            tokens.labels, phi, prior, b, *tables,
                                             np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
                                             njk[lo:hi], n_vk, tokens.MH_STEPS, nt, tokens.INCLUDE_SELF)
             prop, acc = prop + pa, acc + ac
