@@ -44,7 +44,7 @@ def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_
         _partial.count_doc_labels(state.doc_ptr[:2], labels, njk)
         _partial.partial_sweep(state.indptr[:2], state.indices, state.values, state.doc_ptr[:2], labels,
                                phi, prior, b, *tables, bounds, streams.addresses[i:i + 1], njk,
-                               np.zeros((V, K), dtype=np.int64), mh_steps, 1, include_self,
+                               mh_steps, 1, include_self,
                                prior.shape[0] == 1 and shared)
         out[i] = labels[0]
     return out
@@ -97,39 +97,47 @@ def test_metropolis_hastings_steps_leave_the_conditional_invariant():
 
 
 def test_prior_tables_invert_their_weights():
-    """A term's prior-bucket topic of x is the first k with x < sum_{i <= k} phi_vi b_i,
-    the same with its table (indexed search, any thread count) and without (scan)."""
+    """A term's prior-bucket topic for the uniform u is the first k with
+    u Q_v < sum_{i <= k} phi_vi b_i, the same with its table (indexed search
+    with pure cells, any thread count) and without (scan)."""
     rng = np.random.default_rng(0)
-    V, K = 4, 37
+    V, K = 5, 37
     phi = rng.dirichlet(np.full(V, 0.3), size=K).T.copy()
     phi[1, 2] = 0.0
     phi[2, :30] = 1e-300                                 # weights that underflow to 0
+    phi[3, :] = 1.0 / V                                  # b's own shape: a flat row, few pure cells
     b = rng.gamma(0.5, 1.0, size=K)
     with_t = _prior_tables(phi, b, True, n_threads=2)
     without = _prior_tables(phi, b, False)
     np.testing.assert_array_equal(with_t[3], without[3])
-    terms = np.repeat(np.arange(V, dtype=np.int64), 2000)
-    x = rng.random(terms.size) * with_t[3][terms]
-    x[::97] = with_t[3][terms[::97]]                    # the top end (clamped into [0, Q_v))
-    x[1::97] = 0.0
+    assert (with_t[2] < 0).any() and (with_t[2] >= 0).any()      # pure cells and others
+    terms = np.repeat(np.arange(V, dtype=np.int64), 3000)
+    u = rng.random(terms.size)
+    u[::97] = np.nextafter(1.0, 0.0)                     # the top end (x clamped below Q_v)
+    u[1::97] = 0.0
+    cells = np.arange(terms.size) % 5 == 2               # cell boundaries i / K and next to them
+    u[cells] = np.nextafter(rng.integers(0, K + 1, size=cells.sum()) / K,
+                            rng.choice([0.0, 1.0], size=cells.sum()))
+    u = np.clip(u, 0.0, np.nextafter(1.0, 0.0))
     got = []
     for tables in (with_t, without):
-        out = np.empty(x.size, dtype=np.int32)
-        _partial.prior_topics(phi, b, *tables, terms, x, out)
+        out = np.empty(u.size, dtype=np.int32)
+        _partial.prior_topics(phi, b, *tables, terms, u, out)
         got.append(out)
     np.testing.assert_array_equal(got[0], got[1])
     for v in range(V):
         w = phi[v] * b
         mask = terms == v
         cum = np.cumsum(w)                              # left to right, as the kernel sums
-        expect = np.searchsorted(cum, np.minimum(x[mask], np.nextafter(cum[-1], 0)), side="right")
+        x = u[mask] * with_t[3][v]
+        expect = np.searchsorted(cum, np.minimum(x, np.nextafter(cum[-1], 0)), side="right")
         np.testing.assert_array_equal(got[0][mask], expect)
         assert np.all(w[got[0][mask]] > 0)
-    # draws from uniform x have the weights' law
+    # draws from uniform u have the weights' law
     w = phi[0] * b
-    x = rng.random(50000) * with_t[3][0]
-    draws = np.empty(x.size, dtype=np.int32)
-    _partial.prior_topics(phi, b, *with_t, np.zeros(x.size, dtype=np.int64), x, draws)
+    u = rng.random(50000)
+    draws = np.empty(u.size, dtype=np.int32)
+    _partial.prior_topics(phi, b, *with_t, np.zeros(u.size, dtype=np.int64), u, draws)
     assert _chi2_p(draws, w / w.sum()) > 1e-3
 
 
@@ -234,7 +242,7 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode, with_tables):
     for it in range(60000):
         _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, state.labels, phi,
                                a[None, :].copy(), b, *tables, bounds, streams.addresses,
-                               state.doc_counts, np.zeros((V, K), dtype=np.int64), steps, 1,
+                               state.doc_counts, steps, 1,
                                mode == "include-self", shared)
         if it % 6 == 0:      # thinned: nearly independent draws
             counts[index[tuple(state.labels)]] += 1
@@ -244,3 +252,31 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode, with_tables):
         assert pval < 1e-6
     else:
         assert pval > 1e-3, pval
+
+
+def test_dirichlet_columns_draw_their_law():
+    """Phi^(1)'s columns from Dir(eta + n_:k): means and variances of many draws,
+    columns on the simplex, and the log-space redraw of a column whose gammas
+    underflow (a tiny eta, no counts)."""
+    V = 6
+    counts = np.array([[0, 3, 0], [1, 0, 0], [0, 0, 0], [5, 2, 0], [0, 1, 0], [2, 0, 0]], dtype=np.int64)
+    eta, n = 0.5, 6000
+    bounds = np.array([0, 2, 3], dtype=np.int64)
+    draws = np.empty((n, V, 3))
+    for i in range(n):
+        streams = BlockStreams(np.random.default_rng(i), 2)
+        _partial.dirichlet_columns(counts, eta, bounds, streams.addresses, draws[i], 1 + i % 2)
+    np.testing.assert_allclose(draws.sum(axis=1), 1.0, rtol=1e-12)
+    alpha = eta + counts
+    a0 = alpha.sum(axis=0)
+    mean = alpha / a0
+    var = alpha * (a0 - alpha) / (a0 ** 2 * (a0 + 1))
+    z = (draws.mean(axis=0) - mean) / np.sqrt(var / n)
+    assert np.abs(z).max() < 4.5, z
+    assert np.all(np.abs(draws.var(axis=0) / var - 1) < 0.15)
+    tiny = np.empty((V, 3))
+    streams = BlockStreams(np.random.default_rng(1), 2)      # kept alive: the kernel uses its states
+    _partial.dirichlet_columns(counts, 1e-6, bounds, streams.addresses, tiny, 1)
+    assert np.all(np.isfinite(tiny)) and np.all(tiny > 0)
+    np.testing.assert_allclose(tiny.sum(axis=0), 1.0, rtol=1e-12)
+    assert tiny[:, 2].max() > 0.99          # Dir(1e-6, ...): nearly all mass on one term

@@ -68,8 +68,9 @@ def main(argv=None):
 
     acc = defaultdict(float)
     _wrap(s, "sample_phi", "Dirichlet draw of Phi^(1) (sample_phi)", acc, now)
-    if hasattr(s.tokens, "alias_tables"):
-        _wrap(s.tokens, "alias_tables", "alias tables", acc, now)
+    for name in ("prior_tables", "alias_tables"):      # (alias_tables: before the tables were made by inversion)
+        if hasattr(s.tokens, name):
+            _wrap(s.tokens, name, "prior-bucket tables", acc, now)
     _wrap(_partial, "partial_sweep", "token sweep (partial_sweep, n_vk included)", acc, now)
     for name in ("top_tables", "sample_p_c", "sample_top", "local_downward"):
         _wrap(s, name, "top layer, p/c, r, theta (upper interface)", acc, now)
@@ -83,7 +84,7 @@ def main(argv=None):
         total = now() - t0
         inner = sum(v for k, v in acc.items() if k not in ("_layer_one",))
         layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep, n_vk included)"] \
-            - acc.get("alias tables", 0.0)
+            - acc.get("prior-bucket tables", 0.0)
         for k, v in acc.items():
             if k != "_layer_one":
                 rows[k].append(v)

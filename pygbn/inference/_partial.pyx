@@ -34,7 +34,7 @@ probability ``min(1, w(t) / w(s))``, where
 (phi_vk and both normalisers cancel).  Each step leaves pi invariant, so the
 label update does, and the sweep leaves the posterior invariant.
 """
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
@@ -50,26 +50,24 @@ from pygbn.random._kernels cimport random_dirichlet
 
 cdef extern from *:
     """
-    /* Atomic 64-bit integer addition (exact in any order). */
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) {
-        _InterlockedExchangeAdd64((volatile __int64 *) p, (__int64) v);
-    }
-    #elif defined(__GNUC__) || defined(__clang__)
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) {
-        __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-    }
-    #elif defined(_OPENMP)
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) {
-        #pragma omp atomic
-        *p += v;
-    }
+    /* A hint that *p will be read soon (no effect on results). */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define pygbn_partial_prefetch(p) __builtin_prefetch((const void *) (p))
     #else
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) { *p += v; }
+    #define pygbn_partial_prefetch(p) ((void) 0)
     #endif
     """
-    void atomic_add_i64 "pygbn_partial_add_i64"(int64_t *p, int64_t v) noexcept nogil
+    void prefetch "pygbn_partial_prefetch"(const void *p) noexcept nogil
+
+
+cdef extern from *:
+    """
+    /* a guide entry with this bit set is pure: its cell lies inside one topic's interval */
+    #define PYGBN_GUIDE_PURE ((int32_t) 0x80000000u)
+    #define PYGBN_GUIDE_TOPIC ((int32_t) 0x7fffffff)
+    """
+    const int32_t GUIDE_PURE "PYGBN_GUIDE_PURE"
+    const int32_t GUIDE_TOPIC "PYGBN_GUIDE_TOPIC"
 
 
 cdef struct Doc:
@@ -84,6 +82,7 @@ cdef struct Doc:
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
     double lam                  # lambda_j
+    double u_prior              # the uniform of the next prior-bucket draw
 
 
 cdef inline void _add(Doc *d, int32_t k, double phik) noexcept nogil:
@@ -119,13 +118,22 @@ cdef inline void _remove(Doc *d, int32_t k, double phik) noexcept nogil:
         d.w[p] -= phik
 
 
-cdef inline double _cell_weights(Doc *d, const double *phi_v) noexcept nogil:
-    """``w_i = phi_vk n_jk`` over the document's topics; returns their sum ``D``."""
+cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
+    """``w_i = phi_vk n_jk`` over the document's topics; returns their sum ``D``.
+    ``phi_next`` (the next cell's row of Phi, or NULL): its entries at the same
+    topics are prefetched."""
     cdef double s = 0.0, t
     cdef Py_ssize_t i
     cdef const int32_t *tp = d.topics
     cdef const double *cn = d.cnt
     cdef double *w = d.w
+    if phi_next != NULL:
+        for i in range(d.n_topics):
+            prefetch(phi_next + tp[i])
+            t = phi_v[tp[i]] * cn[i]
+            w[i] = t
+            s += t
+        return s
     for i in range(d.n_topics):
         t = phi_v[tp[i]] * cn[i]
         w[i] = t
@@ -147,24 +155,28 @@ cdef inline int32_t _pick_doc(const Doc *d, double u) noexcept nogil:
     return d.topics[last]
 
 
-cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t K, double x, double Q,
+cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t K, double u, double Q,
                                 const double *cum, const int32_t *guide) noexcept nogil:
-    """The prior bucket by inversion: the first ``k`` with ``x < C_k``,
-    ``C_k = sum_{i <= k} phi_vi b_i`` (``x`` is clamped into ``[0, Q)``,
-    ``Q = C_{K-1} > 0``).  With the term's table (``cum`` = C, ``guide``) in
-    O(1) expected steps, else by an O(K) scan that forms the same sums in the
-    same order: both give the same topic for the same ``x``."""
+    """The prior bucket by inversion at ``x = u Q`` (``u`` uniform in [0, 1), ``Q = C_{K-1} > 0``):
+    the first ``k`` with ``x < C_k``, ``C_k = sum_{i <= k} phi_vi b_i`` (``x``
+    clamped below Q).  With the term's table (``cum`` = C, ``guide``) from
+    guide entry ``floor(u K)`` in O(1) expected steps (none when the entry is
+    flagged pure: its whole cell lies inside one topic's interval), else by an
+    O(K) scan that forms the same sums in the same order: both give the same
+    topic for the same ``u``."""
     cdef Py_ssize_t i, k
-    cdef double c = 0.0
+    cdef int32_t gk
+    cdef double c = 0.0, x = u * Q
     if not (x < Q):
         x = nextafter(Q, 0.0)
-    if x < 0.0:
-        x = 0.0
     if cum != NULL:
-        i = <Py_ssize_t> (x * K / Q)
+        i = <Py_ssize_t> (u * K)
         if i >= K:
             i = K - 1
-        k = guide[i]
+        gk = guide[i]
+        if gk < 0:
+            return gk & GUIDE_TOPIC
+        k = gk
         while k > 0 and cum[k - 1] > x:
             k -= 1
         while k < K - 1 and not (x < cum[k]):
@@ -177,20 +189,32 @@ cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t
     return <int32_t> (K - 1)
 
 
-cdef inline int32_t _propose(bitgen_t *g, const Doc *d, const double *phi_v, double D, double Q,
+cdef inline int32_t _propose(bitgen_t *g, Doc *d, const double *phi_v, double D, double Q,
                              double P, const double *cum, const int32_t *guide) noexcept nogil:
-    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: document bucket
-    ``D`` (weights ``w``), prior bucket ``P = lambda_j Q_v`` (``Q = Q_v``,
-    :c:func:`_pick_prior`)."""
+    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: a uniform picks
+    the document bucket ``D`` (weights ``w``) or the prior bucket
+    ``P = lambda_j Q_v`` (``Q = Q_v``); the prior bucket's position is the
+    uniform ``d.u_prior`` drawn at the previous prior draw (so that its table
+    entry can be prefetched), then replaced (:c:func:`_pick_prior`)."""
     cdef double u = random_standard_uniform(g) * (D + P)
+    cdef double up
     if u < D and d.n_topics > 0:
         return _pick_doc(d, u)
     if P > 0.0:
-        u = u - D
-        if d.lam != 1.0:
-            u = u / d.lam
-        return _pick_prior(phi_v, d.b, d.n_topics_total, u, Q, cum, guide)
+        up = d.u_prior
+        d.u_prior = random_standard_uniform(g)
+        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cum, guide)
     return _pick_doc(d, random_standard_uniform(g) * D)
+
+
+cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const int32_t *guide,
+                                 int32_t v, Py_ssize_t K) noexcept nogil:
+    """Prefetch the guide entry that term v's next prior draw reads."""
+    cdef int64_t t = table_row[v]
+    cdef Py_ssize_t i
+    if t >= 0:
+        i = <Py_ssize_t> (d.u_prior * K)
+        prefetch(guide + t * K + (i if i < K else K - 1))
 
 
 cdef inline int32_t _direct(bitgen_t *g, const Doc *d, const double *phi_v) noexcept nogil:
@@ -221,13 +245,12 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
                       const int32_t *indices, const double *values, const int64_t *doc_ptr,
                       topic_t *labels, const double *phi, const double *prior, bint shared,
                       const double *b, double bsum, const int64_t *table_row, const double *cum,
-                      const int32_t *guide, const double *word_mass, doc_count_t *njk, int64_t *nvk,
-                      Py_ssize_t K,
-                      int mh_steps, bint atomic, bint include_self, int64_t *counters) noexcept nogil:
+                      const int32_t *guide, const double *word_mass, doc_count_t *njk,
+                      Py_ssize_t K, int mh_steps, bint include_self, int64_t *counters) noexcept nogil:
     """The documents ``j0:j1`` (one block), in order, from one stream; -1 if out of memory."""
     cdef Doc d
     cdef Py_ssize_t j, i, c, k
-    cdef int64_t tok, n, t_i
+    cdef int64_t tok, n, t_i, c_end = indptr[j1]
     cdef int32_t v, s, z, t, step
     cdef double asum, D, P, Q, ws, wt
     cdef const double *phi_v
@@ -247,6 +270,7 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
         return -1
     for k in range(K):
         d.pos[k] = -1
+    d.u_prior = random_standard_uniform(g)
     for j in range(j0, j1):
         tok = doc_ptr[j]
         if doc_ptr[j + 1] <= tok:
@@ -276,7 +300,7 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
             else:
                 cum_v = NULL
                 guide_v = NULL
-            D = _cell_weights(&d, phi_v)
+            D = _cell_weights(&d, phi_v, phi + indices[c + 1] * K if c + 1 < indptr[j + 1] else NULL)
             n = <int64_t> values[c]
             for i in range(n):
                 s = labels[tok]
@@ -284,7 +308,7 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
                     _remove(&d, s, phi_v[s])
                     D -= phi_v[s]
                     if D < 0.0 or d.n_topics == 0:
-                        D = _cell_weights(&d, phi_v)
+                        D = _cell_weights(&d, phi_v, NULL)
                 if not (D + P > 0.0) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
                 elif shared or mh_steps < 0:
@@ -310,11 +334,12 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
                 _add(&d, z, phi_v[z])
                 D += phi_v[z]
                 labels[tok] = <topic_t> z
-                if atomic:
-                    atomic_add_i64(&nvk[v * K + z], 1)
-                else:
-                    nvk[v * K + z] += 1
                 tok += 1
+                # the guide entry of the next token's prior draw (should it make one)
+                if i + 1 < n:
+                    _prefetch_prior(&d, table_row, guide, v, K)
+                elif c + 1 < c_end:
+                    _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
         for i in range(d.n_topics):
             z = d.topics[i]
             row[z] = <doc_count_t> d.nj[z]
@@ -330,7 +355,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                   const double[:, ::1] prior, const double[::1] b, const int64_t[::1] table_row,
                   const double[:, ::1] cum, const int32_t[:, ::1] guide, const double[::1] word_mass,
                   const int64_t[::1] bounds, const uintptr_t[::1] streams, doc_count_t[:, ::1] njk,
-                  int64_t[:, ::1] nvk, int mh_steps, int n_threads, bint include_self=False,
+                  int mh_steps, int n_threads, bint include_self=False,
                   bint shared_prior=False):
     """One partially collapsed sweep over the documents of ``bounds`` (see the module).
 
@@ -359,8 +384,6 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         Document blocks (row indices) and one stream address per block.
     njk : uint16 or int32 (n_rows, K)
         ``n_jk`` of the rows, consistent with ``labels`` (updated).
-    nvk : int64 (V, K)
-        The new labels' term-topic counts are added (atomic additions).
     mh_steps : int
         Metropolis-Hastings steps per token when the prior has a row per document
         (test hooks: -1 takes every proposal, a wrong conditional when the
@@ -380,7 +403,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         Metropolis-Hastings proposals made and accepted (0, 0 when exact).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1, K = phi.shape[1], blk, i
-    cdef bint shared = shared_prior, atomic = n_threads > 1
+    cdef bint shared = shared_prior
     cdef double bsum = 0.0
     cdef int n_failed = 0
     cdef int64_t[:, ::1] counters = None
@@ -397,7 +420,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                         shared, &b[0], bsum, &table_row[0],
                         &cum[0, 0] if cum.shape[0] else NULL, &guide[0, 0] if guide.shape[0] else NULL,
                         &word_mass[0],
-                        &njk[0, 0] if njk.shape[0] else NULL, &nvk[0, 0], K, mh_steps, atomic,
+                        &njk[0, 0] if njk.shape[0] else NULL, K, mh_steps,
                         include_self, &counters[blk, 0]) < 0:
             n_failed += 1
     if n_failed:
@@ -413,13 +436,16 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = sum_{i <= k} w_i``
     (left to right, the sums an O(K) scan of the sweep forms) and the guide
     ``guide[t, i]`` = the first k with ``cum[t, k] > i Q_v / K`` (Chen & Asau's
-    indexed search: the topic of ``x`` in ``[0, Q_v)`` is found from
-    ``guide[t, floor(x K / Q_v)]`` in O(1) expected steps).  No randomness:
+    indexed search: the topic of ``x = u Q_v`` is found from
+    ``guide[t, floor(u K)]`` in O(1) expected steps), flagged ``GUIDE_PURE``
+    when topic k's interval covers the whole cell ``[i Q_v / K, (i + 1) Q_v / K]``
+    with a margin of ``2^-40 Q_v`` (then every such x lies in it, whatever the
+    rounding of ``u Q_v`` and ``u K``, and the draw reads nothing else).  No randomness:
     parallel over terms, the same tables for any thread count.
     """
     cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], v, k, i
     cdef int64_t t
-    cdef double c, Q, step
+    cdef double c, Q, lo, hi, margin
     for v in prange(V, nogil=True, num_threads=n_threads, schedule="dynamic", chunksize=64):
         t = table_row[v]
         c = 0.0
@@ -433,26 +459,32 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                 cum[t, k] = c
             mass[v] = c
             Q = c
+            margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
             k = 0
             for i in range(K):
-                step = Q * i / K
-                while k < K - 1 and not (cum[t, k] > step):
+                lo = Q * i / K
+                hi = Q * (i + 1) / K
+                while k < K - 1 and not (cum[t, k] > lo):
                     k = k + 1
-                guide[t, i] = <int32_t> k
+                # pure: every x = u Q with floor(u K) = i lies in topic k's interval
+                if (k == 0 or cum[t, k - 1] <= lo - margin) and (k == K - 1 or cum[t, k] > hi + margin):
+                    guide[t, i] = <int32_t> k | GUIDE_PURE
+                else:
+                    guide[t, i] = <int32_t> k
 
 
 def prior_topics(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
                  const double[:, ::1] cum, const int32_t[:, ::1] guide, const double[::1] mass,
-                 const int64_t[::1] terms, const double[::1] x, int32_t[::1] out):
-    """``out[i]``: the prior bucket's topic of ``x[i]`` (in ``[0, Q_v)``) for term
-    ``terms[i]``, as the sweep draws it (its table when it has one, else the
-    scan).  For the tests."""
+                 const int64_t[::1] terms, const double[::1] u, int32_t[::1] out):
+    """``out[i]``: the prior bucket's topic for the uniform ``u[i]`` (in [0, 1)) and
+    term ``terms[i]``, as the sweep draws it (its table when it has one, else
+    the scan).  For the tests."""
     cdef Py_ssize_t i, K = phi.shape[1]
     cdef int64_t v, t
-    for i in range(x.shape[0]):
+    for i in range(u.shape[0]):
         v = terms[i]
         t = table_row[v]
-        out[i] = _pick_prior(&phi[v, 0], &b[0], K, x[i], mass[v],
+        out[i] = _pick_prior(&phi[v, 0], &b[0], K, u[i], mass[v],
                              &cum[t, 0] if t >= 0 else NULL, &guide[t, 0] if t >= 0 else NULL)
 
 
@@ -472,37 +504,46 @@ def dirichlet_columns(const int64_t[:, ::1] counts, double eta, const int64_t[::
     ``eta > 0``.
     """
     cdef Py_ssize_t V = counts.shape[0], K = counts.shape[1], n_blocks = bounds.shape[0] - 1
-    cdef Py_ssize_t blk, k, v
+    cdef Py_ssize_t blk, k, v, k0, nk, width = 0
     cdef double *work
     cdef double *a
     cdef double *out
-    cdef double total, inv, x
+    cdef double *tot
+    cdef double x
     cdef bitgen_t *g
     cdef int n_failed = 0
     if V == 0 or n_blocks <= 0:
         return
-    for blk in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        work = <double *> malloc(8 * V * sizeof(double))
-        if work == NULL:
-            n_failed += 1
-        else:
-            g = <bitgen_t *> streams[blk]
-            a = work
-            out = work + V
-            for k in range(bounds[blk], bounds[blk + 1]):
+    for blk in range(n_blocks):
+        width = max(width, bounds[blk + 1] - bounds[blk])
+    with nogil, parallel(num_threads=n_threads):
+        # one scratch per thread: a block's shapes and gammas column by column, GS scratch, sums
+        work = <double *> malloc((2 * width * V + 6 * V + width) * sizeof(double))
+        for blk in prange(n_blocks, schedule="dynamic"):
+            if work == NULL:
+                n_failed += 1
+            else:
+                g = <bitgen_t *> streams[blk]
+                k0 = bounds[blk]
+                nk = bounds[blk + 1] - k0
+                a = work
+                out = work + width * V
+                tot = work + 2 * width * V + 6 * V
+                for v in range(V):                  # the block's columns in one pass over the rows
+                    for k in range(nk):
+                        a[k * V + v] = eta + <double> counts[v, k0 + k]
+                for k in range(nk):
+                    tot[k] = gamma_row_scaled(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
+                    if tot[k] >= 1e-280:
+                        tot[k] = 1.0 / tot[k]
+                    else:
+                        random_dirichlet(g, a + k * V, V, out + k * V)
+                        tot[k] = 1.0
                 for v in range(V):
-                    a[v] = eta + <double> counts[v, k]
-                total = gamma_row_scaled(g, a, V, 1.0, out, work + 2 * V)
-                if total >= 1e-280:
-                    inv = 1.0 / total
-                    for v in range(V):
-                        x = out[v] * inv
-                        phi[v, k] = x if x > DBL_MIN else DBL_MIN
-                else:
-                    random_dirichlet(g, a, V, out)
-                    for v in range(V):
-                        phi[v, k] = out[v] if out[v] > DBL_MIN else DBL_MIN
-            free(work)
+                    for k in range(nk):
+                        x = out[k * V + v] * tot[k]
+                        phi[v, k0 + k] = x if x > DBL_MIN else DBL_MIN
+        free(work)
     if n_failed:
         raise MemoryError("dirichlet_columns: scratch memory could not be allocated")
 
@@ -522,14 +563,31 @@ def count_doc_labels(const int64_t[::1] doc_ptr, const topic_t[::1] labels, doc_
 def count_term_labels(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                       const topic_t[::1] labels, int64_t[:, ::1] nvk):
     """``nvk`` (V, K) overwritten with the term-topic counts of the labels (tokens in CSR order)."""
-    cdef Py_ssize_t V = nvk.shape[0], K = nvk.shape[1], v, k, c
-    cdef int64_t i, tok = 0
-    with nogil:
-        for v in range(V):
-            for k in range(K):
-                nvk[v, k] = 0
-        for c in range(indices.shape[0]):
+    nvk[:, :] = 0
+    add_term_labels(0, indices.shape[0], 0, indices, values, labels, nvk, 1)
+
+
+def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] indices,
+                    const double[::1] values, const topic_t[::1] labels, int64_t[:, ::1] nvk,
+                    int n_threads):
+    """Add the term-topic counts of the tokens of cells ``c0:c1`` (the first at
+    ``labels[tok0]``, tokens in CSR order) into ``nvk`` (V, K).
+
+    With ``n_threads`` > 1, thread t counts the terms ``v`` with
+    ``v % n_threads == t`` (each reads all the cells): no two threads write the
+    same entry, and integer counts are the same in any order."""
+    cdef Py_ssize_t K = nvk.shape[1], t, nt = max(n_threads, 1)
+    cdef int64_t c, i, tok, n
+    cdef int32_t v
+    cdef int64_t *out = &nvk[0, 0] if nvk.shape[0] else NULL
+    if c1 <= c0 or out == NULL:
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
+        tok = tok0
+        for c in range(c0, c1):
             v = indices[c]
-            for i in range(<int64_t> values[c]):
-                nvk[v, labels[tok]] += 1
-                tok += 1
+            n = <int64_t> values[c]
+            if nt == 1 or v % nt == t:
+                for i in range(n):
+                    out[v * K + labels[tok + i]] += 1
+            tok = tok + n

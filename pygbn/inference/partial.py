@@ -222,7 +222,6 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
         phi = np.full(phi.shape, 1.0 / phi.shape[0])
     nt = sampler.n_threads
     bounds, streams = sampler._blocks(blocks)
-    n_vk = np.zeros(phi.shape, dtype=np.int64)
     b = proposal_shape(net)
     tables = tokens.prior_tables(phi, b, nt)
     njk = tokens.doc_counts
@@ -230,7 +229,7 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     prop = acc = 0
     if net.depth == 1:
         pa, ac = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :], b,
-                                        *tables, bounds, streams, njk, n_vk, tokens.MH_STEPS, nt,
+                                        *tables, bounds, streams, njk, tokens.MH_STEPS, nt,
                                         tokens.INCLUDE_SELF, True)
         prop, acc = prop + pa, acc + ac
     else:
@@ -249,10 +248,16 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
             pa, ac = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
                                             tokens.labels, phi, prior, b, *tables,
                                             np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
-                                            njk[lo:hi], n_vk, tokens.MH_STEPS, nt, tokens.INCLUDE_SELF)
+                                            njk[lo:hi], tokens.MH_STEPS, nt, tokens.INCLUDE_SELF)
             prop, acc = prop + pa, acc + ac
     tokens.acceptance = acc / prop if prop else float("nan")
     if prop:
         logger.debug("partial layer one: %d Metropolis-Hastings proposals, %.3f accepted", prop,
                      tokens.acceptance)
+    # n_vk of the blocks' new labels, counted after the sweep (a pass of its own: an
+    # increment inside the token loop waits on a cache miss of the (V, K) array)
+    n_vk = np.zeros(phi.shape, dtype=np.int64)
+    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
+    _partial.add_term_labels(int(tokens.indptr[lo]), int(tokens.indptr[hi]), int(tokens.doc_ptr[lo]),
+                             tokens.indices, tokens.values, tokens.labels, n_vk, nt)
     return n_vk
