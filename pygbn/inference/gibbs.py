@@ -508,7 +508,8 @@ class GibbsSampler:
         layer = self.network.layers[t - 1]
         st = streams if streams is not None else self.col_streams
         if t == 1 and self.method == "partial":
-            phi = dirichlet_phi_one(layer, block_bounds(layer.counts.shape[1], COLUMN_BLOCK), st, self.n_threads)
+            phi = dirichlet_phi_one(layer, block_bounds(layer.counts.shape[1], COLUMN_BLOCK), st, self.n_threads,
+                                    self.tokens)
         else:
             alpha_t = np.ascontiguousarray((layer.eta + layer.counts.astype(np.float64)).T)
             out_t = np.empty_like(alpha_t)

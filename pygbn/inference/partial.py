@@ -32,6 +32,7 @@ each sweep, Phi^(1) (V, K) float64 and the alias tables (V, K) float64 +
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Optional
 
 import numpy as np
@@ -90,6 +91,7 @@ class PartialState(TokenLabels):
         self.acceptance = float("nan")
         self._tables = None
         self._table_row = None
+        self._pool = {}
         self.rebuild()
 
     @classmethod
@@ -153,6 +155,24 @@ class PartialState(TokenLabels):
         if not np.array_equal(totals, self.doc_counts.sum(axis=0)):
             raise AssertionError("partial document-topic counts inconsistent with the labels")
 
+    def buffer(self, name: str, shape, dtype) -> np.ndarray:
+        """An array for a per-sweep (V, K) result (``n_vk``, Phi^(1)): one of two
+        kept per ``name`` that nothing else references any more (the other is the
+        one handed out last), else a new one.  Reusing memory that is already
+        mapped spares the page faults of a fresh allocation each sweep; the
+        contents are undefined."""
+        for slot in (name + "0", name + "1"):
+            buf = self._pool.get(slot)
+            # references: the pool's, ``buf`` and getrefcount's argument
+            if buf is not None and buf.shape == tuple(shape) and buf.dtype == dtype and sys.getrefcount(buf) <= 3:
+                return buf
+        for slot in (name + "0", name + "1"):
+            buf = self._pool.get(slot)
+            if buf is None or sys.getrefcount(buf) <= 3:
+                out = self._pool[slot] = np.empty(shape, dtype=dtype)
+                return out
+        return np.empty(shape, dtype=dtype)
+
     def prior_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int):
         """The prior bucket's tables over ``phi_v. b`` (built when Phi^(1) or ``b``
         changed since the last call; no randomness): ``(table_row, cum, guide,
@@ -192,13 +212,15 @@ def proposal_shape(network) -> np.ndarray:
     return np.ascontiguousarray(np.maximum(b, _TINY))
 
 
-def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int) -> np.ndarray:
+def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int,
+                      tokens: Optional[PartialState] = None) -> np.ndarray:
     """Phi^(1) of the partial method from its Dirichlet (eq:step2),
     ``Phi_:k ~ Dir(eta + n_:k)`` given ``layer.counts = n_vk``, column block b
     drawing from ``streams`` b (:func:`pygbn.inference._partial.dirichlet_columns`:
-    the (V, K) counts are read and Phi written in place, no transposed copies)."""
+    the (V, K) counts are read and Phi written directly, no transposed copies;
+    into one of ``tokens``' buffers when given)."""
     counts = np.ascontiguousarray(layer.counts, dtype=np.int64)
-    phi = np.empty(counts.shape)
+    phi = np.empty(counts.shape) if tokens is None else tokens.buffer("phi", counts.shape, np.float64)
     _partial.dirichlet_columns(counts, float(layer.eta), np.ascontiguousarray(col_bounds, dtype=np.int64),
                                streams.addresses, phi, n_threads)
     return phi
@@ -256,7 +278,8 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
                      tokens.acceptance)
     # n_vk of the blocks' new labels, counted after the sweep (a pass of its own: an
     # increment inside the token loop waits on a cache miss of the (V, K) array)
-    n_vk = np.zeros(phi.shape, dtype=np.int64)
+    n_vk = tokens.buffer("n_vk", phi.shape, np.int64)
+    n_vk.fill(0)
     lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     _partial.add_term_labels(int(tokens.indptr[lo]), int(tokens.indptr[hi]), int(tokens.doc_ptr[lo]),
                              tokens.indices, tokens.values, tokens.labels, n_vk, nt)
