@@ -19,9 +19,13 @@ mean shape ``Phi^(2) ... Phi^(T) r``; ``r`` itself when T = 1) and
     q(k)  ∝  phi_vk n_jk  +  lambda_j phi_vk b_k
 
 as a two-bucket mixture: the document bucket ``D = sum_{k: n_jk > 0} phi_vk n_jk``
-(summed over the document's topics, O(its topics)) and the prior bucket
-``lambda_j Q_v`` with ``Q_v = sum_k phi_vk b_k``, sampled in O(1) from the
-term's alias table over ``phi_v. b`` (built once per sweep, O(V K)).
+(over the document's compact topic list, O(its topics) once per stored cell,
+then updated as the cell's tokens move) and the prior bucket ``lambda_j Q_v``
+with ``Q_v = sum_k phi_vk b_k``, drawn by inversion of its cumulative sums:
+in O(1) expected steps from the term's indexed-search table
+(:func:`build_prior_tables`, built once per sweep for the frequent terms),
+else by an O(K) scan that forms the same sums (the same topic for the same
+uniform).
 
 Exactness.  When the prior is one row shared by all documents (T = 1),
 ``b = a`` and ``lambda = 1``: q is pi and the draw is the exact conditional.

@@ -18,16 +18,19 @@ collapsed Gibbs sampler (Magnusson, Jonsson, Villani & Broman 2018, for LDA);
 it targets the same posterior as the collapsed and blocked samplers.
 
 A token's draw costs O(topics of its document), not O(K): a document bucket
-over the document's topics and a prior bucket from per-term alias tables over
-``phi_v. b`` (b a shape shared by all documents), corrected by independence
-Metropolis-Hastings steps when the documents' priors differ (T >= 2); see
-the kernel module and ``docs/engine.md``.
+over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
+shared by all documents) drawn by inversion, from indexed-search tables for
+the terms with at least ``TABLE_MIN_TOKENS`` tokens and by a scan of Phi's
+row for the others (the same topic for the same uniform), corrected by
+independence Metropolis-Hastings steps when the documents' priors differ
+(T >= 2); see the kernel module and ``docs/engine.md``.
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
 (int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
-than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int64 made anew
-each sweep, Phi^(1) (V, K) float64 and the alias tables (V, K) float64 +
-(V, K) int32.
+than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int64 counted
+after each sweep and Phi^(1) (V, K) float64 (two reusable buffers of each,
+:meth:`PartialState.buffer`), and the prior tables, (K,) float64 + (K,) int32
+for each term that has one.
 """
 from __future__ import annotations
 
