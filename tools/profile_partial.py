@@ -71,7 +71,7 @@ def main(argv=None):
     for name in ("prior_tables", "alias_tables"):      # (alias_tables: before the tables were made by inversion)
         if hasattr(s.tokens, name):
             _wrap(s.tokens, name, "prior-bucket tables", acc, now)
-    _wrap(_partial, "partial_sweep", "token sweep (partial_sweep, n_vk included)", acc, now)
+    _wrap(_partial, "partial_sweep", "token sweep (partial_sweep; n_vk too on main)", acc, now)
     for name in ("top_tables", "sample_p_c", "sample_top", "local_downward"):
         _wrap(s, name, "top layer, p/c, r, theta (upper interface)", acc, now)
     from pygbn.inference import gibbs as gibbs_mod
@@ -83,12 +83,12 @@ def main(argv=None):
         s.sweep(update_p_c=True)
         total = now() - t0
         inner = sum(v for k, v in acc.items() if k not in ("_layer_one",))
-        layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep, n_vk included)"] \
+        layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep; n_vk too on main)"] \
             - acc.get("prior-bucket tables", 0.0)
         for k, v in acc.items():
             if k != "_layer_one":
                 rows[k].append(v)
-        rows["other layer-one bookkeeping"].append(layer_one_other)
+        rows["other layer-one bookkeeping (n_vk after the sweep)"].append(layer_one_other)
         rows["Python and the rest"].append(total - inner - layer_one_other)
         rows["whole sweep"].append(total)
     tok = s.tokens
