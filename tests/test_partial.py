@@ -15,15 +15,24 @@ from pygbn.inference.partial import PartialState, proposal_shape
 from pygbn.model import PoissonLink
 
 
+def _prior_tables(phi, b, with_tables, n_threads=1):
+    """The prior bucket's tables of every term (``with_tables``) or of none (scans)."""
+    V, K = phi.shape
+    rows = np.arange(V, dtype=np.int64) if with_tables else np.full(V, -1, dtype=np.int64)
+    n_tab = V if with_tables else 0
+    cum, guide, mass = np.empty((n_tab, K)), np.empty((n_tab, K), dtype=np.int32), np.empty(V)
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
+    return rows, cum, guide, mass
+
+
 def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_self=False,
-                       start_from=None, seed=0, shared=True):
+                       start_from=None, seed=0, shared=True, with_tables=True):
     """The label of document 0's first token after one sweep, ``n_rep`` times
     from the same state (``start_from``: draws of its starting label)."""
     Y = sp.csr_matrix(Y)
     V, K = phi.shape
     state = PartialState.from_counts(Y, K, labels=labels0)
-    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
-    _partial.build_alias(phi, b, prob, alias, mass, 1)
+    tables = _prior_tables(phi, b, with_tables)
     streams = BlockStreams(np.random.default_rng(seed), n_rep)
     bounds = np.array([0, 1], dtype=np.int64)
     out = np.empty(n_rep, dtype=np.int64)
@@ -34,8 +43,8 @@ def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_
         njk = np.zeros((1, K), dtype=np.uint16)
         _partial.count_doc_labels(state.doc_ptr[:2], labels, njk)
         _partial.partial_sweep(state.indptr[:2], state.indices, state.values, state.doc_ptr[:2], labels,
-                               phi, prior, b, prob, alias, mass, bounds, streams.addresses[i:i + 1], njk,
-                               np.zeros((V, K), dtype=np.int64), mh_steps, 1, include_self,
+                               phi, prior, b, *tables, bounds, streams.addresses[i:i + 1], njk,
+                               mh_steps, 1, include_self,
                                prior.shape[0] == 1 and shared)
         out[i] = labels[0]
     return out
@@ -58,14 +67,16 @@ def _chi2_p(draws, p):
     return stats.chisquare(obs, p * draws.size).pvalue
 
 
-def test_exact_draw_with_a_shared_prior():
+@pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
+def test_exact_draw_with_a_shared_prior(with_tables):
     """One prior row (T = 1): the token's label is drawn from
     phi_vk (n_jk^(-ji) + a_k) exactly, whatever its current label; keeping the
     token in n_jk (a planted wrong conditional) is rejected."""
     phi, Y, labels0, a, p = _setting()
-    draws = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000)
+    draws = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, with_tables=with_tables)
     assert _chi2_p(draws, p) > 1e-3
-    wrong = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, include_self=True)
+    wrong = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, include_self=True,
+                               with_tables=with_tables)
     assert _chi2_p(wrong, p) < 1e-6
 
 
@@ -85,21 +96,49 @@ def test_metropolis_hastings_steps_leave_the_conditional_invariant():
     assert _chi2_p(wrong, p) < 1e-6
 
 
-def test_alias_tables_draw_their_weights():
+def test_prior_tables_invert_their_weights():
+    """A term's prior-bucket topic for the uniform u is the first k with
+    u Q_v < sum_{i <= k} phi_vi b_i, the same with its table (indexed search
+    with pure cells, any thread count) and without (scan)."""
     rng = np.random.default_rng(0)
-    V, K = 3, 7
-    phi = rng.dirichlet(np.ones(V), size=K).T.copy()
+    V, K = 5, 37
+    phi = rng.dirichlet(np.full(V, 0.3), size=K).T.copy()
     phi[1, 2] = 0.0
+    phi[2, :30] = 1e-300                                 # weights that underflow to 0
+    phi[3, :] = 1.0 / V                                  # b's own shape: a flat row, few pure cells
     b = rng.gamma(0.5, 1.0, size=K)
-    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
-    _partial.build_alias(phi, b, prob, alias, mass, 2)
+    with_t = _prior_tables(phi, b, True, n_threads=2)
+    without = _prior_tables(phi, b, False)
+    np.testing.assert_array_equal(with_t[3], without[3])
+    assert (with_t[2] < 0).any() and (with_t[2] >= 0).any()      # pure cells and others
+    terms = np.repeat(np.arange(V, dtype=np.int64), 3000)
+    u = rng.random(terms.size)
+    u[::97] = np.nextafter(1.0, 0.0)                     # the top end (x clamped below Q_v)
+    u[1::97] = 0.0
+    cells = np.arange(terms.size) % 5 == 2               # cell boundaries i / K and next to them
+    u[cells] = np.nextafter(rng.integers(0, K + 1, size=cells.sum()) / K,
+                            rng.choice([0.0, 1.0], size=cells.sum()))
+    u = np.clip(u, 0.0, np.nextafter(1.0, 0.0))
+    got = []
+    for tables in (with_t, without):
+        out = np.empty(u.size, dtype=np.int32)
+        _partial.prior_topics(phi, b, *tables, terms, u, out)
+        got.append(out)
+    np.testing.assert_array_equal(got[0], got[1])
     for v in range(V):
         w = phi[v] * b
-        np.testing.assert_allclose(mass[v], w.sum())
-        # the table's implied probabilities: (prob_i + sum_{alias_j = i} (1 - prob_j)) / K
-        implied = prob[v].copy()
-        np.add.at(implied, alias[v], 1.0 - prob[v])
-        np.testing.assert_allclose(implied / K, w / w.sum(), atol=1e-12)
+        mask = terms == v
+        cum = np.cumsum(w)                              # left to right, as the kernel sums
+        x = u[mask] * with_t[3][v]
+        expect = np.searchsorted(cum, np.minimum(x, np.nextafter(cum[-1], 0)), side="right")
+        np.testing.assert_array_equal(got[0][mask], expect)
+        assert np.all(w[got[0][mask]] > 0)
+    # draws from uniform u have the weights' law
+    w = phi[0] * b
+    u = rng.random(50000)
+    draws = np.empty(u.size, dtype=np.int32)
+    _partial.prior_topics(phi, b, *with_t, np.zeros(u.size, dtype=np.int64), u, draws)
+    assert _chi2_p(draws, w / w.sum()) > 1e-3
 
 
 def test_proposal_shape_is_the_prior_mean_shape():
@@ -116,10 +155,13 @@ def _corpus(J=400, V=40, seed=1):
     return rng.poisson(rng.gamma(0.3, 3, size=(J, 4)) @ rng.dirichlet(np.full(V, 0.2), size=4))
 
 
-def test_chain_does_not_depend_on_threads_and_keeps_invariants():
+def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch):
+    """The same chain for 1 and 2 threads, and whether the prior bucket draws
+    from tables (every term, 2 threads) or by scans (no term, 1 thread)."""
     Y = PoissonLink().check_data(_corpus())
     chains = []
     for nj in (1, 2):
+        monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", 10**9 if nj == 1 else 0)
         s = GibbsSampler.for_training(Y, 8, method="partial", n_jobs=nj, random_state=4)
         for T in (1, 2, 3):
             if T > 1:
@@ -165,8 +207,9 @@ def test_estimator_transform_perplexity_save_load(tmp_path):
     np.testing.assert_array_equal(back.transform(X[120:]), F)
 
 
+@pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
 @pytest.mark.parametrize("mode", ["shared", "mh-1", "mh-2", "include-self"])
-def test_sweeps_sample_the_labels_posterior_exactly(mode):
+def test_sweeps_sample_the_labels_posterior_exactly(mode, with_tables):
     """Whole sweeps of one document (4 tokens of 2 terms, K = 3: 81 labellings)
     with Phi^(1) and a_j fixed: the thinned chain's labellings against their
     exact probabilities prod_k Gamma(a_k + n_k) / Gamma(a_k) prod_i phi_{v_i z_i}
@@ -189,8 +232,7 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode):
     p = np.exp(logp - logp.max())
     p /= p.sum()
     state = PartialState.from_counts(Y, K, labels=np.zeros(4, dtype=np.int64))
-    prob, alias, mass = np.empty((V, K)), np.empty((V, K), dtype=np.int32), np.empty(V)
-    _partial.build_alias(phi, b, prob, alias, mass, 1)
+    tables = _prior_tables(phi, b, with_tables)
     streams = BlockStreams(np.random.default_rng(5), 1)
     shared = mode in ("shared", "include-self")
     steps = int(mode[-1]) if mode.startswith("mh") else 1
@@ -199,8 +241,8 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode):
     bounds = np.array([0, 1], dtype=np.int64)
     for it in range(60000):
         _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, state.labels, phi,
-                               a[None, :].copy(), b, prob, alias, mass, bounds, streams.addresses,
-                               state.doc_counts, np.zeros((V, K), dtype=np.int64), steps, 1,
+                               a[None, :].copy(), b, *tables, bounds, streams.addresses,
+                               state.doc_counts, steps, 1,
                                mode == "include-self", shared)
         if it % 6 == 0:      # thinned: nearly independent draws
             counts[index[tuple(state.labels)]] += 1
@@ -210,3 +252,31 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode):
         assert pval < 1e-6
     else:
         assert pval > 1e-3, pval
+
+
+def test_dirichlet_columns_draw_their_law():
+    """Phi^(1)'s columns from Dir(eta + n_:k): means and variances of many draws,
+    columns on the simplex, and the log-space redraw of a column whose gammas
+    underflow (a tiny eta, no counts)."""
+    V = 6
+    counts = np.array([[0, 3, 0], [1, 0, 0], [0, 0, 0], [5, 2, 0], [0, 1, 0], [2, 0, 0]], dtype=np.int64)
+    eta, n = 0.5, 6000
+    bounds = np.array([0, 2, 3], dtype=np.int64)
+    draws = np.empty((n, V, 3))
+    for i in range(n):
+        streams = BlockStreams(np.random.default_rng(i), 2)
+        _partial.dirichlet_columns(counts, eta, bounds, streams.addresses, draws[i], 1 + i % 2)
+    np.testing.assert_allclose(draws.sum(axis=1), 1.0, rtol=1e-12)
+    alpha = eta + counts
+    a0 = alpha.sum(axis=0)
+    mean = alpha / a0
+    var = alpha * (a0 - alpha) / (a0 ** 2 * (a0 + 1))
+    z = (draws.mean(axis=0) - mean) / np.sqrt(var / n)
+    assert np.abs(z).max() < 4.5, z
+    assert np.all(np.abs(draws.var(axis=0) / var - 1) < 0.15)
+    tiny = np.empty((V, 3))
+    streams = BlockStreams(np.random.default_rng(1), 2)      # kept alive: the kernel uses its states
+    _partial.dirichlet_columns(counts, 1e-6, bounds, streams.addresses, tiny, 1)
+    assert np.all(np.isfinite(tiny)) and np.all(tiny > 0)
+    np.testing.assert_allclose(tiny.sum(axis=0), 1.0, rtol=1e-12)
+    assert tiny[:, 2].max() > 0.99          # Dir(1e-6, ...): nearly all mass on one term

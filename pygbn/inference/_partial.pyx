@@ -19,9 +19,13 @@ mean shape ``Phi^(2) ... Phi^(T) r``; ``r`` itself when T = 1) and
     q(k)  ∝  phi_vk n_jk  +  lambda_j phi_vk b_k
 
 as a two-bucket mixture: the document bucket ``D = sum_{k: n_jk > 0} phi_vk n_jk``
-(summed over the document's topics, O(its topics)) and the prior bucket
-``lambda_j Q_v`` with ``Q_v = sum_k phi_vk b_k``, sampled in O(1) from the
-term's alias table over ``phi_v. b`` (built once per sweep, O(V K)).
+(over the document's compact topic list, O(its topics) once per stored cell,
+then updated as the cell's tokens move) and the prior bucket ``lambda_j Q_v``
+with ``Q_v = sum_k phi_vk b_k``, drawn by inversion of its cumulative sums:
+in O(1) expected steps from the term's indexed-search table
+(:func:`build_prior_tables`, built once per sweep for the frequent terms),
+else by an O(K) scan that forms the same sums (the same topic for the same
+uniform).
 
 Exactness.  When the prior is one row shared by all documents (T = 1),
 ``b = a`` and ``lambda = 1``: q is pi and the draw is the exact conditional.
@@ -34,124 +38,187 @@ probability ``min(1, w(t) / w(s))``, where
 (phi_vk and both normalisers cancel).  Each step leaves pi invariant, so the
 label update does, and the sweep leaves the posterior invariant.
 """
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
 
+from libc.float cimport DBL_MIN
+from libc.math cimport nextafter
+
 from pygbn.inference._shared cimport doc_count_t, topic_t
+from pygbn.random._inline cimport gamma_row_scaled
+from pygbn.random._kernels cimport random_dirichlet
 
 
 cdef extern from *:
     """
-    /* Atomic 64-bit integer addition (exact in any order). */
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) {
-        _InterlockedExchangeAdd64((volatile __int64 *) p, (__int64) v);
-    }
-    #elif defined(__GNUC__) || defined(__clang__)
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) {
-        __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-    }
-    #elif defined(_OPENMP)
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) {
-        #pragma omp atomic
-        *p += v;
-    }
+    /* A hint that *p will be read soon (no effect on results). */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define pygbn_partial_prefetch(p) __builtin_prefetch((const void *) (p))
     #else
-    static inline void pygbn_partial_add_i64(int64_t *p, int64_t v) { *p += v; }
+    #define pygbn_partial_prefetch(p) ((void) 0)
     #endif
     """
-    void atomic_add_i64 "pygbn_partial_add_i64"(int64_t *p, int64_t v) noexcept nogil
+    void prefetch "pygbn_partial_prefetch"(const void *p) noexcept nogil
+
+
+cdef extern from *:
+    """
+    /* a guide entry with this bit set is pure: its cell lies inside one topic's interval */
+    #define PYGBN_GUIDE_PURE ((int32_t) 0x80000000u)
+    #define PYGBN_GUIDE_TOPIC ((int32_t) 0x7fffffff)
+    """
+    const int32_t GUIDE_PURE "PYGBN_GUIDE_PURE"
+    const int32_t GUIDE_TOPIC "PYGBN_GUIDE_TOPIC"
 
 
 cdef struct Doc:
     # one document's state while it is swept (per-thread scratch)
     Py_ssize_t n_topics_total   # K
     int32_t *nj                 # n_jk, dense (zero outside the document's topics)
-    int32_t *topics             # the topics with n_jk > 0, in no order
-    int32_t *pos                # position of topic k in topics (-1 if n_jk = 0)
+    int32_t *pos                # position of topic k in the compact list (-1 if n_jk = 0)
+    int32_t *topics             # compact list: the topics with n_jk > 0, in no order,
+    double *cnt                 # their n_jk (as doubles)
+    double *w                   # and their weights phi_vk n_jk for the current cell's term v
     int32_t n_topics
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
     double lam                  # lambda_j
+    double u_prior              # the uniform of the next prior-bucket draw
 
 
-cdef inline void _inc(Doc *d, int32_t k) noexcept nogil:
-    if d.nj[k] == 0:
-        d.pos[k] = d.n_topics
-        d.topics[d.n_topics] = k
+cdef inline void _add(Doc *d, int32_t k, double phik) noexcept nogil:
+    """One more token of topic k (``phik = phi_vk`` of the current term)."""
+    cdef int32_t p = d.pos[k]
+    if p < 0:
+        p = d.n_topics
+        d.pos[k] = p
+        d.topics[p] = k
+        d.cnt[p] = 0.0
+        d.w[p] = 0.0
         d.n_topics += 1
+    d.cnt[p] += 1.0
+    d.w[p] += phik
     d.nj[k] += 1
 
 
-cdef inline void _dec(Doc *d, int32_t k) noexcept nogil:
-    cdef int32_t p, last
+cdef inline void _remove(Doc *d, int32_t k, double phik) noexcept nogil:
+    """One token of topic k fewer (swap-removal from the list when n_jk reaches 0)."""
+    cdef int32_t p = d.pos[k], last
     d.nj[k] -= 1
     if d.nj[k] == 0:
-        p = d.pos[k]
-        last = d.topics[d.n_topics - 1]
-        d.topics[p] = last
-        d.pos[last] = p
+        last = d.n_topics - 1
+        if p != last:
+            d.topics[p] = d.topics[last]
+            d.cnt[p] = d.cnt[last]
+            d.w[p] = d.w[last]
+            d.pos[d.topics[p]] = p
         d.pos[k] = -1
-        d.n_topics -= 1
+        d.n_topics = last
+    else:
+        d.cnt[p] -= 1.0
+        d.w[p] -= phik
 
 
-cdef inline double _doc_bucket(const Doc *d, const double *phi_v) noexcept nogil:
-    """``D = sum_{k: n_jk > 0} phi_vk n_jk`` over the document's topics."""
-    cdef double s = 0.0
+cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
+    """``w_i = phi_vk n_jk`` over the document's topics; returns their sum ``D``.
+    ``phi_next`` (the next cell's row of Phi, or NULL): its entries at the same
+    topics are prefetched."""
+    cdef double s = 0.0, t
     cdef Py_ssize_t i
-    cdef int32_t k
+    cdef const int32_t *tp = d.topics
+    cdef const double *cn = d.cnt
+    cdef double *w = d.w
+    if phi_next != NULL:
+        for i in range(d.n_topics):
+            prefetch(phi_next + tp[i])
+            t = phi_v[tp[i]] * cn[i]
+            w[i] = t
+            s += t
+        return s
     for i in range(d.n_topics):
-        k = d.topics[i]
-        s += phi_v[k] * d.nj[k]
+        t = phi_v[tp[i]] * cn[i]
+        w[i] = t
+        s += t
     return s
 
 
-cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, D)``) of the document bucket; the last topic of
-    positive weight if rounding overshoots."""
-    cdef Py_ssize_t i
-    cdef int32_t k, last = d.topics[0]
-    cdef double t
+cdef inline int32_t _pick_doc(const Doc *d, double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, D)``) of the document bucket (weights ``w``);
+    the last topic of positive weight if rounding overshoots."""
+    cdef Py_ssize_t i, last = 0
+    cdef const double *w = d.w
     for i in range(d.n_topics):
-        k = d.topics[i]
-        t = phi_v[k] * d.nj[k]
-        if t > 0.0:
-            last = k
-            if u < t:
-                return k
-            u -= t
-    return last
+        if w[i] > 0.0:
+            last = i
+            if u < w[i]:
+                return d.topics[i]
+            u -= w[i]
+    return d.topics[last]
 
 
-cdef inline int32_t _pick_alias(const double *prob, const int32_t *alias, Py_ssize_t K,
-                                double u) noexcept nogil:
-    """Walker's alias draw from a term's table with one uniform ``u`` in [0, 1)."""
-    cdef double x = u * K
-    cdef Py_ssize_t i = <Py_ssize_t> x
-    if i >= K:
-        i = K - 1
-    if x - i < prob[i]:
-        return <int32_t> i
-    return alias[i]
+cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t K, double u, double Q,
+                                const double *cum, const int32_t *guide) noexcept nogil:
+    """The prior bucket by inversion at ``x = u Q`` (``u`` uniform in [0, 1), ``Q = C_{K-1} > 0``):
+    the first ``k`` with ``x < C_k``, ``C_k = sum_{i <= k} phi_vi b_i`` (``x``
+    clamped below Q).  With the term's table (``cum`` = C, ``guide``) from
+    guide entry ``floor(u K)`` in O(1) expected steps (none when the entry is
+    flagged pure: its whole cell lies inside one topic's interval), else by an
+    O(K) scan that forms the same sums in the same order: both give the same
+    topic for the same ``u``."""
+    cdef Py_ssize_t i, k
+    cdef int32_t gk
+    cdef double c = 0.0, x = u * Q
+    if not (x < Q):
+        x = nextafter(Q, 0.0)
+    if cum != NULL:
+        i = <Py_ssize_t> (u * K)
+        if i >= K:
+            i = K - 1
+        gk = guide[i]
+        if gk < 0:
+            return gk & GUIDE_TOPIC
+        k = gk
+        while k > 0 and cum[k - 1] > x:
+            k -= 1
+        while k < K - 1 and not (x < cum[k]):
+            k += 1
+        return <int32_t> k
+    for k in range(K - 1):
+        c += phi_v[k] * b[k]
+        if x < c:
+            return <int32_t> k
+    return <int32_t> (K - 1)
 
 
-cdef inline int32_t _propose(bitgen_t *g, const Doc *d, const double *phi_v, double D, double P,
-                             const double *prob, const int32_t *alias) noexcept nogil:
-    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: document bucket
-    ``D``, prior bucket ``P = lambda_j Q_v`` (alias table)."""
+cdef inline int32_t _propose(bitgen_t *g, Doc *d, const double *phi_v, double D, double Q,
+                             double P, const double *cum, const int32_t *guide) noexcept nogil:
+    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: a uniform picks
+    the document bucket ``D`` (weights ``w``) or the prior bucket
+    ``P = lambda_j Q_v`` (``Q = Q_v``); the prior bucket's position is the
+    uniform ``d.u_prior`` drawn at the previous prior draw (so that its table
+    entry can be prefetched), then replaced (:c:func:`_pick_prior`)."""
     cdef double u = random_standard_uniform(g) * (D + P)
+    cdef double up
     if u < D and d.n_topics > 0:
-        return _pick_doc(d, phi_v, u)
+        return _pick_doc(d, u)
     if P > 0.0:
-        u = (u - D) / P
-        if u >= 1.0 or u < 0.0:
-            u = 0.0 if u < 0.0 else 0.9999999999999999
-        return _pick_alias(prob, alias, d.n_topics_total, u)
-    return _pick_doc(d, phi_v, random_standard_uniform(g) * D)
+        up = d.u_prior
+        d.u_prior = random_standard_uniform(g)
+        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cum, guide)
+    return _pick_doc(d, random_standard_uniform(g) * D)
+
+
+cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const int32_t *guide,
+                                 int32_t v, Py_ssize_t K) noexcept nogil:
+    """Prefetch the guide entry that term v's next prior draw reads."""
+    cdef int64_t t = table_row[v]
+    cdef Py_ssize_t i
+    if t >= 0:
+        i = <Py_ssize_t> (d.u_prior * K)
+        prefetch(guide + t * K + (i if i < K else K - 1))
 
 
 cdef inline int32_t _direct(bitgen_t *g, const Doc *d, const double *phi_v) noexcept nogil:
@@ -181,26 +248,33 @@ cdef inline double _weight(const Doc *d, int32_t k) noexcept nogil:
 cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr,
                       const int32_t *indices, const double *values, const int64_t *doc_ptr,
                       topic_t *labels, const double *phi, const double *prior, bint shared,
-                      const double *b, double bsum, const double *alias_prob, const int32_t *alias_idx,
-                      const double *word_mass, doc_count_t *njk, int64_t *nvk, Py_ssize_t K,
-                      int mh_steps, bint atomic, bint include_self, int64_t *counters) noexcept nogil:
+                      const double *b, double bsum, const int64_t *table_row, const double *cum,
+                      const int32_t *guide, const double *word_mass, doc_count_t *njk,
+                      Py_ssize_t K, int mh_steps, bint include_self, int64_t *counters) noexcept nogil:
     """The documents ``j0:j1`` (one block), in order, from one stream; -1 if out of memory."""
     cdef Doc d
-    cdef Py_ssize_t j, i, c
-    cdef int64_t tok, n, t_i
+    cdef Py_ssize_t j, i, c, k
+    cdef int64_t tok, n, t_i, c_end = indptr[j1]
     cdef int32_t v, s, z, t, step
-    cdef double asum, D, P, ws, wt
+    cdef double asum, D, P, Q, ws, wt
     cdef const double *phi_v
+    cdef const double *cum_v
+    cdef const int32_t *guide_v
     cdef doc_count_t *row
     d.n_topics_total = K
     d.n_topics = 0
     d.b = b
     d.nj = <int32_t *> calloc(K, sizeof(int32_t))
-    d.topics = <int32_t *> malloc(K * sizeof(int32_t))
     d.pos = <int32_t *> malloc(K * sizeof(int32_t))
-    if d.nj == NULL or d.topics == NULL or d.pos == NULL:
-        free(d.nj); free(d.topics); free(d.pos)
+    d.topics = <int32_t *> malloc(K * sizeof(int32_t))
+    d.cnt = <double *> malloc(K * sizeof(double))
+    d.w = <double *> malloc(K * sizeof(double))
+    if d.nj == NULL or d.topics == NULL or d.pos == NULL or d.cnt == NULL or d.w == NULL:
+        free(d.nj); free(d.topics); free(d.pos); free(d.cnt); free(d.w)
         return -1
+    for k in range(K):
+        d.pos[k] = -1
+    d.u_prior = random_standard_uniform(g)
     for j in range(j0, j1):
         tok = doc_ptr[j]
         if doc_ptr[j + 1] <= tok:
@@ -210,7 +284,7 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
             s = labels[t_i]
             if d.nj[s] == 0:
                 row[s] = 0
-            _inc(&d, s)
+            _add(&d, s, 0.0)
         d.a = prior if shared else prior + j * K
         if shared:
             d.lam = 1.0
@@ -222,26 +296,33 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
         for c in range(indptr[j], indptr[j + 1]):
             v = indices[c]
             phi_v = phi + v * K
-            P = d.lam * word_mass[v]
-            D = _doc_bucket(&d, phi_v)
+            Q = word_mass[v]
+            P = d.lam * Q
+            if table_row[v] >= 0:
+                cum_v = cum + table_row[v] * K
+                guide_v = guide + table_row[v] * K
+            else:
+                cum_v = NULL
+                guide_v = NULL
+            D = _cell_weights(&d, phi_v, phi + indices[c + 1] * K if c + 1 < indptr[j + 1] else NULL)
             n = <int64_t> values[c]
             for i in range(n):
                 s = labels[tok]
                 if not include_self:
-                    _dec(&d, s)
+                    _remove(&d, s, phi_v[s])
                     D -= phi_v[s]
                     if D < 0.0 or d.n_topics == 0:
-                        D = _doc_bucket(&d, phi_v)
+                        D = _cell_weights(&d, phi_v, NULL)
                 if not (D + P > 0.0) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
                 elif shared or mh_steps < 0:
-                    z = _propose(g, &d, phi_v, D, P, alias_prob + v * K, alias_idx + v * K)
+                    z = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
                 else:
                     # independence Metropolis-Hastings from the current label
                     z = s
                     ws = _weight(&d, s)
                     for step in range(mh_steps):
-                        t = _propose(g, &d, phi_v, D, P, alias_prob + v * K, alias_idx + v * K)
+                        t = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
                         counters[0] += 1
                         if t == z:
                             counters[1] += 1
@@ -252,32 +333,33 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
                             ws = wt
                             counters[1] += 1
                 if include_self:
-                    _dec(&d, s)
+                    _remove(&d, s, phi_v[s])
                     D -= phi_v[s]
-                _inc(&d, z)
+                _add(&d, z, phi_v[z])
                 D += phi_v[z]
                 labels[tok] = <topic_t> z
-                if atomic:
-                    atomic_add_i64(&nvk[v * K + z], 1)
-                else:
-                    nvk[v * K + z] += 1
                 tok += 1
+                # the guide entry of the next token's prior draw (should it make one)
+                if i + 1 < n:
+                    _prefetch_prior(&d, table_row, guide, v, K)
+                elif c + 1 < c_end:
+                    _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
         for i in range(d.n_topics):
             z = d.topics[i]
             row[z] = <doc_count_t> d.nj[z]
             d.nj[z] = 0
             d.pos[z] = -1
         d.n_topics = 0
-    free(d.nj); free(d.topics); free(d.pos)
+    free(d.nj); free(d.topics); free(d.pos); free(d.cnt); free(d.w)
     return 0
 
 
 def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                   const int64_t[::1] doc_ptr, topic_t[::1] labels, const double[:, ::1] phi,
-                  const double[:, ::1] prior, const double[::1] b, const double[:, ::1] alias_prob,
-                  const int32_t[:, ::1] alias_idx, const double[::1] word_mass,
+                  const double[:, ::1] prior, const double[::1] b, const int64_t[::1] table_row,
+                  const double[:, ::1] cum, const int32_t[:, ::1] guide, const double[::1] word_mass,
                   const int64_t[::1] bounds, const uintptr_t[::1] streams, doc_count_t[:, ::1] njk,
-                  int64_t[:, ::1] nvk, int mh_steps, int n_threads, bint include_self=False,
+                  int mh_steps, int n_threads, bint include_self=False,
                   bint shared_prior=False):
     """One partially collapsed sweep over the documents of ``bounds`` (see the module).
 
@@ -298,15 +380,14 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         ``a_jk`` of each row, or (``shared_prior``) one row shared by all; > 0.
     b : float64 (K,)
         The proposal's shared shape (> 0).
-    alias_prob, alias_idx, word_mass : (V, K), (V, K), (V,)
-        Each term's alias table over ``phi_v. b`` and its total ``Q_v``
-        (:func:`build_alias`).
+    table_row, cum, guide, word_mass : (V,), (n_tables, K), (n_tables, K), (V,)
+        The prior bucket's tables (:func:`build_prior_tables`): term v's row
+        of ``cum`` and ``guide`` (-1: no table, an O(K) scan) and its total
+        ``Q_v = sum_k phi_vk b_k``.
     bounds, streams
         Document blocks (row indices) and one stream address per block.
     njk : uint16 or int32 (n_rows, K)
         ``n_jk`` of the rows, consistent with ``labels`` (updated).
-    nvk : int64 (V, K)
-        The new labels' term-topic counts are added (atomic additions).
     mh_steps : int
         Metropolis-Hastings steps per token when the prior has a row per document
         (test hooks: -1 takes every proposal, a wrong conditional when the
@@ -326,7 +407,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         Metropolis-Hastings proposals made and accepted (0, 0 when exact).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1, K = phi.shape[1], blk, i
-    cdef bint shared = shared_prior, atomic = n_threads > 1
+    cdef bint shared = shared_prior
     cdef double bsum = 0.0
     cdef int n_failed = 0
     cdef int64_t[:, ::1] counters = None
@@ -340,8 +421,10 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         if _sweep_block(<bitgen_t *> streams[blk], bounds[blk], bounds[blk + 1], &indptr[0],
                         &indices[0] if indices.shape[0] else NULL, &values[0] if values.shape[0] else NULL,
                         &doc_ptr[0], &labels[0] if labels.shape[0] else NULL, &phi[0, 0], &prior[0, 0],
-                        shared, &b[0], bsum, &alias_prob[0, 0], &alias_idx[0, 0], &word_mass[0],
-                        &njk[0, 0] if njk.shape[0] else NULL, &nvk[0, 0], K, mh_steps, atomic,
+                        shared, &b[0], bsum, &table_row[0],
+                        &cum[0, 0] if cum.shape[0] else NULL, &guide[0, 0] if guide.shape[0] else NULL,
+                        &word_mass[0],
+                        &njk[0, 0] if njk.shape[0] else NULL, K, mh_steps,
                         include_self, &counters[blk, 0]) < 0:
             n_failed += 1
     if n_failed:
@@ -350,73 +433,123 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     return int(tot[0]), int(tot[1])
 
 
-def build_alias(const double[:, ::1] phi, const double[::1] b, double[:, ::1] prob,
-                int32_t[:, ::1] alias, double[::1] mass, int n_threads):
-    """Walker's alias table of every term over ``w_k = phi_vk b_k`` (Vose's method).
-
-    ``mass[v] = sum_k w_k``; drawing ``i`` uniformly from ``0..K-1`` and keeping
-    it with probability ``prob[v, i]`` (else taking ``alias[v, i]``) gives
-    ``k`` with probability ``w_k / mass[v]``.  No randomness: parallel over
-    terms, the same tables for any thread count.  A term whose weights all
-    underflow gets ``mass[v] = 0`` (the sweep then never uses its table).
+def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
+                       double[:, ::1] cum, int32_t[:, ::1] guide, double[::1] mass, int n_threads):
+    """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
+    for every term, and for a term with ``table_row[v] = t >= 0`` the
+    inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = sum_{i <= k} w_i``
+    (left to right, the sums an O(K) scan of the sweep forms) and the guide
+    ``guide[t, i]`` = the first k with ``cum[t, k] > i Q_v / K`` (Chen & Asau's
+    indexed search: the topic of ``x = u Q_v`` is found from
+    ``guide[t, floor(u K)]`` in O(1) expected steps), flagged ``GUIDE_PURE``
+    when topic k's interval covers the whole cell ``[i Q_v / K, (i + 1) Q_v / K]``
+    with a margin of ``2^-40 Q_v`` (then every such x lies in it, whatever the
+    rounding of ``u Q_v`` and ``u K``, and the draw reads nothing else).  No randomness:
+    parallel over terms, the same tables for any thread count.
     """
-    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], v, k
-    cdef int32_t *small
-    cdef int32_t *large
-    cdef double *p
-    cdef Py_ssize_t ns, nl
-    cdef int32_t l, s
-    cdef double total
-    cdef int n_failed = 0
-    for v in prange(V, nogil=True, num_threads=n_threads, schedule="static"):
-        small = <int32_t *> malloc(K * sizeof(int32_t))
-        large = <int32_t *> malloc(K * sizeof(int32_t))
-        if small == NULL or large == NULL:
-            n_failed += 1
-        else:
-            p = &prob[v, 0]
-            total = 0.0
+    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], v, k, i
+    cdef int64_t t
+    cdef double c, Q, lo, hi, margin
+    for v in prange(V, nogil=True, num_threads=n_threads, schedule="dynamic", chunksize=64):
+        t = table_row[v]
+        c = 0.0
+        if t < 0:
             for k in range(K):
-                p[k] = phi[v, k] * b[k]
-                total = total + p[k]
-            mass[v] = total
-            if not (total > 0.0):
-                for k in range(K):
-                    p[k] = 1.0
-                    alias[v, k] = <int32_t> k
+                c = c + phi[v, k] * b[k]
+            mass[v] = c
+        else:
+            for k in range(K):
+                c = c + phi[v, k] * b[k]
+                cum[t, k] = c
+            mass[v] = c
+            Q = c
+            margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
+            k = 0
+            for i in range(K):
+                lo = Q * i / K
+                hi = Q * (i + 1) / K
+                while k < K - 1 and not (cum[t, k] > lo):
+                    k = k + 1
+                # pure: every x = u Q with floor(u K) = i lies in topic k's interval
+                if (k == 0 or cum[t, k - 1] <= lo - margin) and (k == K - 1 or cum[t, k] > hi + margin):
+                    guide[t, i] = <int32_t> k | GUIDE_PURE
+                else:
+                    guide[t, i] = <int32_t> k
+
+
+def prior_topics(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
+                 const double[:, ::1] cum, const int32_t[:, ::1] guide, const double[::1] mass,
+                 const int64_t[::1] terms, const double[::1] u, int32_t[::1] out):
+    """``out[i]``: the prior bucket's topic for the uniform ``u[i]`` (in [0, 1)) and
+    term ``terms[i]``, as the sweep draws it (its table when it has one, else
+    the scan).  For the tests."""
+    cdef Py_ssize_t i, K = phi.shape[1]
+    cdef int64_t v, t
+    for i in range(u.shape[0]):
+        v = terms[i]
+        t = table_row[v]
+        out[i] = _pick_prior(&phi[v, 0], &b[0], K, u[i], mass[v],
+                             &cum[t, 0] if t >= 0 else NULL, &guide[t, 0] if t >= 0 else NULL)
+
+
+def dirichlet_columns(const int64_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
+                      const uintptr_t[::1] streams, double[:, ::1] phi, int n_threads):
+    """Phi^(1) column by column: ``phi[:, k] ~ Dir(eta + counts[:, k])`` (eq:step2).
+
+    Columns are grouped in fixed blocks, block ``b`` (columns
+    ``bounds[b]:bounds[b + 1]``) drawing from ``streams[b]``: the draw does not
+    depend on the thread count.  A column's gammas are drawn by
+    :c:func:`pygbn.random._inline.gamma_row_scaled` (floored at the smallest
+    normal double) and normalised; if their sum is below 1e-280 (a tiny
+    ``eta`` and few counts make gammas underflow) the column is redrawn by
+    :c:func:`pygbn.random._kernels.random_dirichlet` (log space), which is
+    exact because ``G / sum(G)`` is independent of ``sum(G)``.  Entries are
+    floored at the smallest normal double, as ``dirichlet_rows`` does.
+    ``eta > 0``.
+    """
+    cdef Py_ssize_t V = counts.shape[0], K = counts.shape[1], n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t blk, k, v, k0, nk, width = 0
+    cdef double *work
+    cdef double *a
+    cdef double *out
+    cdef double *tot
+    cdef double x
+    cdef bitgen_t *g
+    cdef int n_failed = 0
+    if V == 0 or n_blocks <= 0:
+        return
+    for blk in range(n_blocks):
+        width = max(width, bounds[blk + 1] - bounds[blk])
+    with nogil, parallel(num_threads=n_threads):
+        # one scratch per thread: a block's shapes and gammas column by column, GS scratch, sums
+        work = <double *> malloc((2 * width * V + 6 * V + width) * sizeof(double))
+        for blk in prange(n_blocks, schedule="dynamic"):
+            if work == NULL:
+                n_failed += 1
             else:
-                ns = 0
-                nl = 0
-                for k in range(K):
-                    p[k] = p[k] * K / total
-                    if p[k] < 1.0:
-                        small[ns] = <int32_t> k
-                        ns = ns + 1
+                g = <bitgen_t *> streams[blk]
+                k0 = bounds[blk]
+                nk = bounds[blk + 1] - k0
+                a = work
+                out = work + width * V
+                tot = work + 2 * width * V + 6 * V
+                for v in range(V):                  # the block's columns in one pass over the rows
+                    for k in range(nk):
+                        a[k * V + v] = eta + <double> counts[v, k0 + k]
+                for k in range(nk):
+                    tot[k] = gamma_row_scaled(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
+                    if tot[k] >= 1e-280:
+                        tot[k] = 1.0 / tot[k]
                     else:
-                        large[nl] = <int32_t> k
-                        nl = nl + 1
-                while ns > 0 and nl > 0:
-                    ns = ns - 1
-                    s = small[ns]
-                    l = large[nl - 1]
-                    alias[v, s] = l
-                    p[l] = (p[l] + p[s]) - 1.0
-                    if p[l] < 1.0:
-                        nl = nl - 1
-                        small[ns] = l
-                        ns = ns + 1
-                while nl > 0:
-                    nl = nl - 1
-                    p[large[nl]] = 1.0
-                    alias[v, large[nl]] = large[nl]
-                while ns > 0:
-                    ns = ns - 1
-                    p[small[ns]] = 1.0
-                    alias[v, small[ns]] = small[ns]
-        free(small)
-        free(large)
+                        random_dirichlet(g, a + k * V, V, out + k * V)
+                        tot[k] = 1.0
+                for v in range(V):
+                    for k in range(nk):
+                        x = out[k * V + v] * tot[k]
+                        phi[v, k0 + k] = x if x > DBL_MIN else DBL_MIN
+        free(work)
     if n_failed:
-        raise MemoryError("build_alias: scratch memory could not be allocated")
+        raise MemoryError("dirichlet_columns: scratch memory could not be allocated")
 
 
 def count_doc_labels(const int64_t[::1] doc_ptr, const topic_t[::1] labels, doc_count_t[:, ::1] njk):
@@ -434,14 +567,31 @@ def count_doc_labels(const int64_t[::1] doc_ptr, const topic_t[::1] labels, doc_
 def count_term_labels(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                       const topic_t[::1] labels, int64_t[:, ::1] nvk):
     """``nvk`` (V, K) overwritten with the term-topic counts of the labels (tokens in CSR order)."""
-    cdef Py_ssize_t V = nvk.shape[0], K = nvk.shape[1], v, k, c
-    cdef int64_t i, tok = 0
-    with nogil:
-        for v in range(V):
-            for k in range(K):
-                nvk[v, k] = 0
-        for c in range(indices.shape[0]):
+    nvk[:, :] = 0
+    add_term_labels(0, indices.shape[0], 0, indices, values, labels, nvk, 1)
+
+
+def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] indices,
+                    const double[::1] values, const topic_t[::1] labels, int64_t[:, ::1] nvk,
+                    int n_threads):
+    """Add the term-topic counts of the tokens of cells ``c0:c1`` (the first at
+    ``labels[tok0]``, tokens in CSR order) into ``nvk`` (V, K).
+
+    With ``n_threads`` > 1, thread t counts the terms ``v`` with
+    ``v % n_threads == t`` (each reads all the cells): no two threads write the
+    same entry, and integer counts are the same in any order."""
+    cdef Py_ssize_t K = nvk.shape[1], t, nt = max(n_threads, 1)
+    cdef int64_t c, i, tok, n
+    cdef int32_t v
+    cdef int64_t *out = &nvk[0, 0] if nvk.shape[0] else NULL
+    if c1 <= c0 or out == NULL:
+        return
+    for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
+        tok = tok0
+        for c in range(c0, c1):
             v = indices[c]
-            for i in range(<int64_t> values[c]):
-                nvk[v, labels[tok]] += 1
-                tok += 1
+            n = <int64_t> values[c]
+            if nt == 1 or v % nt == t:
+                for i in range(n):
+                    out[v * K + labels[tok + i]] += 1
+            tok = tok + n

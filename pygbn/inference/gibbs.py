@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
-from pygbn.inference.partial import PartialState, sample_layer_one_partial
+from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.sufficient import SufficientStats
 from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr, phi_from_labels, stat_dtype
@@ -478,16 +478,20 @@ class GibbsSampler:
         which is how evaluation draws are made without touching the chain).
         """
         layer = self.network.layers[t - 1]
-        counts = layer.counts
-        if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
-            counts = np.ascontiguousarray(counts, dtype=np.int64)
-        col_bounds = block_bounds(counts.shape[1], COLUMN_BLOCK)
         st = streams if streams is not None else self.col_streams
-        if streams is None:         # the chain's last draw goes before the new one is made
-            layer.phi = _placeholder(layer.phi.shape)
-        phi = np.empty(counts.shape)
-        # column by column from the counts (no (K, V) float64 concentrations or draws)
-        _blocked.dirichlet_columns(counts, float(layer.eta), col_bounds, st.addresses, phi, self.n_threads)
+        if t == 1 and self.method == "partial":
+            phi = dirichlet_phi_one(layer, block_bounds(layer.counts.shape[1], COLUMN_BLOCK), st, self.n_threads,
+                                    self.tokens)
+        else:
+            counts = layer.counts
+            if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
+                counts = np.ascontiguousarray(counts, dtype=np.int64)
+            col_bounds = block_bounds(counts.shape[1], COLUMN_BLOCK)
+            if streams is None:         # the chain's last draw goes before the new one is made
+                layer.phi = _placeholder(layer.phi.shape)
+            phi = np.empty(counts.shape)
+            # column by column from the counts (no (K, V) float64 concentrations or draws)
+            _blocked.dirichlet_columns(counts, float(layer.eta), col_bounds, st.addresses, phi, self.n_threads)
         if streams is None:
             layer.phi = phi
         return phi

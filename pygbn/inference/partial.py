@@ -18,20 +18,24 @@ collapsed Gibbs sampler (Magnusson, Jonsson, Villani & Broman 2018, for LDA);
 it targets the same posterior as the collapsed and blocked samplers.
 
 A token's draw costs O(topics of its document), not O(K): a document bucket
-over the document's topics and a prior bucket from per-term alias tables over
-``phi_v. b`` (b a shape shared by all documents), corrected by independence
-Metropolis-Hastings steps when the documents' priors differ (T >= 2); see
-the kernel module and ``docs/engine.md``.
+over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
+shared by all documents) drawn by inversion, from indexed-search tables for
+the terms with at least ``TABLE_MIN_TOKENS`` tokens and by a scan of Phi's
+row for the others (the same topic for the same uniform), corrected by
+independence Metropolis-Hastings steps when the documents' priors differ
+(T >= 2); see the kernel module and ``docs/engine.md``.
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
 (int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
-than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int64 made anew
-each sweep, Phi^(1) (V, K) float64 and the alias tables (V, K) float64 +
-(V, K) int32.
+than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int64 counted
+after each sweep and Phi^(1) (V, K) float64 (two reusable buffers of each,
+:meth:`PartialState.buffer`), and the prior tables, (K,) float64 + (K,) int32
+for each term that has one.
 """
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Optional
 
 import numpy as np
@@ -43,7 +47,7 @@ from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["PartialState", "MH_STEPS", "sample_layer_one_partial", "proposal_shape"]
+__all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "sample_layer_one_partial", "proposal_shape"]
 
 #: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
 MH_STEPS = 2
@@ -81,11 +85,16 @@ class PartialState(TokenLabels):
     MH_STEPS = MH_STEPS
     #: test hook planting a wrong conditional: the urn without Phi^(1) (a uniform Phi in its place)
     IGNORE_PHI = False
+    #: terms with at least this many tokens get a prior-bucket table (speed and memory only:
+    #: the others scan their row of Phi^(1) and draw the same topics)
+    TABLE_MIN_TOKENS = 16
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
         self.acceptance = float("nan")
-        self._alias = None
+        self._tables = None
+        self._table_row = None
+        self._pool = {}
         self.rebuild()
 
     @classmethod
@@ -130,7 +139,7 @@ class PartialState(TokenLabels):
         _partial.count_doc_labels(self.doc_ptr, self.labels, self.doc_counts)
         self.term_counts = np.empty((self.n_terms, K), dtype=np.int64)
         _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, self.term_counts)
-        self._alias = None
+        self._tables = None
 
     def keep(self, keep: np.ndarray) -> None:
         """Drop the factors where ``keep`` is False (no token may carry them), renumber
@@ -149,20 +158,52 @@ class PartialState(TokenLabels):
         if not np.array_equal(totals, self.doc_counts.sum(axis=0)):
             raise AssertionError("partial document-topic counts inconsistent with the labels")
 
-    def alias_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int):
-        """Per-term alias tables over ``phi_v. b`` and their totals (built when
-        Phi^(1) or ``b`` changed since the last call; no randomness)."""
-        cached = self._alias
+    def buffer(self, name: str, shape, dtype) -> np.ndarray:
+        """An array for a per-sweep (V, K) result (``n_vk``, Phi^(1)): one of two
+        kept per ``name`` that nothing else references any more (the other is the
+        one handed out last), else a new one.  Reusing memory that is already
+        mapped spares the page faults of a fresh allocation each sweep; the
+        contents are undefined."""
+        for slot in (name + "0", name + "1"):
+            buf = self._pool.get(slot)
+            # references: the pool's, ``buf`` and getrefcount's argument
+            if buf is not None and buf.shape == tuple(shape) and buf.dtype == dtype and sys.getrefcount(buf) <= 3:
+                return buf
+        for slot in (name + "0", name + "1"):
+            buf = self._pool.get(slot)
+            if buf is None or sys.getrefcount(buf) <= 3:
+                out = self._pool[slot] = np.empty(shape, dtype=dtype)
+                return out
+        return np.empty(shape, dtype=dtype)
+
+    def prior_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int):
+        """The prior bucket's tables over ``phi_v. b`` (built when Phi^(1) or ``b``
+        changed since the last call; no randomness): ``(table_row, cum, guide,
+        mass)`` for :func:`pygbn.inference._partial.partial_sweep`.  Terms with
+        at least ``TABLE_MIN_TOKENS`` tokens in this state's data get an
+        inversion table; the others' prior draws scan their row of Phi (the
+        same topic for the same uniform, so the chain does not depend on
+        which terms have tables)."""
+        cached = self._tables
         if cached is not None and cached[0] is phi and np.array_equal(cached[1], b):
             return cached[2]
         V, K = phi.shape
-        prob = np.empty((V, K)) if cached is None or cached[2][0].shape != (V, K) else cached[2][0]
-        alias = np.empty((V, K), dtype=np.int32) if cached is None or cached[2][1].shape != (V, K) \
-            else cached[2][1]
+        if self._table_row is None or self._table_row[1] != self.TABLE_MIN_TOKENS:
+            term_tokens = np.bincount(self.indices, weights=self.values, minlength=V)[:V]
+            has = term_tokens >= self.TABLE_MIN_TOKENS
+            rows = np.full(V, -1, dtype=np.int64)
+            rows[has] = np.arange(int(has.sum()), dtype=np.int64)
+            self._table_row = (rows, self.TABLE_MIN_TOKENS)
+        rows = self._table_row[0]
+        n_tab = int(rows.max()) + 1 if V else 0
+        if cached is not None and cached[2][1].shape == (n_tab, K):
+            cum, guide = cached[2][1], cached[2][2]
+        else:
+            cum, guide = np.empty((n_tab, K)), np.empty((n_tab, K), dtype=np.int32)
         mass = np.empty(V)
-        _partial.build_alias(phi, b, prob, alias, mass, n_threads)
-        self._alias = (phi, b.copy(), (prob, alias, mass))
-        return self._alias[2]
+        _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
+        self._tables = (phi, b.copy(), (rows, cum, guide, mass))
+        return self._tables[2]
 
 
 def proposal_shape(network) -> np.ndarray:
@@ -172,6 +213,20 @@ def proposal_shape(network) -> np.ndarray:
     for layer in reversed(network.layers[1:]):
         b = layer.phi @ b
     return np.ascontiguousarray(np.maximum(b, _TINY))
+
+
+def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int,
+                      tokens: Optional[PartialState] = None) -> np.ndarray:
+    """Phi^(1) of the partial method from its Dirichlet (eq:step2),
+    ``Phi_:k ~ Dir(eta + n_:k)`` given ``layer.counts = n_vk``, column block b
+    drawing from ``streams`` b (:func:`pygbn.inference._partial.dirichlet_columns`:
+    the (V, K) counts are read and Phi written directly, no transposed copies;
+    into one of ``tokens``' buffers when given)."""
+    counts = np.ascontiguousarray(layer.counts, dtype=np.int64)
+    phi = np.empty(counts.shape) if tokens is None else tokens.buffer("phi", counts.shape, np.float64)
+    _partial.dirichlet_columns(counts, float(layer.eta), np.ascontiguousarray(col_bounds, dtype=np.int64),
+                               streams.addresses, phi, n_threads)
+    return phi
 
 
 def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
@@ -192,15 +247,14 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
         phi = np.full(phi.shape, 1.0 / phi.shape[0])
     nt = sampler.n_threads
     bounds, streams = sampler._blocks(blocks)
-    n_vk = np.zeros(phi.shape, dtype=np.int64)
     b = proposal_shape(net)
-    prob, alias, mass = tokens.alias_tables(phi, b, nt)
+    tables = tokens.prior_tables(phi, b, nt)
     njk = tokens.doc_counts
     args = (tokens.indices, tokens.values)
     prop = acc = 0
     if net.depth == 1:
         pa, ac = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :], b,
-                                        prob, alias, mass, bounds, streams, njk, n_vk, tokens.MH_STEPS, nt,
+                                        *tables, bounds, streams, njk, tokens.MH_STEPS, nt,
                                         tokens.INCLUDE_SELF, True)
         prop, acc = prop + pa, acc + ac
     else:
@@ -217,12 +271,19 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
             # a block's rows by the same BLAS calls wherever the block is (_upper.doc_prior)
             _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
             pa, ac = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
-                                            tokens.labels, phi, prior, b, prob, alias, mass,
+                                            tokens.labels, phi, prior, b, *tables,
                                             np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
-                                            njk[lo:hi], n_vk, tokens.MH_STEPS, nt, tokens.INCLUDE_SELF)
+                                            njk[lo:hi], tokens.MH_STEPS, nt, tokens.INCLUDE_SELF)
             prop, acc = prop + pa, acc + ac
     tokens.acceptance = acc / prop if prop else float("nan")
     if prop:
         logger.debug("partial layer one: %d Metropolis-Hastings proposals, %.3f accepted", prop,
                      tokens.acceptance)
+    # n_vk of the blocks' new labels, counted after the sweep (a pass of its own: an
+    # increment inside the token loop waits on a cache miss of the (V, K) array)
+    n_vk = tokens.buffer("n_vk", phi.shape, np.int64)
+    n_vk.fill(0)
+    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
+    _partial.add_term_labels(int(tokens.indptr[lo]), int(tokens.indptr[hi]), int(tokens.doc_ptr[lo]),
+                             tokens.indices, tokens.values, tokens.labels, n_vk, nt)
     return n_vk

@@ -1,0 +1,112 @@
+"""Where a one-layer ``method="partial"`` sweep spends its time, part by part.
+
+Usage::
+
+    python tools/profile_partial.py --corpus /tmp/pygbn_bench_scale/lda_5200000_seed0.npz --K 100
+    python tools/profile_partial.py --corpus ... --K 400 --warm 15 --iters 5 --threads 1
+
+Runs a ``GibbsSampler`` (T = 1, no pruning, p and c updated as in a fit) for
+``--warm`` sweeps, then times ``--iters`` more with the parts wrapped: the
+Dirichlet draw of Phi^(1) (``sample_phi``), the alias-table build (or the
+fused Phi/alias pass where the kernel has one), the token sweep kernel
+(``partial_sweep``, which also accumulates ``n_vk``), the other layer-one
+bookkeeping, the top-layer and rate updates (``top_tables``, ``sample_p_c``,
+``sample_top``, ``local_downward``); what is left of the sweep is Python
+overhead.  CPU seconds of the process (``time.process_time``, all threads),
+the smallest over the timed sweeps.  Also the token statistics of the state
+at the end: topics per document, the share of draws whose proposal is the
+document bucket.  Prints one Markdown table row per part.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _wrap(obj, name, key, acc, now):
+    fn = getattr(obj, name)
+
+    def wrapped(*a, **kw):
+        t0 = now()
+        try:
+            return fn(*a, **kw)
+        finally:
+            acc[key] += now() - t0
+
+    setattr(obj, name, wrapped)
+    return fn
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, required=True)
+    ap.add_argument("--K", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--warm", type=int, default=15)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--wall", action="store_true", help="wall-clock instead of CPU seconds")
+    args = ap.parse_args(argv)
+
+    from pygbn.inference import GibbsSampler, _partial
+    from pygbn.model import PoissonLink
+
+    now = time.perf_counter if args.wall else time.process_time
+    X = sp.load_npz(args.corpus).tocsr()
+    Y = PoissonLink().check_data(X)
+    s = GibbsSampler.for_training(Y, args.K, method="partial", n_jobs=args.threads, random_state=0)
+    for it in range(args.warm):
+        s.sweep(update_p_c=it > 0)
+
+    acc = defaultdict(float)
+    _wrap(s, "sample_phi", "Dirichlet draw of Phi^(1) (sample_phi)", acc, now)
+    for name in ("prior_tables", "alias_tables"):      # (alias_tables: before the tables were made by inversion)
+        if hasattr(s.tokens, name):
+            _wrap(s.tokens, name, "prior-bucket tables", acc, now)
+    _wrap(_partial, "partial_sweep", "token sweep (partial_sweep; n_vk too on main)", acc, now)
+    for name in ("top_tables", "sample_p_c", "sample_top", "local_downward"):
+        _wrap(s, name, "top layer, p/c, r, theta (upper interface)", acc, now)
+    from pygbn.inference import gibbs as gibbs_mod
+    _wrap(gibbs_mod, "sample_layer_one_partial", "_layer_one", acc, now)
+    rows = defaultdict(list)
+    for it in range(args.iters):
+        acc.clear()
+        t0 = now()
+        s.sweep(update_p_c=True)
+        total = now() - t0
+        inner = sum(v for k, v in acc.items() if k not in ("_layer_one",))
+        layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep; n_vk too on main)"] \
+            - acc.get("prior-bucket tables", 0.0)
+        for k, v in acc.items():
+            if k != "_layer_one":
+                rows[k].append(v)
+        rows["other layer-one bookkeeping (n_vk after the sweep)"].append(layer_one_other)
+        rows["Python and the rest"].append(total - inner - layer_one_other)
+        rows["whole sweep"].append(total)
+    tok = s.tokens
+    n_tok = int(tok.values.sum())
+    topics = np.count_nonzero(tok.doc_counts, axis=1)
+    clock = "wall" if args.wall else "CPU"
+    print(f"# {args.corpus.name}: {n_tok} tokens, {X.shape[0]} docs, V = {X.shape[1]}, K = {args.K}, "
+          f"{args.threads} thread(s), {clock} seconds per sweep (min of {args.iters} after {args.warm}), "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"# topics per document: mean {topics.mean():.1f}, token-weighted "
+          f"{np.average(topics, weights=tok.doc_counts.sum(axis=1)):.1f}; "
+          f"MH acceptance {tok.acceptance:.3f}")
+    order = list(rows)
+    order.remove("whole sweep")
+    for k in order + ["whole sweep"]:
+        v = min(rows[k])
+        print(f"| {k} | {v:.3f} | {1e9 * v / n_tok:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
