@@ -5,12 +5,16 @@ counts, the collapsed trace's Phi formed entry by entry, the posterior Phi
 counted from the labels and the state released at a fit's last snapshot:
 each is compared, to the bit, with the numpy expression it replaces.
 """
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
+import pygbn
 
 from pygbn._utils import BlockStreams, block_bounds
 from pygbn.inference import _blocked
@@ -146,8 +150,11 @@ def test_releasing_the_state_at_the_last_snapshot_keeps_the_networks(method):
         np.testing.assert_array_equal(a.r, b.r)
 
 
-def test_import_pygbn_leaves_text_io_and_optional_packages_unloaded():
+def test_import_pygbn_leaves_text_io_and_optional_packages_unloaded(tmp_path):
     code = ("import sys, pygbn; bad = [m for m in ('pygbn.text', 'pygbn.datasets', 'scipy.io', 'dask', "
             "'distributed', 'sklearn') if m in sys.modules]; print(bad); "
             "assert not bad; assert pygbn.text.__name__ == 'pygbn.text'; assert 'text' in dir(pygbn)")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # the pygbn under test (in-place build or installed copy), imported away from the source tree
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(pygbn.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
