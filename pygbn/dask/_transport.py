@@ -21,6 +21,9 @@ logger = logging.getLogger("pygbn")
 
 __all__ = ["ActorTransport", "PartitionLostError"]
 
+#: seconds a fit waits for a worker when the cluster has none at its start
+WAIT_FOR_WORKERS_S = 60
+
 
 class PartitionLostError(RuntimeError):
     """A training partition was lost with its worker and could not be rebuilt
@@ -79,6 +82,13 @@ class ActorTransport:
         """Create the actors (partition ``p`` on worker ``p mod n_workers``) from the
         futures of the validated input chunks."""
         workers = self._live_workers()
+        if not workers:     # e.g. a nanny still restarting a lost worker: wait for one
+            try:
+                self.client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS_S)
+            except Exception as exc:        # distributed raises its TimeoutError
+                raise RuntimeError(f"DaskGBN: the cluster has no live worker after waiting "
+                                   f"{WAIT_FOR_WORKERS_S} s") from exc
+            workers = self._live_workers()
         xs = dict(enumerate(x_chunks))
         hs = {} if h_chunks is None else dict(enumerate(h_chunks))
         self.workers = [workers[p.index % len(workers)] for p in self.partitions]
