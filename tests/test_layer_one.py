@@ -94,16 +94,22 @@ def _split_inputs(J=700, V=40, K=9, seed=1):
     return Y, phi, theta, bounds
 
 
+def split_once(Y, phi, theta, bounds, n_threads, stat_dtype=np.int64):
+    """One blocked split of ``Y`` from fresh streams (seed 7): the counts m (J, K)
+    and the shared term-factor statistics n (V, K) of ``stat_dtype``."""
+    streams = BlockStreams(np.random.default_rng(7), len(bounds) - 1)
+    m = np.empty((Y.shape[0], phi.shape[1]), dtype=np.uint16)
+    n = np.zeros(phi.shape, dtype=stat_dtype)
+    _blocked.split_sparse(Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, np.empty(0), 0,
+                          bounds, streams.addresses, m, n, np.empty(0, np.int64), n_threads)
+    return m, n
+
+
 def test_split_sparse_shared_statistics_do_not_depend_on_threads():
     Y, phi, theta, bounds = _split_inputs()
     out = []
     for n_threads in (1, 2, 3):
-        streams = BlockStreams(np.random.default_rng(7), len(bounds) - 1)
-        m = np.empty((Y.shape[0], phi.shape[1]), dtype=np.uint16)
-        n = np.zeros(phi.shape, dtype=np.int64)
-        _blocked.split_sparse(Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, np.empty(0), 0,
-                              bounds, streams.addresses, m, n, np.empty(0, np.int64), n_threads)
-        out.append((m, n))
+        out.append(split_once(Y, phi, theta, bounds, n_threads))
     for m, n in out[1:]:
         np.testing.assert_array_equal(m, out[0][0])
         np.testing.assert_array_equal(n, out[0][1])

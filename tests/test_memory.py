@@ -15,6 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 import pygbn
+from test_layer_one import split_once  # the blocked split of the layer-one tests
 
 from pygbn._utils import BlockStreams, block_bounds
 from pygbn.inference import _blocked
@@ -114,12 +115,7 @@ def test_split_sparse_int32_statistics_equal_int64():
     bounds = block_bounds(Y.shape[0], 16)
     out = []
     for dtype, n_threads in ((np.int64, 1), (np.int32, 1), (np.int32, 2)):
-        streams = BlockStreams(np.random.default_rng(7), len(bounds) - 1)
-        m = np.empty((Y.shape[0], K), dtype=np.uint16)
-        n = np.zeros(phi.shape, dtype=dtype)
-        _blocked.split_sparse(Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, np.empty(0), 0,
-                              bounds, streams.addresses, m, n, np.empty(0, np.int64), n_threads)
-        out.append((m, n))
+        out.append(split_once(Y, phi, theta, bounds, n_threads, dtype))
     for m, n in out[1:]:
         np.testing.assert_array_equal(m, out[0][0])
         np.testing.assert_array_equal(n, out[0][1])
