@@ -20,6 +20,8 @@ interpreter, numpy/scipy and the loaded corpus) is one library's alone:
 * ``tomotopy-1``, ``tomotopy-2``: ``tomotopy.LDAModel(k=K, alpha=0.1,
   eta=0.01)`` trained with one and two workers on the same documents (when
   tomotopy is installed);
+* any ``blocked-N``, ``partial-N``, ``tomotopy-N`` (``--runs``): the same with
+  ``N`` threads or workers, for thread-scaling rows on a many-core machine;
 * ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` (blocked,
   ``n_jobs=1``) on a local cluster of 1 and 2 single-threaded worker
   processes (see :func:`run_dask`); its peak resident size is the sum of
@@ -69,6 +71,31 @@ PYGBN_RUNS = {"collapsed": ("collapsed", 1), "blocked-1": ("blocked", 1), "block
               "partial-1": ("partial", 1), "partial-2": ("partial", 2)}
 TOMOTOPY_RUNS = {"tomotopy-1": 1, "tomotopy-2": 2}
 DASK_RUNS = {"dask-1": 1, "dask-2": 2}
+#: the default runs; any ``blocked-N``, ``partial-N`` or ``tomotopy-N`` (N threads or
+#: workers) is accepted too, for thread-scaling rows on a many-core machine
+DEFAULT_RUNS = list(PYGBN_RUNS) + list(TOMOTOPY_RUNS)
+
+
+def parse_run(name: str) -> tuple[str, int]:
+    """``"partial-8"`` -> ``("partial", 8)``; ``"collapsed"`` -> ``("collapsed", 1)``.
+
+    The kind is ``collapsed``, ``blocked``, ``partial``, ``tomotopy`` or ``dask``;
+    the number after the dash is the thread count (pygbn's ``n_jobs``,
+    tomotopy's ``workers``) or, for ``dask``, the number of worker processes.
+    """
+    if name == "collapsed":
+        return "collapsed", 1
+    kind, _, n = name.partition("-")
+    if kind not in ("blocked", "partial", "tomotopy", "dask") or not n.isdigit() or int(n) < 1:
+        raise argparse.ArgumentTypeError(
+            f"run must be 'collapsed' or KIND-N with KIND in blocked, partial, tomotopy, dask "
+            f"and N >= 1; got {name!r}")
+    return kind, int(n)
+
+
+def _run_name(name: str) -> str:
+    parse_run(name)
+    return name
 
 
 # ------------------------------------------------------------------ corpus
@@ -217,13 +244,13 @@ def child_main(args) -> None:
     """Run one measurement and print one JSON line."""
     X = sp.load_npz(args.corpus).tocsr()
     rss_loaded = _peak_rss_mb()
-    if args.child in PYGBN_RUNS:
-        method, n_jobs = PYGBN_RUNS[args.child]
-        res = run_pygbn(X, args.k, method, n_jobs, args.early, args.late, args.late_iters)
-    elif args.child in TOMOTOPY_RUNS:
-        res = run_tomotopy(X, args.k, TOMOTOPY_RUNS[args.child], args.early, args.late, args.late_iters)
+    kind, n = parse_run(args.child)
+    if kind == "tomotopy":
+        res = run_tomotopy(X, args.k, n, args.early, args.late, args.late_iters)
+    elif kind == "dask":
+        res = run_dask(X, args.k, n, args.early, args.late, args.late_iters)
     else:
-        res = run_dask(X, args.k, DASK_RUNS[args.child], args.early, args.late, args.late_iters)
+        res = run_pygbn(X, args.k, kind, n, args.early, args.late, args.late_iters)
     res.update(rss_loaded=rss_loaded, peak_rss=res.pop("workers_peak_rss", None) or _peak_rss_mb(),
                tokens=int(X.sum()), nnz=int(X.nnz), docs=int(X.shape[0]))
     print(json.dumps(res), flush=True)
@@ -251,8 +278,9 @@ def main(argv=None):
     ap.add_argument("--tokens", nargs="+", default=["1.3M", "5.2M"],
                     help="corpus sizes in tokens (e.g. 1.3M 5.2M 20.8M)")
     ap.add_argument("--K", nargs="+", type=int, default=[100, 400])
-    ap.add_argument("--runs", nargs="+", default=list(PYGBN_RUNS) + list(TOMOTOPY_RUNS),
-                    choices=list(PYGBN_RUNS) + list(TOMOTOPY_RUNS) + list(DASK_RUNS))
+    ap.add_argument("--runs", nargs="+", type=_run_name, default=DEFAULT_RUNS,
+                    help="collapsed, blocked-N, partial-N, tomotopy-N, dask-N (N threads, "
+                         "workers or worker processes); default: %(default)s")
     ap.add_argument("--dask", action="store_true", help="add the DaskGBN rows (1 and 2 workers)")
     ap.add_argument("--early", type=int, default=12, help="iterations of the early figure")
     ap.add_argument("--late", type=int, default=50,
@@ -323,9 +351,10 @@ def _row(r, one_process) -> str:
     entries = (r["docs"] + N_TERMS) * r["K"]
     per_fit = f"{fit_bytes / r['tokens']:.0f} | {fit_bytes / entries:.1f}"
     overhead = ""
-    if r["run"] in DASK_RUNS:     # the workers' peak: no loaded size of theirs to take off
+    is_dask = r["run"].startswith("dask-")
+    if is_dask:                   # the workers' peak: no loaded size of theirs to take off
         per_fit = " | "
-    if r["run"] in DASK_RUNS and "early" in one_process:
+    if is_dask and "early" in one_process:
         overhead = f"{r['early'] - one_process['early']:+.3f}"
         if "late" in r and "late" in one_process:
             overhead += f" / {r['late'] - one_process['late']:+.3f}"
