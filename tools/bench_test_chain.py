@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import _repro_common as rc  # noqa: E402
+from pygbn.inference.fixed import FeatureAverage, sweep_fixed  # noqa: E402
 from pygbn.inference.gibbs import GibbsSampler  # noqa: E402
 from pygbn.inference.layerwise import Schedule, fit_layerwise  # noqa: E402
 from pygbn.model.links import get_link  # noqa: E402
@@ -48,11 +49,10 @@ def load(name, data_dir, n_train, n_test):
     return "poisson", X[tr], X[te]
 
 
-def test_iteration(s, acc):
+def test_iteration(s, features):
     """One iteration of infer_local's loop (a collected one: the feature average too)."""
-    s.sweep(update_p_c=True)
-    th = s.network.layers[0].theta
-    acc += th / th.sum(axis=1, keepdims=True)
+    sweep_fixed(s)
+    features.add(s.network.layers[0].theta)
 
 
 def measure(link, Xtr, Xte, K, T, fit_iters, repeat, seed=0):
@@ -62,7 +62,8 @@ def measure(link, Xtr, Xte, K, T, fit_iters, repeat, seed=0):
                         n_components=K, method="blocked", random_state=seed)
     train, net = res.sampler, res.networks[-1]
     test = GibbsSampler.for_inference(net, Yte, random_state=seed + 1)
-    acc = np.zeros((Yte.shape[0], net.widths[0]))
+    test.check_state()
+    acc = FeatureAverage(Yte.shape[0], net.widths[0])
     for _ in range(2):                           # warm both chains
         train.sweep(update_p_c=True)
         test_iteration(test, acc)
