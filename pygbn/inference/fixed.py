@@ -5,9 +5,9 @@ chain made by :meth:`GibbsSampler.for_inference`, draw for draw: the same
 conditionals in the same order from the same streams, so the same chain.
 It leaves out what only a training chain needs: layer one's split
 (:func:`pygbn.inference._fixed.split_fixed`) forms no term-factor counts
-(the statistic of Phi^(1)), and no statistics of the top layer or of any
-Phi are gathered; the state is checked once, by :class:`FeatureAverage`'s
-caller (:func:`pygbn.inference.testchain.infer_local`), not every iteration.
+(the statistic of Phi^(1)), no statistics of the top layer or of any Phi
+are gathered, and the state is checked once per chain by the caller
+(:func:`pygbn.inference.testchain.infer_local`), not every iteration.
 
 :class:`FeatureAverage` keeps the running sum of ``theta_j^(1) / theta_.j^(1)``
 without temporaries of the size of theta.
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pygbn.inference import _blocked, _fixed
+from pygbn.inference import _fixed
+from pygbn.inference.layer_one import after_split
 
 __all__ = ["sweep_fixed", "FeatureAverage"]
 
@@ -28,16 +29,10 @@ def split_layer_one_fixed(s) -> None:
     chain, the same draws, without the term-factor counts."""
     layer = s.network.layers[0]
     bounds, streams = s._blocks(None)
-    nt = s.n_threads
     theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
     over = _fixed.split_fixed(s.indptr, s.indices, s.values, layer.phi, theta, s.aux,
-                              int(s.link.latent_mode), bounds, streams, s.m[0], nt)
-    if over:     # count_dtype's bound is a proof: a wrong m[0] was set from outside
-        raise OverflowError(f"{over} document(s) hold more latent counts than m[0] ({s.m[0].dtype}) holds")
-    if s.aux.size:
-        shape, rate = s.link.aux_conditional(s.Y, s.m[0].sum(axis=1), s.hyper)
-        _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
-                                         bounds, streams, s.aux, nt)
+                              int(s.link.latent_mode), bounds, streams, s.m[0], s.n_threads)
+    after_split(s, over, bounds, streams)
 
 
 def sweep_fixed(s) -> None:
