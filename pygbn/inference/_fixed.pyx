@@ -8,14 +8,15 @@ whose Phi^(1) is not drawn.  It does less of what only training needs or
 what the draws do not need:
 
 * no term-factor counts (the statistic of Phi^(1)'s Dirichlet) are formed;
-* a cell's cumulative weights ``cw_i = w_0 + ... + w_i`` (``w_i = phi_vi
-  theta_ji``, added left to right) are stored only at the end of every chunk
-  of CHUNK factors; a search finds the chunk among those ends and then forms
-  the sums inside it again, the same additions in the same order, so every
-  value it compares is split_sparse's ``cw_i`` to the bit;
-* the sums of GROUP cells of a document are formed together (independent
-  chains of additions, which the processor overlaps);
-* the searches halve the range by selects instead of branches.
+* the cumulative weights ``cw_i = w_0 + ... + w_i`` (``w_i = phi_vi
+  theta_ji``, each product rounded, then added left to right, as
+  split_sparse forms them) of GROUP cells of a document are formed together:
+  four independent chains of additions, which the processor overlaps, where
+  one cell's sums are a chain of K dependent additions; the products
+  themselves are formed again only for a cell of SMALL_SPLIT units or more
+  (its binomial split needs them);
+* the searches over ``cw`` halve the range by selects instead of branches
+  (the same index: the first ``i`` with ``cw_i > u``).
 
 Like the other document-block kernels, block ``b`` draws only from
 ``streams[b]``, so the result does not depend on the number of threads; a
@@ -95,15 +96,6 @@ cdef extern from *:
     #pragma GCC pop_options
     #endif
 
-    /* Ask for the k doubles at p to be brought into the cache (no effect on results). */
-    static inline void pygbn_prefetch_row(const double *p, Py_ssize_t k) {
-    #if defined(__GNUC__) || defined(__clang__)
-        Py_ssize_t i;
-        for (i = 0; i < k; i += 8)
-            __builtin_prefetch(p + i);
-    #endif
-    }
-
     /* The first i with cw[i] > u, given cw[n-1] > u and cw non-decreasing: the answer
        stays in [base, base + n) while n halves; a select, not a branch, picks the
        half (no mispredicted jumps). */
@@ -123,7 +115,6 @@ cdef extern from *:
                                          double *cw, double *tot) noexcept nogil
     double cumulative1 "pygbn_cumulative1"(const double *p, const double *t, Py_ssize_t k,
                                            double *cw) noexcept nogil
-    void prefetch_row "pygbn_prefetch_row"(const double *p, Py_ssize_t k) noexcept nogil
     Py_ssize_t lower_search "pygbn_lower_search"(const double *cw, Py_ssize_t n, double u) noexcept nogil
 
 
@@ -230,7 +221,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
-    cdef Py_ssize_t b, j, c, c_end, q, n_q, i, c_ahead, block_end
+    cdef Py_ssize_t b, j, c, c_end, q, n_q, i
     cdef bint shared_theta = theta.shape[0] == 1
     cdef double *w
     cdef double *cw
@@ -264,7 +255,6 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
             cw = w + k
             sums = cw + k
             tot = sums + GROUP * k
-            block_end = indptr[bounds[b + 1]]
             for j in range(bounds[b], bounds[b + 1]):
                 m_row = &m_out[j, 0]
                 for i in range(k):
@@ -277,10 +267,6 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                 while c < c_end:
                     # the cumulative weights of the next GROUP cells (or of one) ...
                     n_q = c_end - c
-                    # the Phi rows of the group after this one (of the next document
-                    # too), on their way while this group's are used
-                    for c_ahead in range(c + GROUP, min(c + 2 * GROUP, block_end)):
-                        prefetch_row(&phi[indices[c_ahead], 0], k)
                     if n_q >= GROUP:
                         n_q = GROUP
                         cumulative4(&phi[indices[c], 0], &phi[indices[c + 1], 0], &phi[indices[c + 2], 0],
