@@ -35,7 +35,7 @@ def split_layer_one_fixed(s) -> None:
     after_split(s, over, bounds, streams)
 
 
-def sweep_fixed(s) -> None:
+def sweep_fixed(s, lap=None) -> None:
     """One iteration of the test-time chain ``s`` (a :meth:`GibbsSampler.for_inference`
     chain, whose state :meth:`GibbsSampler.check_state` has accepted).
 
@@ -43,15 +43,21 @@ def sweep_fixed(s) -> None:
     eq:step1 through every upper layer (:meth:`GibbsSampler.propagate_up`, which
     gathers no statistics when Phi is fixed); p_j and c_j (eq:step6); downward:
     theta^(T), ..., theta^(1) (eq:step4).  The order and the draws of
-    :meth:`GibbsSampler.sweep`.
+    :meth:`GibbsSampler.sweep`.  ``lap``, when given, is called with the name of
+    each part as it ends ("split", "up", "p/c", "theta"; for timing them).
     """
+    lap = lap or (lambda name: None)
     split_layer_one_fixed(s)
+    lap("split")
     for t in range(2, s.depth + 1):
         s.propagate_up(t)
+    lap("up")
     s.sample_p_c()
+    lap("p/c")
     for t in range(s.depth, 0, -1):
         s.sample_theta(t)
     s.iteration += 1
+    lap("theta")
 
 
 class FeatureAverage:
