@@ -24,7 +24,8 @@ QUICK = dict(burn_in=(6, 6), n_collect=3, transform_iter=(3, 3))
 def _inputs(mode, J=300, V=30, K=13, seed=0):
     """Data, Phi, theta, aux and block bounds that reach every path of the split:
     documents of 0 to 12 cells (full groups of four and remainders), cells of many
-    units (the binomial split), and cells whose products all underflow."""
+    units (the binomial split), cells whose products all underflow, and theta
+    rows with entries at the floor of theta's draws."""
     rng = np.random.default_rng(seed)
     nnz = rng.integers(0, 13, size=J)
     indptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
@@ -40,6 +41,14 @@ def _inputs(mode, J=300, V=30, K=13, seed=0):
     phi[3] = 1e-170                 # every product of term 3 in documents 0-19 underflows
     theta[:20] = 1e-170
     theta[25, :5] = 0.0
+    # entries at the floor of theta's draws (the smallest normal double): products below
+    # the normal range, summed as zeros where they cannot change a cumulative weight
+    tiny = np.finfo(np.float64).tiny
+    theta[60:80, :4] = tiny         # the first factors tiny
+    theta[80:90] = tiny             # every factor tiny
+    theta[90:100, 5:] = tiny        # the last factors tiny
+    theta[100:110, 4:] = tiny       # the first non-tiny product too small to absorb them:
+    theta[100:110, :4] = 1e-300     # these documents' sums are the exact ones
     if mode in (LATENT_CRT, LATENT_TRUNC_POISSON):
         theta[30:40] *= 1000.0      # rates large enough for CRT and Pois_+ draws of 32 and more
     aux = rng.gamma(2.0, 1.0, size=J) if mode == LATENT_TRUNC_BESSEL else np.empty(0)

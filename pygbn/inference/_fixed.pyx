@@ -24,7 +24,7 @@ block whose scratch memory cannot be allocated does no work and the kernel
 raises ``MemoryError`` after the loop.  The kernels trust their input.
 """
 from cython.parallel cimport prange
-from libc.math cimport sqrt
+from libc.math cimport sqrt, INFINITY
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport free
 from numpy.random cimport bitgen_t
@@ -96,6 +96,12 @@ cdef extern from *:
     #pragma GCC pop_options
     #endif
 
+    /* A running sum of at least 2^-947 is left unchanged by adding anything below
+       2^-1000 (half its unit in the last place or less); theta entries whose
+       products with every Phi entry stay below 2^-1001 / k are "tiny". */
+    #define PYGBN_SUM_ABSORBS 0x1p-947
+    #define PYGBN_TINY_SUM 0x1p-1000
+
     /* The first i with cw[i] > u, given cw[n-1] > u and cw non-decreasing: the answer
        stays in [base, base + n) while n halves; a select, not a branch, picks the
        half (no mispredicted jumps). */
@@ -115,6 +121,8 @@ cdef extern from *:
                                          double *cw, double *tot) noexcept nogil
     double cumulative1 "pygbn_cumulative1"(const double *p, const double *t, Py_ssize_t k,
                                            double *cw) noexcept nogil
+    const double SUM_ABSORBS "PYGBN_SUM_ABSORBS"
+    const double TINY_SUM "PYGBN_TINY_SUM"
     Py_ssize_t lower_search "pygbn_lower_search"(const double *cw, Py_ssize_t n, double u) noexcept nogil
 
 
@@ -156,12 +164,14 @@ cdef inline void _add_split(bitgen_t *g, int64_t x, const double *w, Py_ssize_t 
 
 
 cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const double *phi_row,
-                          const double *theta_row, Py_ssize_t k, const double *sums, double total,
-                          double *w, double *cw, int64_t *tmp, count_t *m_row) noexcept nogil:
+                          const double *theta_row, Py_ssize_t k, const double *sums, bint exact,
+                          double total, double *w, double *cw, int64_t *tmp, count_t *m_row) noexcept nogil:
     """One cell: its latent count ``x`` and the split of ``x`` over the factors
     (eq:step1), added to ``m_row``, as split_sparse draws them; returns ``x``.
 
-    ``sums`` and ``total`` are the cell's cumulative weights and their total.  Below
+    ``sums`` and ``total`` are the cell's cumulative weights and their total
+    (``sums`` equal to split_sparse's from the first non-tiny factor on, and 0
+    before it, unless ``exact``: see :func:`split_fixed`).  Below
     SMALL_SPLIT units, categorical draws (one uniform each, :func:`_search`);
     above, conditional binomials on the products.  A cell whose products all
     underflow (total 0) has its weights rescaled in log space, as split_sparse
@@ -169,7 +179,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
     """
     cdef Py_ssize_t i
     cdef int64_t x, u
-    cdef double scaled
+    cdef double scaled, point
     if not total > 0.0:
         scaled = log_rescaled_weights(phi_row, theta_row, k, w)
         x = _latent(g, mode, obs, 0.0, a)
@@ -190,7 +200,12 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
         return x
     if x < SMALL_SPLIT:
         for u in range(x):
-            m_row[_search(sums, k, random_standard_uniform(g) * total)] += 1
+            point = random_standard_uniform(g) * total
+            if exact or point >= TINY_SUM:
+                m_row[_search(sums, k, point)] += 1
+            else:       # where sums may differ from split_sparse's: search the exact ones
+                cumulative1(phi_row, theta_row, k, cw)
+                m_row[_search(cw, k, point)] += 1
     else:
         for i in range(k):
             w[i] = phi_row[i] * theta_row[i]     # the products the sums were formed from
@@ -218,15 +233,30 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     ``x ~> Mult(x, w / sum(w))`` added to ``m_out[j, :]`` (overwritten).
     ``theta`` may be one row shared by all documents.  Returns the number of
     documents whose latent total exceeds what ``m_out`` holds.
+
+    Tiny theta entries (below ``2^-1001 / (k max(phi))``, such as those
+    floored at the smallest normal double) make products below the normal
+    range, whose arithmetic is slow on many processors (a microcode assist
+    per operation), and they cannot change a cumulative weight once the sum
+    has reached ``2^-947``.  So a document's cells are summed with those
+    entries set to 0, and a cell whose first product of a non-tiny entry is
+    at least ``2^-947`` gets split_sparse's cumulative weights exactly from
+    that factor on (before it they are 0 instead of below ``2^-1001``, which
+    no search point of ``2^-1000`` or more can tell apart; a smaller point,
+    and any other cell, uses the sums of the true products).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
-    cdef Py_ssize_t b, j, c, c_end, q, n_q, i
+    cdef Py_ssize_t b, j, c, c_end, q, n_q, i, first
     cdef bint shared_theta = theta.shape[0] == 1
     cdef double *w
     cdef double *cw
     cdef double *sums
     cdef double *tot
+    cdef double *t_zeroed
+    cdef const double *u_row
+    cdef double phi_max = 0.0, tiny
+    cdef bint any_tiny, exact
     cdef int64_t *tmp
     cdef const double *t_row
     cdef double a
@@ -243,17 +273,26 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
         cap = 9223372036854775807
     if n_blocks <= 0 or k == 0:
         return 0
+    with nogil:
+        for i in range(phi.shape[0]):
+            for c in range(k):
+                if phi[i, c] > phi_max:
+                    phi_max = phi[i, c]
+    # theta entries below this have products below 2^-1001 / k with every Phi entry
+    tiny = TINY_SUM / (2.0 * <double> k * phi_max) if phi_max > 0.0 else INFINITY
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
-        # w, cw: k each (a cell whose products underflow); sums: the cumulative
-        # weights of GROUP cells, then their GROUP totals
-        w = <double *> block_malloc((2 * k + GROUP * (k + 1)) * sizeof(double))
+        # w, cw: k each (a cell whose products underflow); the document's theta row
+        # with its tiny entries 0 (k); the cumulative weights of GROUP cells, then
+        # their GROUP totals
+        w = <double *> block_malloc((3 * k + GROUP * (k + 1)) * sizeof(double))
         tmp = <int64_t *> block_malloc(k * sizeof(int64_t))
         if w == NULL or tmp == NULL:
             n_failed += 1
         else:
             cw = w + k
-            sums = cw + k
+            t_zeroed = cw + k
+            sums = t_zeroed + k
             tot = sums + GROUP * k
             for j in range(bounds[b], bounds[b + 1]):
                 m_row = &m_out[j, 0]
@@ -262,6 +301,17 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                 total_x = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 t_row = &theta[0 if shared_theta else j, 0]
+                first = -1
+                any_tiny = False
+                for i in range(k):
+                    if t_row[i] < tiny:
+                        t_zeroed[i] = 0.0
+                        any_tiny = True
+                    else:
+                        t_zeroed[i] = t_row[i]
+                        if first < 0:
+                            first = i
+                u_row = t_zeroed if any_tiny else t_row
                 c = indptr[j]
                 c_end = indptr[j + 1]
                 while c < c_end:
@@ -270,14 +320,18 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                     if n_q >= GROUP:
                         n_q = GROUP
                         cumulative4(&phi[indices[c], 0], &phi[indices[c + 1], 0], &phi[indices[c + 2], 0],
-                                    &phi[indices[c + 3], 0], t_row, k, sums, tot)
+                                    &phi[indices[c + 3], 0], u_row, k, sums, tot)
                     else:
                         n_q = 1
-                        tot[0] = cumulative1(&phi[indices[c], 0], t_row, k, sums)
+                        tot[0] = cumulative1(&phi[indices[c], 0], u_row, k, sums)
                     # ... then each cell's draws, in the order of the cells
                     for q in range(n_q):
+                        exact = not any_tiny
+                        if any_tiny and not (first >= 0 and phi[indices[c + q], first] * t_row[first] >= SUM_ABSORBS):
+                            tot[q] = cumulative1(&phi[indices[c + q], 0], t_row, k, sums + q * k)
+                            exact = True
                         total_x = total_x + _cell(g, mode, values[c + q], a, &phi[indices[c + q], 0], t_row, k,
-                                                  sums + q * k, tot[q], w, cw, tmp, m_row)
+                                                  sums + q * k, exact, tot[q], w, cw, tmp, m_row)
                     c = c + n_q
                 if total_x > cap:
                     n_over += 1
