@@ -8,10 +8,16 @@ Usage::
 For each data set a network is fitted briefly (``--fit`` burn-in iterations
 per layer, blocked sampler, widths ``[K] * T`` bounded by the usual pruning),
 then the training chain's iteration (:meth:`GibbsSampler.sweep` with every
-global update) and the test-time chain's iteration (the sweep of
-:meth:`GibbsSampler.for_inference` plus the feature accumulation of
-:func:`pygbn.inference.infer_local`) are timed alternately, ``--repeat``
-times each; the table gives the fastest of each per document, and their ratio.
+global update: its per-document half and the draws of every Phi^(t), r,
+gamma0 and c0, divided over the training documents; "of it global" is the
+latter) and the test-time chain's iteration (the loop body of
+:func:`pygbn.inference.infer_local`:
+:func:`pygbn.inference.fixed.sweep_fixed` and the feature average) are
+timed alternately, ``--repeat`` times each; the table gives the fastest of
+each per document, their ratio, and the fastest time of each part of the
+test iteration (layer one's split with the PRG link's a_j; the upward
+propagation of every upper layer; p and c; every theta; the feature
+average).
 Digits: the first ``--n-train`` images (features scaled to [0, 1], PRG link)
 train, the rest are the new samples. Debian: ``--n-train`` training and
 ``--n-test`` test documents of the top-2000 counts (Poisson link). Times are
@@ -32,6 +38,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import _repro_common as rc  # noqa: E402
+from pygbn.inference.fixed import FeatureAverage, sweep_fixed  # noqa: E402
 from pygbn.inference.gibbs import GibbsSampler  # noqa: E402
 from pygbn.inference.layerwise import Schedule, fit_layerwise  # noqa: E402
 from pygbn.model.links import get_link  # noqa: E402
@@ -48,11 +55,44 @@ def load(name, data_dir, n_train, n_test):
     return "poisson", X[tr], X[te]
 
 
-def test_iteration(s, acc):
-    """One iteration of infer_local's loop (a collected one: the feature average too)."""
-    s.sweep(update_p_c=True)
-    th = s.network.layers[0].theta
-    acc += th / th.sum(axis=1, keepdims=True)
+def test_iteration(s, features, parts=None):
+    """One iteration of infer_local's loop (a collected one: the feature average too),
+    each part's CPU seconds added to ``parts`` when given."""
+    clock = [time.process_time()]
+
+    def lap(name):
+        now = time.process_time()
+        if parts is not None:
+            parts[name] = parts.get(name, 0.0) + now - clock[0]
+        clock[0] = now
+
+    sweep_fixed(s, lap)
+    features.add(s.network.layers[0].theta)
+    lap("features")
+
+
+def train_iteration(s):
+    """:meth:`GibbsSampler.sweep` of a blocked training chain; returns its CPU seconds
+    and those of its global update among them (:meth:`GibbsSampler.update_globals_from`:
+    every Phi^(t), r, gamma0, c0), timed by wrapping that method for this call."""
+    spent = []
+    update = s.update_globals_from
+
+    def timed(stats):
+        t = time.process_time()
+        update(stats)
+        spent.append(time.process_time() - t)
+
+    s.update_globals_from = timed
+    try:
+        t0 = time.process_time()
+        s.sweep(update_p_c=True)
+        return time.process_time() - t0, sum(spent)
+    finally:
+        del s.update_globals_from
+
+
+PARTS = ("split", "up", "p/c", "theta", "features")
 
 
 def measure(link, Xtr, Xte, K, T, fit_iters, repeat, seed=0):
@@ -62,20 +102,27 @@ def measure(link, Xtr, Xte, K, T, fit_iters, repeat, seed=0):
                         n_components=K, method="blocked", random_state=seed)
     train, net = res.sampler, res.networks[-1]
     test = GibbsSampler.for_inference(net, Yte, random_state=seed + 1)
-    acc = np.zeros((Yte.shape[0], net.widths[0]))
+    test.check_state()
+    acc = FeatureAverage(Yte.shape[0], net.widths[0])
     for _ in range(2):                           # warm both chains
-        train.sweep(update_p_c=True)
+        train_iteration(train)
         test_iteration(test, acc)
-    tr = te = np.inf
+    tr = te = glob = np.inf
+    parts = {name: np.inf for name in PARTS}
     for _ in range(repeat):
+        total, g = train_iteration(train)
+        if total < tr:
+            tr, glob = total, g
+        laps = {}
         t0 = time.process_time()
-        train.sweep(update_p_c=True)
-        tr = min(tr, time.process_time() - t0)
-        t0 = time.process_time()
-        test_iteration(test, acc)
+        test_iteration(test, acc, laps)
         te = min(te, time.process_time() - t0)
+        for name in PARTS:
+            parts[name] = min(parts[name], laps[name])
+    us_test = {name: 1e6 * v / Yte.shape[0] for name, v in parts.items()}
     return {"widths": list(net.widths), "train_us_doc": 1e6 * tr / Ytr.shape[0],
-            "test_us_doc": 1e6 * te / Yte.shape[0], "n_train": Ytr.shape[0], "n_test": Yte.shape[0]}
+            "global_us_doc": 1e6 * glob / Ytr.shape[0], "test_us_doc": 1e6 * te / Yte.shape[0],
+            "test_parts": us_test, "n_train": Ytr.shape[0], "n_test": Yte.shape[0]}
 
 
 def main(argv=None):
@@ -90,8 +137,9 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=None, help="digits: the rest (797); debian: 1000")
     a = ap.parse_args(argv)
     print("| data / link | K1max | T | widths | train docs | test docs | training (us / doc-iteration) | "
-          "test chain (us / doc-iteration) | test / training |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "of it global | test chain (us / doc-iteration) | test / training | test parts: "
+          + " / ".join(PARTS) + " |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in a.data:
         n_train = a.n_train or (1000 if name == "digits" else 4000)
         n_test = a.n_test or (10**9 if name == "digits" else 1000)
@@ -99,8 +147,9 @@ def main(argv=None):
         for T in a.T:
             r = measure(link, Xtr, Xte, a.K, T, a.fit, a.repeat)
             print(f"| {name} / {link} | {a.K} | {T} | {r['widths']} | {r['n_train']} | {r['n_test']} | "
-                  f"{r['train_us_doc']:.1f} | {r['test_us_doc']:.1f} | "
-                  f"{r['test_us_doc'] / r['train_us_doc']:.2f} |", flush=True)
+                  f"{r['train_us_doc']:.1f} | {r['global_us_doc']:.1f} | {r['test_us_doc']:.1f} | "
+                  f"{r['test_us_doc'] / r['train_us_doc']:.2f} | "
+                  + " / ".join(f"{r['test_parts'][name]:.1f}" for name in PARTS) + " |", flush=True)
     return 0
 
 

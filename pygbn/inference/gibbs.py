@@ -43,7 +43,8 @@ from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.sufficient import SufficientStats
-from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr, phi_from_labels, stat_dtype
+from pygbn.inference.layer_one import (LazyThetaOne, after_split, count_dtype, kernel_csr, phi_from_labels,
+                                      stat_dtype)
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -433,12 +434,7 @@ class GibbsSampler:
             over = _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, theta,
                                          self.aux, int(self.link.latent_mode), bounds, streams,
                                          self.m[0], n_out, np.empty(0, dtype=np.int64), nt)
-        if over:     # count_dtype's bound is a proof: a wrong m[0] was set from outside
-            raise OverflowError(f"{over} document(s) hold more latent counts than m[0] ({self.m[0].dtype}) holds")
-        if self.aux.size:
-            shape, rate = self.link.aux_conditional(self.Y, self.m[0].sum(axis=1), self.hyper)
-            _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
-                                             bounds, streams, self.aux, nt)
+        after_split(self, over, bounds, streams)      # the overflow guard, then a_j (PRG)
         return n_out
 
     def propagate_up(self, t: int, blocks=None) -> np.ndarray:

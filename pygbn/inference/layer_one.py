@@ -23,7 +23,7 @@ from pygbn.inference import _blocked, _upper
 from pygbn.model.links import LATENT_COUNTS, Link
 
 __all__ = ["kernel_csr", "count_dtype", "stat_dtype", "posterior_column_sums", "phi_from_labels",
-           "LazyThetaOne"]
+           "after_split", "LazyThetaOne"]
 
 #: document blocks per kernel call when rows are made for a few blocks at a time
 #: (theta^(1) and the collapsed prior): a (32 x 128, K) buffer instead of (J, K)
@@ -92,6 +92,19 @@ def posterior_column_sums(counts: np.ndarray, eta: float) -> np.ndarray:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
     _blocked.column_sums(counts, float(eta), out)
     return out
+
+
+def after_split(s, over: int, bounds: np.ndarray, streams: np.ndarray) -> None:
+    """What follows the blocked split of layer one (training or test-time chain ``s``):
+    ``over``, the split's count of documents whose latent total outgrew ``m[0]``'s
+    type, must be 0; then the PRG link's ``a_j`` of the documents of ``bounds``
+    (eq:c_g, :meth:`Link.aux_conditional <pygbn.model.links.Link.aux_conditional>`)."""
+    if over:     # count_dtype's bound is a proof: a wrong m[0] was set from outside
+        raise OverflowError(f"{over} document(s) hold more latent counts than m[0] ({s.m[0].dtype}) holds")
+    if s.aux.size:
+        shape, rate = s.link.aux_conditional(s.Y, s.m[0].sum(axis=1), s.hyper)
+        _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
+                                         bounds, streams, s.aux, s.n_threads)
 
 
 #: tokens per chunk of :func:`phi_from_labels`

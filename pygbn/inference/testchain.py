@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from pygbn._utils import check_int, check_random_state, effective_n_jobs
 from pygbn.evaluation import heldout_log_terms, perplexity_from_sums
 from pygbn.inference import _blocked
+from pygbn.inference.fixed import FeatureAverage, sweep_fixed
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
 from pygbn.model.network import Network
 
@@ -101,7 +102,9 @@ def infer_local(network: Network, Y: sp.csr_matrix, *, burn_in: int, n_collect: 
 
     The per-sample state starts as in :meth:`GibbsSampler.for_inference`;
     each iteration is a blocked upward-downward sweep with the global
-    parameters (every Phi^(t), r) fixed, p and c updated.  After ``burn_in``
+    parameters (every Phi^(t), r) fixed, p and c updated
+    (:func:`pygbn.inference.fixed.sweep_fixed`: the draws of
+    :meth:`GibbsSampler.sweep`, without the statistics of Phi).  After ``burn_in``
     iterations, ``n_collect`` more are averaged.
 
     Parameters
@@ -140,14 +143,15 @@ def infer_local(network: Network, Y: sp.csr_matrix, *, burn_in: int, n_collect: 
     if J == 0:
         return LocalInference(np.zeros((0, K1)), float("nan"))
     sampler = GibbsSampler.for_inference(network, Y, n_jobs=n_jobs, random_state=rng)
+    sampler.check_state()       # once: the iterations change no shape
     layer_one = sampler.network.layers[0]
     predictive = None if heldout is None else HeldoutPredictive(heldout, sampler.n_threads)
-    acc = np.zeros((J, K1))
+    features = FeatureAverage(J, K1)
     for it in range(burn_in + n_collect):
-        sampler.sweep(update_p_c=True)
+        sweep_fixed(sampler)    # GibbsSampler.sweep's draws, without what only training needs
         if it >= burn_in:
             th = layer_one.theta
-            acc += th / th.sum(axis=1, keepdims=True)
+            features.add(th)
             if predictive is not None and (it - burn_in + 1) % heldout_every == 0:
                 predictive.add(layer_one.phi, th)
     ppl = float("nan")
@@ -155,4 +159,4 @@ def infer_local(network: Network, Y: sp.csr_matrix, *, burn_in: int, n_collect: 
         if predictive.n_samples == 0:  # fewer collected iterations than heldout_every: the last sample
             predictive.add(layer_one.phi, layer_one.theta)
         ppl = predictive.perplexity()
-    return LocalInference(acc / n_collect, ppl)
+    return LocalInference(features.mean(n_collect), ppl)

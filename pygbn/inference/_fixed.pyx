@@ -1,0 +1,342 @@
+# cython: language_level=3
+"""Kernels of the test-time chain, where every Phi^(t) is fixed (GIL released).
+
+:func:`split_fixed` is layer one's split (eq:step1, with the link's latent
+counts) of :func:`pygbn.inference._blocked.split_sparse`, draw for draw (the
+same weights, totals, searches and streams, so the same ``m``), for a chain
+whose Phi^(1) is not drawn.  It does less of what only training needs or
+what the draws do not need:
+
+* no term-factor counts (the statistic of Phi^(1)'s Dirichlet) are formed;
+* the cumulative weights ``cw_i = w_0 + ... + w_i`` (``w_i = phi_vi
+  theta_ji``, each product rounded, then added left to right, as
+  split_sparse forms them) of GROUP cells of a document are formed together:
+  four independent chains of additions, which the processor overlaps, where
+  one cell's sums are a chain of K dependent additions; the products
+  themselves are formed again only for a cell of SMALL_SPLIT units or more
+  (its binomial split needs them);
+* the searches over ``cw`` halve the range by selects instead of branches
+  (the same index: the first ``i`` with ``cw_i > u``).
+
+Like the other document-block kernels, block ``b`` draws only from
+``streams[b]``, so the result does not depend on the number of threads; a
+block whose scratch memory cannot be allocated does no work and the kernel
+raises ``MemoryError`` after the loop.  The kernels trust their input.
+"""
+from cython.parallel cimport prange
+from libc.math cimport sqrt, INFINITY
+from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
+from libc.stdlib cimport free
+from numpy.random cimport bitgen_t
+from numpy.random.c_distributions cimport random_standard_uniform
+
+from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
+from pygbn.inference._shared cimport count_t, log_rescaled_weights
+from pygbn.random._kernels cimport (
+    random_crt, random_truncated_poisson, random_truncated_bessel, random_multinomial_split,
+)
+from pygbn.model._latent cimport LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON
+
+
+cdef enum:
+    # below this many units a split is a sequence of categorical draws (as split_sparse)
+    SMALL_SPLIT = 32
+    # cells whose cumulative weights are formed together
+    GROUP = 4
+
+
+cdef extern from *:
+    """
+    /* The products and running sums below must be rounded one by one, as
+       split_sparse rounds them (it stores each product before adding it): no
+       contraction into fused multiply-adds, whatever the target. */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize ("fp-contract=off")
+    #endif
+
+    /* cw[q * k + i] = p_q[0] t[0] + ... + p_q[i] t[i] for the rows p_q (q < 4, the rows
+       of four cells) and the theta row t, each running sum formed left to right as
+       one cell alone forms it (pygbn_cumulative); the four chains of additions are
+       independent, so they overlap.  tot[q] = cw[q * k + k - 1]. */
+    static void pygbn_cumulative4(const double *p0, const double *p1, const double *p2,
+                                  const double *p3, const double *t, Py_ssize_t k,
+                                  double *cw, double *tot) {
+        #if defined(__clang__)
+        #pragma clang fp contract(off)
+        #endif
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, ti;
+        double *c0 = cw, *c1 = cw + k, *c2 = cw + 2 * k, *c3 = cw + 3 * k;
+        Py_ssize_t i;
+        for (i = 0; i < k; i++) {
+            ti = t[i];
+            s0 += p0[i] * ti; c0[i] = s0;
+            s1 += p1[i] * ti; c1[i] = s1;
+            s2 += p2[i] * ti; c2[i] = s2;
+            s3 += p3[i] * ti; c3[i] = s3;
+        }
+        tot[0] = s0; tot[1] = s1; tot[2] = s2; tot[3] = s3;
+    }
+
+    /* one row: cw[i] = p[0] t[0] + ... + p[i] t[i]; returns the total */
+    static double pygbn_cumulative1(const double *p, const double *t, Py_ssize_t k, double *cw) {
+        #if defined(__clang__)
+        #pragma clang fp contract(off)
+        #endif
+        double s = 0.0;
+        Py_ssize_t i;
+        for (i = 0; i < k; i++) {
+            s += p[i] * t[i];
+            cw[i] = s;
+        }
+        return s;
+    }
+
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
+
+    /* A running sum of at least 2^-947 is left unchanged by adding anything below
+       2^-1000 (half its unit in the last place or less); theta entries whose
+       products with every Phi entry stay below 2^-1001 / k are "tiny". */
+    #define PYGBN_SUM_ABSORBS 0x1p-947
+    #define PYGBN_TINY_SUM 0x1p-1000
+
+    /* The first i with cw[i] > u, given cw[n-1] > u and cw non-decreasing: the answer
+       stays in [base, base + n) while n halves; a select, not a branch, picks the
+       half (no mispredicted jumps). */
+    static inline Py_ssize_t pygbn_lower_search(const double *cw, Py_ssize_t n, double u) {
+        const double *base = cw;
+        Py_ssize_t half;
+        while (n > 1) {
+            half = n >> 1;
+            base = (base[half - 1] > u) ? base : base + half;
+            n -= half;
+        }
+        return base - cw;
+    }
+    """
+    void cumulative4 "pygbn_cumulative4"(const double *p0, const double *p1, const double *p2,
+                                         const double *p3, const double *t, Py_ssize_t k,
+                                         double *cw, double *tot) noexcept nogil
+    double cumulative1 "pygbn_cumulative1"(const double *p, const double *t, Py_ssize_t k,
+                                           double *cw) noexcept nogil
+    const double SUM_ABSORBS "PYGBN_SUM_ABSORBS"
+    const double TINY_SUM "PYGBN_TINY_SUM"
+    Py_ssize_t lower_search "pygbn_lower_search"(const double *cw, Py_ssize_t n, double u) noexcept nogil
+
+
+def _fail_next_allocations(int n):
+    """Test hook: the next ``n`` per-block scratch allocations fail (0 resets)."""
+    fail_next_allocations(n)
+
+
+cdef inline Py_ssize_t _search(const double *cw, Py_ssize_t k, double u) noexcept nogil:
+    """First index i with cw[i] > u (cw non-decreasing, all k sums stored); the last
+    cell with positive weight when rounding put u at the very top (split_sparse's rule)."""
+    cdef Py_ssize_t hi = k - 1
+    if u >= cw[hi]:
+        while hi > 0 and cw[hi] <= cw[hi - 1]:
+            hi -= 1
+        return hi
+    return lower_search(cw, k, u)
+
+
+cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
+    if mode == LATENT_COUNTS:
+        return <int64_t> obs
+    elif mode == LATENT_CRT:
+        return random_crt(g, <int64_t> obs, total)
+    elif mode == LATENT_TRUNC_POISSON:
+        return random_truncated_poisson(g, total)
+    else:  # LATENT_TRUNC_BESSEL
+        return random_truncated_bessel(g, 2.0 * sqrt(aux * obs * total))
+
+
+cdef inline void _add_split(bitgen_t *g, int64_t x, const double *w, Py_ssize_t k, double total,
+                            int64_t *tmp, count_t *m_row) noexcept nogil:
+    """``x`` units over the k weights ``w`` summing to ``total`` by conditional binomials."""
+    cdef Py_ssize_t c
+    random_multinomial_split(g, x, w, k, total, tmp)
+    for c in range(k):
+        if tmp[c] != 0:
+            m_row[c] += <count_t> tmp[c]
+
+
+cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const double *phi_row,
+                          const double *theta_row, Py_ssize_t k, const double *sums, bint exact,
+                          double total, double *w, double *cw, int64_t *tmp, count_t *m_row) noexcept nogil:
+    """One cell: its latent count ``x`` and the split of ``x`` over the factors
+    (eq:step1), added to ``m_row``, as split_sparse draws them; returns ``x``.
+
+    ``sums`` and ``total`` are the cell's cumulative weights and their total
+    (``sums`` equal to split_sparse's from the first non-tiny factor on, and 0
+    before it, unless ``exact``: see :func:`split_fixed`).  Below
+    SMALL_SPLIT units, categorical draws (one uniform each, :func:`_search`);
+    above, conditional binomials on the products.  A cell whose products all
+    underflow (total 0) has its weights rescaled in log space, as split_sparse
+    does: its latent count sees the total 0, its split the rescaled weights.
+    """
+    cdef Py_ssize_t i
+    cdef int64_t x, u
+    cdef double scaled, point
+    if not total > 0.0:
+        scaled = log_rescaled_weights(phi_row, theta_row, k, w)
+        x = _latent(g, mode, obs, 0.0, a)
+        if x <= 0:
+            return x
+        scaled = 0.0
+        for i in range(k):        # split_sparse's cumulative weights and their total
+            scaled += w[i]
+            cw[i] = scaled
+        if x < SMALL_SPLIT:
+            for u in range(x):
+                m_row[_search(cw, k, random_standard_uniform(g) * scaled)] += 1
+        else:
+            _add_split(g, x, w, k, scaled, tmp, m_row)
+        return x
+    x = _latent(g, mode, obs, total, a)
+    if x <= 0:
+        return x
+    if x < SMALL_SPLIT:
+        for u in range(x):
+            point = random_standard_uniform(g) * total
+            if exact or point >= TINY_SUM:
+                m_row[_search(sums, k, point)] += 1
+            else:       # where sums may differ from split_sparse's: search the exact ones
+                cumulative1(phi_row, theta_row, k, cw)
+                m_row[_search(cw, k, point)] += 1
+    else:
+        for i in range(k):
+            w[i] = phi_row[i] * theta_row[i]     # the products the sums were formed from
+        _add_split(g, x, w, k, total, tmp, m_row)
+    return x
+
+
+def _fail_next_allocations(int n):
+    """Test hook: the next ``n`` per-block scratch allocations fail (0 resets)."""
+    fail_next_allocations(n)
+
+
+def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
+                const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
+                int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
+                count_t[:, ::1] m_out, int n_threads):
+    """Layer one's latent counts and their split with Phi^(1) fixed (eq:step1).
+
+    :func:`pygbn.inference._blocked.split_sparse` (the same arguments, the
+    same draws, the same ``m_out``) without the term-factor counts ``n_out``
+    and the latent counts ``x_out``: for each document ``j`` and stored cell
+    ``(v, obs)``, ``w_k = phi[v, k] * theta[j, k]``, the latent count ``x`` from
+    ``obs`` by ``mode`` (identity, truncated Poisson with rate ``sum(w)``,
+    truncated Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``), and
+    ``x ~> Mult(x, w / sum(w))`` added to ``m_out[j, :]`` (overwritten).
+    ``theta`` may be one row shared by all documents.  Returns the number of
+    documents whose latent total exceeds what ``m_out`` holds.
+
+    Tiny theta entries (below ``2^-1001 / (k max(phi))``, such as those
+    floored at the smallest normal double) make products below the normal
+    range, whose arithmetic is slow on many processors (a microcode assist
+    per operation), and they cannot change a cumulative weight once the sum
+    has reached ``2^-947``.  So a document's cells are summed with those
+    entries set to 0, and a cell whose first product of a non-tiny entry is
+    at least ``2^-947`` gets split_sparse's cumulative weights exactly from
+    that factor on (before it they are 0 instead of below ``2^-1001``, which
+    no search point of ``2^-1000`` or more can tell apart; a smaller point,
+    and any other cell, uses the sums of the true products).
+    """
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t k = phi.shape[1]
+    cdef Py_ssize_t b, j, c, c_end, q, n_q, i, first
+    cdef bint shared_theta = theta.shape[0] == 1
+    cdef double *w
+    cdef double *cw
+    cdef double *sums
+    cdef double *tot
+    cdef double *t_zeroed
+    cdef const double *u_row
+    cdef double phi_max = 0.0, tiny
+    cdef bint any_tiny, exact
+    cdef int64_t *tmp
+    cdef const double *t_row
+    cdef double a
+    cdef int64_t total_x, cap
+    cdef int n_failed = 0
+    cdef Py_ssize_t n_over = 0
+    cdef count_t *m_row
+    cdef bitgen_t *g
+    if count_t is uint16_t:
+        cap = 65535
+    elif count_t is int32_t:
+        cap = 2147483647
+    else:
+        cap = 9223372036854775807
+    if n_blocks <= 0 or k == 0:
+        return 0
+    with nogil:
+        for i in range(phi.shape[0]):
+            for c in range(k):
+                if phi[i, c] > phi_max:
+                    phi_max = phi[i, c]
+    # theta entries below this have products below 2^-1001 / k with every Phi entry
+    tiny = TINY_SUM / (2.0 * <double> k * phi_max) if phi_max > 0.0 else INFINITY
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        g = <bitgen_t *> streams[b]
+        # w, cw: k each (a cell whose products underflow); the document's theta row
+        # with its tiny entries 0 (k); the cumulative weights of GROUP cells, then
+        # their GROUP totals
+        w = <double *> block_malloc((3 * k + GROUP * (k + 1)) * sizeof(double))
+        tmp = <int64_t *> block_malloc(k * sizeof(int64_t))
+        if w == NULL or tmp == NULL:
+            n_failed += 1
+        else:
+            cw = w + k
+            t_zeroed = cw + k
+            sums = t_zeroed + k
+            tot = sums + GROUP * k
+            for j in range(bounds[b], bounds[b + 1]):
+                m_row = &m_out[j, 0]
+                for i in range(k):
+                    m_row[i] = 0
+                total_x = 0
+                a = aux[j] if aux.shape[0] > 0 else 1.0
+                t_row = &theta[0 if shared_theta else j, 0]
+                first = -1
+                any_tiny = False
+                for i in range(k):
+                    if t_row[i] < tiny:
+                        t_zeroed[i] = 0.0
+                        any_tiny = True
+                    else:
+                        t_zeroed[i] = t_row[i]
+                        if first < 0:
+                            first = i
+                u_row = t_zeroed if any_tiny else t_row
+                c = indptr[j]
+                c_end = indptr[j + 1]
+                while c < c_end:
+                    # the cumulative weights of the next GROUP cells (or of one) ...
+                    n_q = c_end - c
+                    if n_q >= GROUP:
+                        n_q = GROUP
+                        cumulative4(&phi[indices[c], 0], &phi[indices[c + 1], 0], &phi[indices[c + 2], 0],
+                                    &phi[indices[c + 3], 0], u_row, k, sums, tot)
+                    else:
+                        n_q = 1
+                        tot[0] = cumulative1(&phi[indices[c], 0], u_row, k, sums)
+                    # ... then each cell's draws, in the order of the cells
+                    for q in range(n_q):
+                        exact = not any_tiny
+                        if any_tiny and not (first >= 0 and phi[indices[c + q], first] * t_row[first] >= SUM_ABSORBS):
+                            tot[q] = cumulative1(&phi[indices[c + q], 0], t_row, k, sums + q * k)
+                            exact = True
+                        total_x = total_x + _cell(g, mode, values[c + q], a, &phi[indices[c + q], 0], t_row, k,
+                                                  sums + q * k, exact, tot[q], w, cw, tmp, m_row)
+                    c = c + n_q
+                if total_x > cap:
+                    n_over += 1
+        free(w)
+        free(tmp)
+    if n_failed:
+        raise MemoryError(f"split_fixed: scratch memory of {n_failed} document block(s) could not be allocated")
+    return n_over
