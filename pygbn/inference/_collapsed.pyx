@@ -91,6 +91,118 @@ cdef extern from *:
     """
     void prefetch "PYGBN_PREFETCH"(const void *p) noexcept nogil
 
+cdef extern from *:
+    """
+    /* Totals of the blocks of 8 topics of the dense word bucket: block b holds
+       t_k = nw[k] * coef[k] for k = 8 b .. 8 b + 7, summed as
+       ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7)) (the same tree in every
+       version below, hence the same bits); the blocks' running total is added
+       block after block.  With SSE2 (every x86-64), two lanes hold the even and
+       the odd halves of that tree; elsewhere the scalar loop.  No FMA: the
+       products are rounded before they are added, as the scalar code does. */
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #include <emmintrin.h>
+    static inline double pygbn_dense_blocks(const int32_t *nw, const double *coef,
+                                            Py_ssize_t n_blocks, double *blocks) {
+        double total = 0.0, s;
+        Py_ssize_t b;
+        for (b = 0; b < n_blocks; b++) {
+            const int32_t *w = nw + 8 * b;
+            const double *c = coef + 8 * b;
+            __m128i lo = _mm_loadu_si128((const __m128i *) w);
+            __m128i hi = _mm_loadu_si128((const __m128i *) (w + 4));
+            __m128d t01 = _mm_mul_pd(_mm_cvtepi32_pd(lo), _mm_loadu_pd(c));
+            __m128d t23 = _mm_mul_pd(_mm_cvtepi32_pd(_mm_shuffle_epi32(lo, 0xEE)), _mm_loadu_pd(c + 2));
+            __m128d t45 = _mm_mul_pd(_mm_cvtepi32_pd(hi), _mm_loadu_pd(c + 4));
+            __m128d t67 = _mm_mul_pd(_mm_cvtepi32_pd(_mm_shuffle_epi32(hi, 0xEE)), _mm_loadu_pd(c + 6));
+            __m128d v = _mm_add_pd(_mm_add_pd(t01, t23), _mm_add_pd(t45, t67));
+            s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
+            blocks[b] = s;
+            total += s;
+        }
+        return total;
+    }
+    #else
+    static inline double pygbn_dense_blocks(const int32_t *nw, const double *coef,
+                                            Py_ssize_t n_blocks, double *blocks) {
+        double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7;
+        Py_ssize_t b, k0;
+        for (b = 0; b < n_blocks; b++) {
+            k0 = 8 * b;
+            t0 = nw[k0] * coef[k0];
+            t1 = nw[k0 + 1] * coef[k0 + 1];
+            t2 = nw[k0 + 2] * coef[k0 + 2];
+            t3 = nw[k0 + 3] * coef[k0 + 3];
+            t4 = nw[k0 + 4] * coef[k0 + 4];
+            t5 = nw[k0 + 5] * coef[k0 + 5];
+            t6 = nw[k0 + 6] * coef[k0 + 6];
+            t7 = nw[k0 + 7] * coef[k0 + 7];
+            s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7));
+            blocks[b] = s;
+            total += s;
+        }
+        return total;
+    }
+    #endif
+    /* With AVX (x86-64 with GCC or clang, chosen at run time): four lanes form
+       t0..t3 and t4..t7, and the halves of each are added into the same two
+       lanes as above.  target("avx") enables no FMA, so nothing is contracted. */
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    #include <immintrin.h>
+    #define PYGBN_HAVE_AVX_DISPATCH 1
+    __attribute__((target("avx")))
+    static double pygbn_dense_blocks_avx(const int32_t *nw, const double *coef,
+                                         Py_ssize_t n_blocks, double *blocks) {
+        double total = 0.0, s;
+        Py_ssize_t b;
+        for (b = 0; b < n_blocks; b++) {
+            const int32_t *w = nw + 8 * b;
+            const double *c = coef + 8 * b;
+            __m256d p = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *) w)),
+                                      _mm256_loadu_pd(c));
+            __m256d q = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *) (w + 4))),
+                                      _mm256_loadu_pd(c + 4));
+            __m128d v = _mm_add_pd(_mm_add_pd(_mm256_castpd256_pd128(p), _mm256_extractf128_pd(p, 1)),
+                                   _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1)));
+            s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
+            blocks[b] = s;
+            total += s;
+        }
+        return total;
+    }
+    static int pygbn_cpu_has_avx(void) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx") ? 1 : 0;
+    }
+    #else
+    #define PYGBN_HAVE_AVX_DISPATCH 0
+    static double pygbn_dense_blocks_avx(const int32_t *nw, const double *coef,
+                                         Py_ssize_t n_blocks, double *blocks) {
+        return pygbn_dense_blocks(nw, coef, n_blocks, blocks);
+    }
+    static int pygbn_cpu_has_avx(void) { return 0; }
+    #endif
+    """
+    double dense_blocks "pygbn_dense_blocks"(const int32_t *nw, const double *coef, Py_ssize_t n_blocks,
+                                             double *blocks) noexcept nogil
+    double dense_blocks_avx "pygbn_dense_blocks_avx"(const int32_t *nw, const double *coef,
+                                                     Py_ssize_t n_blocks, double *blocks) noexcept nogil
+    int cpu_has_avx "pygbn_cpu_has_avx"() noexcept nogil
+
+#: 1 when the CPU runs the AVX version of the dense word bucket's block totals (same bits)
+DENSE_AVX = cpu_has_avx()
+cdef bint _dense_avx = DENSE_AVX
+
+
+def use_dense_avx(bint on):
+    """Use the AVX version of the dense word bucket's block totals when ``on`` and
+    the CPU has AVX, else the SSE2 (or scalar) one; returns the previous setting.
+    Every version gives the same bits: a switch for the tests."""
+    global _dense_avx
+    cdef bint old = _dense_avx
+    _dense_avx = on and DENSE_AVX
+    return bool(old)
+
 
 cdef inline void _list_remove(int32_t *lst, int32_t *length, int32_t *pos, int32_t k) noexcept nogil:
     """Remove ``k`` from an unordered list ``lst[:length]`` whose positions are
@@ -169,6 +281,8 @@ cdef struct Sweep:
     int32_t dense_from        # a term using this many topics drops its list ...
     int32_t sparse_below      # ... and gets it back when it uses fewer than this many
     uint64_t *keys            # scratch for rebuilding a list (K entries)
+    bint dense_avx            # the dense word bucket's block totals by AVX (same bits)
+    double removed_inv        # 1 / D_k of the removed token's topic k before its removal
 
 
 cdef struct Term:
@@ -248,9 +362,12 @@ cdef inline void _end_document(Sweep *state, doc_count_t *njk_row) noexcept nogi
     state.n_doc_topics = 0
 
 
-cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta) noexcept nogil:
+cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta, bint back) noexcept nogil:
     """Add ``delta`` to ``n_jk`` and ``n_k``, keeping ``1 / D_k``, ``c_k`` and the
-    two bucket totals up to date (the topic's old share out, its new share in)."""
+    two bucket totals up to date (the topic's old share out, its new share in).
+    ``back``: the token goes back to the topic it was removed from, so that
+    ``n_k`` is what it was before the removal and ``1 / D_k`` is that of then
+    (``state.removed_inv``, the same division's result: no division)."""
     cdef const double *a = state.prior
     cdef int32_t *nj = state.doc_counts
     cdef double *inv_d = state.inv_denom
@@ -258,7 +375,10 @@ cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta) noexc
     cdef double doc = state.doc_mass - nj[k] * inv_d[k]
     nj[k] += delta
     state.topic_counts[k] += delta
-    inv_d[k] = 1.0 / (state.v_eta + state.topic_counts[k])
+    if back:
+        inv_d[k] = state.removed_inv
+    else:
+        inv_d[k] = 1.0 / (state.v_eta + state.topic_counts[k])
     state.smooth_mass = smooth + a[k] * inv_d[k]
     state.doc_mass = doc + nj[k] * inv_d[k]
     state.coef[k] = (nj[k] + a[k]) * inv_d[k]
@@ -344,15 +464,17 @@ cdef inline void _word_topic_increment(Sweep *state, Term *term, int32_t k, int3
 cdef inline void _remove_token(Sweep *state, Term *term, int32_t k) noexcept nogil:
     """Take a token of topic ``k`` out of the counts, the document's topics and
     its term's row and list."""
-    _move_token_count(state, k, -1)
+    state.removed_inv = state.inv_denom[k]
+    _move_token_count(state, k, -1, False)
     if state.doc_counts[k] == 0:
         _list_remove(state.doc_topics, &state.n_doc_topics, state.doc_topic_pos, k)
     _word_topic_decrement(state, term, k)
 
 
-cdef inline void _add_token(Sweep *state, Term *term, int32_t k, int32_t p) noexcept nogil:
-    """Put a token back with topic ``k`` (``p``: its position in the term's list, or -1)."""
-    _move_token_count(state, k, 1)
+cdef inline void _add_token(Sweep *state, Term *term, int32_t k, int32_t p, int32_t old) noexcept nogil:
+    """Put a token back with topic ``k`` (``p``: its position in the term's list, or -1;
+    ``old``: the topic it was removed from)."""
+    _move_token_count(state, k, 1, k == old)
     if state.doc_counts[k] == 1:
         _list_add(state.doc_topics, &state.n_doc_topics, state.doc_topic_pos, k)
     _word_topic_increment(state, term, k, p)
@@ -396,25 +518,17 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
     row: the totals of each block of DENSE_BLOCK topics go to
     ``state.block_terms`` (the topics' own terms are not stored: the search
     recomputes those of one block, the same products).  Contiguous arrays and
-    a fixed summation tree per block (the compiler can vectorise it): for a
-    term that uses many topics this beats the list's indirect loads."""
+    a fixed summation tree per block (``dense_blocks``: SSE2 where there is
+    SSE2, the same bits as its scalar loop): for a term that uses many topics
+    this beats the list's indirect loads."""
     cdef double *blocks = state.block_terms
     cdef const double *coef = state.coef
-    cdef Py_ssize_t K = state.n_topics, n_full = K // DENSE_BLOCK, b, k, k0
-    cdef double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7
-    for b in range(n_full):
-        k0 = b * DENSE_BLOCK
-        t0 = nw[k0] * coef[k0]
-        t1 = nw[k0 + 1] * coef[k0 + 1]
-        t2 = nw[k0 + 2] * coef[k0 + 2]
-        t3 = nw[k0 + 3] * coef[k0 + 3]
-        t4 = nw[k0 + 4] * coef[k0 + 4]
-        t5 = nw[k0 + 5] * coef[k0 + 5]
-        t6 = nw[k0 + 6] * coef[k0 + 6]
-        t7 = nw[k0 + 7] * coef[k0 + 7]
-        s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7))
-        blocks[b] = s
-        total += s
+    cdef Py_ssize_t K = state.n_topics, n_full = K // DENSE_BLOCK, k, k0
+    cdef double total, s
+    if state.dense_avx:
+        total = dense_blocks_avx(nw, coef, n_full, blocks)
+    else:
+        total = dense_blocks(nw, coef, n_full, blocks)
     k0 = n_full * DENSE_BLOCK
     if k0 < K:
         s = 0.0
@@ -595,7 +709,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     cdef Py_ssize_t j, k
     cdef int64_t c, i, n, tok, left = refresh if refresh > 0 else 1
     cdef int64_t last_cell = indptr[stop] if stop > first else 0
-    cdef int32_t w, z, position
+    cdef int32_t w, z, position, k_old
     cdef uint8_t *stale = NULL
     state.n_topics = K
     state.eta = eta
@@ -604,6 +718,8 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.shared_prior = prior.shape[0] == 1
     state.prior = &prior[0, 0]
     state.n_doc_topics = 0
+    state.dense_avx = _dense_avx
+    state.removed_inv = 0.0
     if dense_from < 0:
         dense_from = max(1, (K + DENSE_SHARE - 1) // DENSE_SHARE)
     state.dense_from = <int32_t> min(dense_from, K + 1)
@@ -655,9 +771,10 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                         if left == 0:
                             _refresh_masses(&state)
                             left = refresh
-                        _remove_token(&state, &term, labels[tok])
+                        k_old = labels[tok]
+                        _remove_token(&state, &term, k_old)
                         z = _draw_topic(g, &state, &term, &position)
-                        _add_token(&state, &term, z, position)
+                        _add_token(&state, &term, z, position, k_old)
                         labels[tok] = <topic_t> z
                         tok += 1
                 _end_document(&state, &njk[j, 0])
