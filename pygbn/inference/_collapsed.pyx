@@ -282,7 +282,8 @@ cdef struct Sweep:
     int32_t sparse_below      # ... and gets it back when it uses fewer than this many
     uint64_t *keys            # scratch for rebuilding a list (K entries)
     bint dense_avx            # the dense word bucket's block totals by AVX (same bits)
-    double removed_inv        # 1 / D_k of the removed token's topic k before its removal
+    double *inv_below         # 1 / (D_k - 1): 1 / D_k once a token leaves topic k ...
+    double *inv_above         # ... and 1 / (D_k + 1) once one joins it (made ahead of need)
 
 
 cdef struct Term:
@@ -362,23 +363,31 @@ cdef inline void _end_document(Sweep *state, doc_count_t *njk_row) noexcept nogi
     state.n_doc_topics = 0
 
 
-cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta, bint back) noexcept nogil:
-    """Add ``delta`` to ``n_jk`` and ``n_k``, keeping ``1 / D_k``, ``c_k`` and the
-    two bucket totals up to date (the topic's old share out, its new share in).
-    ``back``: the token goes back to the topic it was removed from, so that
-    ``n_k`` is what it was before the removal and ``1 / D_k`` is that of then
-    (``state.removed_inv``, the same division's result: no division)."""
+cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta) noexcept nogil:
+    """Add ``delta`` (+1 or -1) to ``n_jk`` and ``n_k``, keeping ``1 / D_k``, ``c_k``
+    and the two bucket totals up to date (the topic's old share out, its new
+    share in).  The new ``1 / D_k`` was divided out ahead of need
+    (``inv_below``, ``inv_above``: the same division of the same numbers), so
+    the token's draw does not wait on a division; the one that makes the next
+    ``inv_below`` or ``inv_above`` of topic k is needed only when k moves again."""
     cdef const double *a = state.prior
     cdef int32_t *nj = state.doc_counts
     cdef double *inv_d = state.inv_denom
     cdef double smooth = state.smooth_mass - a[k] * inv_d[k]
     cdef double doc = state.doc_mass - nj[k] * inv_d[k]
+    cdef double old_inv = inv_d[k]
+    cdef int64_t n
     nj[k] += delta
     state.topic_counts[k] += delta
-    if back:
-        inv_d[k] = state.removed_inv
+    n = state.topic_counts[k]
+    if delta < 0:
+        inv_d[k] = state.inv_below[k]
+        state.inv_above[k] = old_inv
+        state.inv_below[k] = 1.0 / (state.v_eta + (n - 1))
     else:
-        inv_d[k] = 1.0 / (state.v_eta + state.topic_counts[k])
+        inv_d[k] = state.inv_above[k]
+        state.inv_below[k] = old_inv
+        state.inv_above[k] = 1.0 / (state.v_eta + (n + 1))
     state.smooth_mass = smooth + a[k] * inv_d[k]
     state.doc_mass = doc + nj[k] * inv_d[k]
     state.coef[k] = (nj[k] + a[k]) * inv_d[k]
@@ -464,17 +473,15 @@ cdef inline void _word_topic_increment(Sweep *state, Term *term, int32_t k, int3
 cdef inline void _remove_token(Sweep *state, Term *term, int32_t k) noexcept nogil:
     """Take a token of topic ``k`` out of the counts, the document's topics and
     its term's row and list."""
-    state.removed_inv = state.inv_denom[k]
-    _move_token_count(state, k, -1, False)
+    _move_token_count(state, k, -1)
     if state.doc_counts[k] == 0:
         _list_remove(state.doc_topics, &state.n_doc_topics, state.doc_topic_pos, k)
     _word_topic_decrement(state, term, k)
 
 
-cdef inline void _add_token(Sweep *state, Term *term, int32_t k, int32_t p, int32_t old) noexcept nogil:
-    """Put a token back with topic ``k`` (``p``: its position in the term's list, or -1;
-    ``old``: the topic it was removed from)."""
-    _move_token_count(state, k, 1, k == old)
+cdef inline void _add_token(Sweep *state, Term *term, int32_t k, int32_t p) noexcept nogil:
+    """Put a token back with topic ``k`` (``p``: its position in the term's list, or -1)."""
+    _move_token_count(state, k, 1)
     if state.doc_counts[k] == 1:
         _list_add(state.doc_topics, &state.n_doc_topics, state.doc_topic_pos, k)
     _word_topic_increment(state, term, k, p)
@@ -549,19 +556,25 @@ cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, const int32_t
     cdef const double *coef = state.coef
     cdef const double *blocks = state.block_terms
     cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
-    cdef Py_ssize_t b = 0, k, last
+    cdef Py_ssize_t b = 0, k, k0, last, steps
+    cdef int found
     cdef double t
     while b < nb - 1 and u >= blocks[b]:
         u -= blocks[b]
         b += 1
-    k = b * DENSE_BLOCK
-    last = min(k + DENSE_BLOCK, K) - 1
-    while k < last:
+    # inside the block: the first topic k with u < n_wk c_k once the terms before it
+    # are subtracted, in order (as a loop that stops there would find it), without a
+    # branch on u: the steps taken before that topic are counted
+    k0 = b * DENSE_BLOCK
+    last = min(k0 + DENSE_BLOCK, K) - 1
+    found = 0
+    steps = 0
+    for k in range(k0, last):
         t = nw[k] * coef[k]
-        if u < t:
-            break
+        found = found | (u < t)
+        steps += 1 - found
         u -= t
-        k += 1
+    k = k0 + steps
     while k > 0 and nw[k] * coef[k] <= 0.0:
         k -= 1
     return <int32_t> k
@@ -709,7 +722,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     cdef Py_ssize_t j, k
     cdef int64_t c, i, n, tok, left = refresh if refresh > 0 else 1
     cdef int64_t last_cell = indptr[stop] if stop > first else 0
-    cdef int32_t w, z, position, k_old
+    cdef int32_t w, z, position
     cdef uint8_t *stale = NULL
     state.n_topics = K
     state.eta = eta
@@ -719,12 +732,13 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.prior = &prior[0, 0]
     state.n_doc_topics = 0
     state.dense_avx = _dense_avx
-    state.removed_inv = 0.0
     if dense_from < 0:
         dense_from = max(1, (K + DENSE_SHARE - 1) // DENSE_SHARE)
     state.dense_from = <int32_t> min(dense_from, K + 1)
     state.sparse_below = <int32_t> min(state.dense_from // 2, K)
     state.inv_denom = <double *> malloc(K * sizeof(double))
+    state.inv_below = <double *> malloc(K * sizeof(double))
+    state.inv_above = <double *> malloc(K * sizeof(double))
     state.coef = <double *> malloc(K * sizeof(double))
     state.word_terms = <double *> malloc(K * sizeof(double))
     state.block_terms = <double *> malloc((K // DENSE_BLOCK + 1) * sizeof(double))
@@ -734,13 +748,15 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.doc_topic_pos = <int32_t *> malloc(K * sizeof(int32_t))
     stale = <uint8_t *> calloc(V, sizeof(uint8_t))
     try:
-        if (state.inv_denom == NULL or state.coef == NULL or state.word_terms == NULL
+        if (state.inv_denom == NULL or state.inv_below == NULL or state.inv_above == NULL or state.coef == NULL or state.word_terms == NULL
                 or state.block_terms == NULL or state.keys == NULL or state.doc_counts == NULL
                 or state.doc_topics == NULL or state.doc_topic_pos == NULL or stale == NULL):
             raise MemoryError()
         with bit_generator.lock, nogil:
             for k in range(K):
                 state.inv_denom[k] = 1.0 / (state.v_eta + state.topic_counts[k])
+                state.inv_below[k] = 1.0 / (state.v_eta + (state.topic_counts[k] - 1))
+                state.inv_above[k] = 1.0 / (state.v_eta + (state.topic_counts[k] + 1))
                 state.coef[k] = prior[0, k] * state.inv_denom[k]
                 state.doc_topic_pos[k] = -1
             _refresh_masses(&state)
@@ -771,10 +787,9 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                         if left == 0:
                             _refresh_masses(&state)
                             left = refresh
-                        k_old = labels[tok]
-                        _remove_token(&state, &term, k_old)
+                        _remove_token(&state, &term, labels[tok])
                         z = _draw_topic(g, &state, &term, &position)
-                        _add_token(&state, &term, z, position, k_old)
+                        _add_token(&state, &term, z, position)
                         labels[tok] = <topic_t> z
                         tok += 1
                 _end_document(&state, &njk[j, 0])
@@ -783,7 +798,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                     if not wdense[w]:
                         _row_from_list(&nwk[w, 0], K, &wlist[2 * wptr[w]], wlen[w])
     finally:
-        free(state.inv_denom); free(state.coef); free(state.word_terms); free(state.block_terms)
+        free(state.inv_denom); free(state.inv_below); free(state.inv_above); free(state.coef); free(state.word_terms); free(state.block_terms)
         free(state.keys); free(state.doc_counts); free(state.doc_topics); free(state.doc_topic_pos)
         free(stale)
 
