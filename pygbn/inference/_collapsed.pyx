@@ -28,8 +28,9 @@ every ``refresh`` tokens, so that their rounding cannot drift however long a
 document is; the document bucket's total is also computed afresh at the start
 of every document.  The word bucket is summed over the word's non-zero topics, from the term's
 sorted list, or, for a term that uses many topics, over its dense row of
-counts (contiguous arrays the compiler vectorises: block totals only, the
-search recomputes the products of the one block it lands in).  So a token costs
+counts (block totals only, by SSE2 or AVX with the same summation tree as the
+scalar loop; the search recomputes the products of the one block it lands
+in).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
 O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
 the rare event that the smoothing bucket is chosen.  A document costs
 O(its tokens + its topics) to set up when the prior is one shared row (the
@@ -102,7 +103,7 @@ cdef extern from *:
        products are rounded before they are added, as the scalar code does. */
     #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
     #include <emmintrin.h>
-    static inline double pygbn_dense_blocks(const int32_t *nw, const double *coef,
+    static CYTHON_INLINE double pygbn_dense_blocks(const int32_t *nw, const double *coef,
                                             Py_ssize_t n_blocks, double *blocks) {
         double total = 0.0, s;
         Py_ssize_t b;
@@ -123,7 +124,7 @@ cdef extern from *:
         return total;
     }
     #else
-    static inline double pygbn_dense_blocks(const int32_t *nw, const double *coef,
+    static CYTHON_INLINE double pygbn_dense_blocks(const int32_t *nw, const double *coef,
                                             Py_ssize_t n_blocks, double *blocks) {
         double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7;
         Py_ssize_t b, k0;
@@ -149,7 +150,6 @@ cdef extern from *:
        lanes as above.  target("avx") enables no FMA, so nothing is contracted. */
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
     #include <immintrin.h>
-    #define PYGBN_HAVE_AVX_DISPATCH 1
     __attribute__((target("avx")))
     static double pygbn_dense_blocks_avx(const int32_t *nw, const double *coef,
                                          Py_ssize_t n_blocks, double *blocks) {
@@ -175,7 +175,6 @@ cdef extern from *:
         return __builtin_cpu_supports("avx") ? 1 : 0;
     }
     #else
-    #define PYGBN_HAVE_AVX_DISPATCH 0
     static double pygbn_dense_blocks_avx(const int32_t *nw, const double *coef,
                                          Py_ssize_t n_blocks, double *blocks) {
         return pygbn_dense_blocks(nw, coef, n_blocks, blocks);
