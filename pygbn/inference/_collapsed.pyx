@@ -170,9 +170,15 @@ cdef extern from *:
         }
         return total;
     }
+    #include <cpuid.h>
+    /* AVX in the CPU (CPUID) and its registers saved by the OS (XGETBV): no
+       run-time library needed (unlike __builtin_cpu_supports on some systems) */
     static int pygbn_cpu_has_avx(void) {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx") ? 1 : 0;
+        unsigned int a, b, c, d, lo, hi;
+        if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+        if (!(c & bit_OSXSAVE) || !(c & bit_AVX)) return 0;
+        __asm__ volatile ("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return (lo & 6) == 6;
     }
     #else
     static double pygbn_dense_blocks_avx(const int32_t *nw, const double *coef,
