@@ -134,6 +134,30 @@ def test_collapsed_sweep_keeps_counts_and_word_lists_consistent(K, dense_from):
         assert np.all(np.diff(cnt) <= 0), "term lists sorted by decreasing count"
 
 
+@pytest.mark.parametrize("K", [21, 64])
+def test_collapsed_dense_word_bucket_same_labels_with_and_without_avx(K):
+    """The dense word bucket's block totals (AVX where the CPU has it, SSE2 or
+    scalar otherwise) are the same bits, so the chain is the same."""
+    rng = np.random.default_rng(8)
+    V, J = 12, 30
+    doc_ptr = np.concatenate([[0], np.cumsum(rng.integers(1, 40, size=J))]).astype(np.int64)
+    tok_w = rng.integers(0, V, size=doc_ptr[-1]).astype(np.int32)
+    tok_z = rng.integers(0, K, size=doc_ptr[-1]).astype(np.int32)
+    prior = rng.gamma(0.3, size=(1, K))
+    labels = []
+    for avx in (True, False):
+        previous = _collapsed.use_dense_avx(avx)
+        try:
+            state, _, _ = _tokens(tok_w, tok_z, doc_ptr, V, K, 1)      # dense rows only
+            gen = np.random.default_rng(5)
+            for _ in range(5):
+                state.sweep(prior, 0.05, gen)
+        finally:
+            _collapsed.use_dense_avx(previous)
+        labels.append(state.labels.copy())
+    np.testing.assert_array_equal(labels[0], labels[1])
+
+
 # --------------------------------------------------------------------------
 # blocked kernels
 # --------------------------------------------------------------------------

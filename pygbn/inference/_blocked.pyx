@@ -260,10 +260,16 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
 
 def top_crt(const count_t[:, ::1] m, const double[::1] r, const int64_t[::1] bounds,
             const uintptr_t[::1] streams, int64_t[:, ::1] out, int n_threads):
-    """``out[b, k] = sum_{j in block b} CRT(m[j, k], r[k])`` (eq:CRT at the top layer)."""
+    """``out[b, k] = sum_{j in block b} CRT(m[j, k], r[k])`` (eq:CRT at the top layer).
+
+    ``CRT(1, r) = 1`` whatever r, and ``random_crt`` returns it without a draw,
+    so a count of one adds one here without the call (the same stream, the
+    same result): with the sparse counts of short documents most non-zero
+    counts are ones."""
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = m.shape[1]
     cdef Py_ssize_t b, j, i
+    cdef int64_t c
     cdef bitgen_t *g
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
@@ -271,8 +277,11 @@ def top_crt(const count_t[:, ::1] m, const double[::1] r, const int64_t[::1] bou
             out[b, i] = 0
         for j in range(bounds[b], bounds[b + 1]):
             for i in range(k):
-                if m[j, i] > 0:
-                    out[b, i] += random_crt(g, <int64_t> m[j, i], r[i])
+                c = <int64_t> m[j, i]
+                if c == 1:
+                    out[b, i] += 1
+                elif c > 1:
+                    out[b, i] += random_crt(g, c, r[i])
 
 
 def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,

@@ -28,8 +28,9 @@ every ``refresh`` tokens, so that their rounding cannot drift however long a
 document is; the document bucket's total is also computed afresh at the start
 of every document.  The word bucket is summed over the word's non-zero topics, from the term's
 sorted list, or, for a term that uses many topics, over its dense row of
-counts (contiguous arrays the compiler vectorises: block totals only, the
-search recomputes the products of the one block it lands in).  So a token costs
+counts (block totals only, by SSE2 or AVX with the same summation tree as the
+scalar loop; the search recomputes the products of the one block it lands
+in).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
 O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
 the rare event that the smoothing bucket is chosen.  A document costs
 O(its tokens + its topics) to set up when the prior is one shared row (the
@@ -90,6 +91,122 @@ cdef extern from *:
     #endif
     """
     void prefetch "PYGBN_PREFETCH"(const void *p) noexcept nogil
+
+cdef extern from *:
+    """
+    /* Totals of the blocks of 8 topics of the dense word bucket: block b holds
+       t_k = nw[k] * coef[k] for k = 8 b .. 8 b + 7, summed as
+       ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7)) (the same tree in every
+       version below, hence the same bits); the blocks' running total is added
+       block after block.  With SSE2 (every x86-64), two lanes hold the even and
+       the odd halves of that tree; elsewhere the scalar loop.  No FMA: the
+       products are rounded before they are added, as the scalar code does. */
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #include <emmintrin.h>
+    static CYTHON_INLINE double pygbn_dense_blocks(const int32_t *nw, const double *coef,
+                                            Py_ssize_t n_blocks, double *blocks) {
+        double total = 0.0, s;
+        Py_ssize_t b;
+        for (b = 0; b < n_blocks; b++) {
+            const int32_t *w = nw + 8 * b;
+            const double *c = coef + 8 * b;
+            __m128i lo = _mm_loadu_si128((const __m128i *) w);
+            __m128i hi = _mm_loadu_si128((const __m128i *) (w + 4));
+            __m128d t01 = _mm_mul_pd(_mm_cvtepi32_pd(lo), _mm_loadu_pd(c));
+            __m128d t23 = _mm_mul_pd(_mm_cvtepi32_pd(_mm_shuffle_epi32(lo, 0xEE)), _mm_loadu_pd(c + 2));
+            __m128d t45 = _mm_mul_pd(_mm_cvtepi32_pd(hi), _mm_loadu_pd(c + 4));
+            __m128d t67 = _mm_mul_pd(_mm_cvtepi32_pd(_mm_shuffle_epi32(hi, 0xEE)), _mm_loadu_pd(c + 6));
+            __m128d v = _mm_add_pd(_mm_add_pd(t01, t23), _mm_add_pd(t45, t67));
+            s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
+            blocks[b] = s;
+            total += s;
+        }
+        return total;
+    }
+    #else
+    static CYTHON_INLINE double pygbn_dense_blocks(const int32_t *nw, const double *coef,
+                                            Py_ssize_t n_blocks, double *blocks) {
+        double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7;
+        Py_ssize_t b, k0;
+        for (b = 0; b < n_blocks; b++) {
+            k0 = 8 * b;
+            t0 = nw[k0] * coef[k0];
+            t1 = nw[k0 + 1] * coef[k0 + 1];
+            t2 = nw[k0 + 2] * coef[k0 + 2];
+            t3 = nw[k0 + 3] * coef[k0 + 3];
+            t4 = nw[k0 + 4] * coef[k0 + 4];
+            t5 = nw[k0 + 5] * coef[k0 + 5];
+            t6 = nw[k0 + 6] * coef[k0 + 6];
+            t7 = nw[k0 + 7] * coef[k0 + 7];
+            s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7));
+            blocks[b] = s;
+            total += s;
+        }
+        return total;
+    }
+    #endif
+    /* With AVX (x86-64 with GCC or clang, chosen at run time): four lanes form
+       t0..t3 and t4..t7, and the halves of each are added into the same two
+       lanes as above.  target("avx") enables no FMA, so nothing is contracted. */
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    #include <immintrin.h>
+    __attribute__((target("avx")))
+    static double pygbn_dense_blocks_avx(const int32_t *nw, const double *coef,
+                                         Py_ssize_t n_blocks, double *blocks) {
+        double total = 0.0, s;
+        Py_ssize_t b;
+        for (b = 0; b < n_blocks; b++) {
+            const int32_t *w = nw + 8 * b;
+            const double *c = coef + 8 * b;
+            __m256d p = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *) w)),
+                                      _mm256_loadu_pd(c));
+            __m256d q = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *) (w + 4))),
+                                      _mm256_loadu_pd(c + 4));
+            __m128d v = _mm_add_pd(_mm_add_pd(_mm256_castpd256_pd128(p), _mm256_extractf128_pd(p, 1)),
+                                   _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1)));
+            s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
+            blocks[b] = s;
+            total += s;
+        }
+        return total;
+    }
+    #include <cpuid.h>
+    /* AVX in the CPU (CPUID) and its registers saved by the OS (XGETBV): no
+       run-time library needed (unlike __builtin_cpu_supports on some systems) */
+    static int pygbn_cpu_has_avx(void) {
+        unsigned int a, b, c, d, lo, hi;
+        if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+        if (!(c & bit_OSXSAVE) || !(c & bit_AVX)) return 0;
+        __asm__ volatile ("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return (lo & 6) == 6;
+    }
+    #else
+    static double pygbn_dense_blocks_avx(const int32_t *nw, const double *coef,
+                                         Py_ssize_t n_blocks, double *blocks) {
+        return pygbn_dense_blocks(nw, coef, n_blocks, blocks);
+    }
+    static int pygbn_cpu_has_avx(void) { return 0; }
+    #endif
+    """
+    double dense_blocks "pygbn_dense_blocks"(const int32_t *nw, const double *coef, Py_ssize_t n_blocks,
+                                             double *blocks) noexcept nogil
+    double dense_blocks_avx "pygbn_dense_blocks_avx"(const int32_t *nw, const double *coef,
+                                                     Py_ssize_t n_blocks, double *blocks) noexcept nogil
+    int cpu_has_avx "pygbn_cpu_has_avx"() noexcept nogil
+
+#: 1 when the CPU runs the AVX version of the dense word bucket's block totals (same bits)
+DENSE_AVX = cpu_has_avx()
+cdef bint _dense_avx = DENSE_AVX
+
+
+def use_dense_avx(bint on):
+    """Use the AVX version of the dense word bucket's block totals when ``on`` and
+    the CPU has AVX, else the SSE2 (or scalar) one; returns the previous setting.
+    Every version gives the same bits: a switch for the tests."""
+    global _dense_avx
+    cdef bint old = _dense_avx
+    _dense_avx = on and DENSE_AVX
+    return bool(old)
 
 
 cdef inline void _list_remove(int32_t *lst, int32_t *length, int32_t *pos, int32_t k) noexcept nogil:
@@ -169,6 +286,9 @@ cdef struct Sweep:
     int32_t dense_from        # a term using this many topics drops its list ...
     int32_t sparse_below      # ... and gets it back when it uses fewer than this many
     uint64_t *keys            # scratch for rebuilding a list (K entries)
+    bint dense_avx            # the dense word bucket's block totals by AVX (same bits)
+    double *inv_below         # 1 / (D_k - 1): 1 / D_k once a token leaves topic k ...
+    double *inv_above         # ... and 1 / (D_k + 1) once one joins it (made ahead of need)
 
 
 cdef struct Term:
@@ -249,16 +369,30 @@ cdef inline void _end_document(Sweep *state, doc_count_t *njk_row) noexcept nogi
 
 
 cdef inline void _move_token_count(Sweep *state, int32_t k, int32_t delta) noexcept nogil:
-    """Add ``delta`` to ``n_jk`` and ``n_k``, keeping ``1 / D_k``, ``c_k`` and the
-    two bucket totals up to date (the topic's old share out, its new share in)."""
+    """Add ``delta`` (+1 or -1) to ``n_jk`` and ``n_k``, keeping ``1 / D_k``, ``c_k``
+    and the two bucket totals up to date (the topic's old share out, its new
+    share in).  The new ``1 / D_k`` was divided out ahead of need
+    (``inv_below``, ``inv_above``: the same division of the same numbers), so
+    the token's draw does not wait on a division; the one that makes the next
+    ``inv_below`` or ``inv_above`` of topic k is needed only when k moves again."""
     cdef const double *a = state.prior
     cdef int32_t *nj = state.doc_counts
     cdef double *inv_d = state.inv_denom
     cdef double smooth = state.smooth_mass - a[k] * inv_d[k]
     cdef double doc = state.doc_mass - nj[k] * inv_d[k]
+    cdef double old_inv = inv_d[k]
+    cdef int64_t n
     nj[k] += delta
     state.topic_counts[k] += delta
-    inv_d[k] = 1.0 / (state.v_eta + state.topic_counts[k])
+    n = state.topic_counts[k]
+    if delta < 0:
+        inv_d[k] = state.inv_below[k]
+        state.inv_above[k] = old_inv
+        state.inv_below[k] = 1.0 / (state.v_eta + (n - 1))
+    else:
+        inv_d[k] = state.inv_above[k]
+        state.inv_below[k] = old_inv
+        state.inv_above[k] = 1.0 / (state.v_eta + (n + 1))
     state.smooth_mass = smooth + a[k] * inv_d[k]
     state.doc_mass = doc + nj[k] * inv_d[k]
     state.coef[k] = (nj[k] + a[k]) * inv_d[k]
@@ -396,25 +530,17 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
     row: the totals of each block of DENSE_BLOCK topics go to
     ``state.block_terms`` (the topics' own terms are not stored: the search
     recomputes those of one block, the same products).  Contiguous arrays and
-    a fixed summation tree per block (the compiler can vectorise it): for a
-    term that uses many topics this beats the list's indirect loads."""
+    a fixed summation tree per block (``dense_blocks``: SSE2 where there is
+    SSE2, the same bits as its scalar loop): for a term that uses many topics
+    this beats the list's indirect loads."""
     cdef double *blocks = state.block_terms
     cdef const double *coef = state.coef
-    cdef Py_ssize_t K = state.n_topics, n_full = K // DENSE_BLOCK, b, k, k0
-    cdef double total = 0.0, s, t0, t1, t2, t3, t4, t5, t6, t7
-    for b in range(n_full):
-        k0 = b * DENSE_BLOCK
-        t0 = nw[k0] * coef[k0]
-        t1 = nw[k0 + 1] * coef[k0 + 1]
-        t2 = nw[k0 + 2] * coef[k0 + 2]
-        t3 = nw[k0 + 3] * coef[k0 + 3]
-        t4 = nw[k0 + 4] * coef[k0 + 4]
-        t5 = nw[k0 + 5] * coef[k0 + 5]
-        t6 = nw[k0 + 6] * coef[k0 + 6]
-        t7 = nw[k0 + 7] * coef[k0 + 7]
-        s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7))
-        blocks[b] = s
-        total += s
+    cdef Py_ssize_t K = state.n_topics, n_full = K // DENSE_BLOCK, k, k0
+    cdef double total, s
+    if state.dense_avx:
+        total = dense_blocks_avx(nw, coef, n_full, blocks)
+    else:
+        total = dense_blocks(nw, coef, n_full, blocks)
     k0 = n_full * DENSE_BLOCK
     if k0 < K:
         s = 0.0
@@ -435,19 +561,25 @@ cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, const int32_t
     cdef const double *coef = state.coef
     cdef const double *blocks = state.block_terms
     cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
-    cdef Py_ssize_t b = 0, k, last
+    cdef Py_ssize_t b = 0, k, k0, last, steps
+    cdef int found
     cdef double t
     while b < nb - 1 and u >= blocks[b]:
         u -= blocks[b]
         b += 1
-    k = b * DENSE_BLOCK
-    last = min(k + DENSE_BLOCK, K) - 1
-    while k < last:
+    # inside the block: the first topic k with u < n_wk c_k once the terms before it
+    # are subtracted, in order (as a loop that stops there would find it), without a
+    # branch on u: the steps taken before that topic are counted
+    k0 = b * DENSE_BLOCK
+    last = min(k0 + DENSE_BLOCK, K) - 1
+    found = 0
+    steps = 0
+    for k in range(k0, last):
         t = nw[k] * coef[k]
-        if u < t:
-            break
+        found = found | (u < t)
+        steps += 1 - found
         u -= t
-        k += 1
+    k = k0 + steps
     while k > 0 and nw[k] * coef[k] <= 0.0:
         k -= 1
     return <int32_t> k
@@ -604,11 +736,14 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.shared_prior = prior.shape[0] == 1
     state.prior = &prior[0, 0]
     state.n_doc_topics = 0
+    state.dense_avx = _dense_avx
     if dense_from < 0:
         dense_from = max(1, (K + DENSE_SHARE - 1) // DENSE_SHARE)
     state.dense_from = <int32_t> min(dense_from, K + 1)
     state.sparse_below = <int32_t> min(state.dense_from // 2, K)
     state.inv_denom = <double *> malloc(K * sizeof(double))
+    state.inv_below = <double *> malloc(K * sizeof(double))
+    state.inv_above = <double *> malloc(K * sizeof(double))
     state.coef = <double *> malloc(K * sizeof(double))
     state.word_terms = <double *> malloc(K * sizeof(double))
     state.block_terms = <double *> malloc((K // DENSE_BLOCK + 1) * sizeof(double))
@@ -618,13 +753,15 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.doc_topic_pos = <int32_t *> malloc(K * sizeof(int32_t))
     stale = <uint8_t *> calloc(V, sizeof(uint8_t))
     try:
-        if (state.inv_denom == NULL or state.coef == NULL or state.word_terms == NULL
+        if (state.inv_denom == NULL or state.inv_below == NULL or state.inv_above == NULL or state.coef == NULL or state.word_terms == NULL
                 or state.block_terms == NULL or state.keys == NULL or state.doc_counts == NULL
                 or state.doc_topics == NULL or state.doc_topic_pos == NULL or stale == NULL):
             raise MemoryError()
         with bit_generator.lock, nogil:
             for k in range(K):
                 state.inv_denom[k] = 1.0 / (state.v_eta + state.topic_counts[k])
+                state.inv_below[k] = 1.0 / (state.v_eta + (state.topic_counts[k] - 1))
+                state.inv_above[k] = 1.0 / (state.v_eta + (state.topic_counts[k] + 1))
                 state.coef[k] = prior[0, k] * state.inv_denom[k]
                 state.doc_topic_pos[k] = -1
             _refresh_masses(&state)
@@ -666,7 +803,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
                     if not wdense[w]:
                         _row_from_list(&nwk[w, 0], K, &wlist[2 * wptr[w]], wlen[w])
     finally:
-        free(state.inv_denom); free(state.coef); free(state.word_terms); free(state.block_terms)
+        free(state.inv_denom); free(state.inv_below); free(state.inv_above); free(state.coef); free(state.word_terms); free(state.block_terms)
         free(state.keys); free(state.doc_counts); free(state.doc_topics); free(state.doc_topic_pos)
         free(stale)
 
