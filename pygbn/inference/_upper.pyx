@@ -11,7 +11,7 @@ fixed blocks of documents, block ``b`` drawing only from stream
 * :func:`sample_theta`: eq:step4 fused with its prior: the prior rows
   ``theta^(t+1) Phi^(t+1)^T`` of a document block are formed by BLAS into a
   per-block buffer (no J x K_t temporary) and the gamma draws are made by
-  :c:func:`pygbn.random._inline.gamma_row_scaled`; the row sums of theta come
+  :c:func:`pygbn.random._gamma.gamma_row`; the row sums of theta come
   with it.
 * :func:`doc_prior`: the same prior rows, for the collapsed layer-one sweep.
 
@@ -28,7 +28,7 @@ The kernels trust their input (shapes, dtypes, positivity).
 """
 from cython.parallel cimport prange, threadid
 from libc.float cimport DBL_MIN
-from libc.math cimport log, exp, frexp, ldexp, INFINITY
+from libc.math cimport log, exp, ldexp, INFINITY
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
@@ -37,7 +37,8 @@ from scipy.linalg.cython_blas cimport dgemm
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
-from pygbn.random._inline cimport CRT_SMALL_N, crt_small, gamma_row_scaled
+from pygbn.random._gamma cimport gamma_row, row_sum
+from pygbn.random._inline cimport CRT_SMALL_N, crt_small
 from pygbn.random._kernels cimport random_crt, random_multinomial_split
 
 
@@ -62,8 +63,29 @@ def _fail_next_allocations(int n):
 # Phi theta products by row blocks
 # ---------------------------------------------------------------------------
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* the exponent e of frexp (max x = f 2^e, f in [0.5, 1)) of a row of
+       non-negative doubles, from the largest bit pattern (their order);
+       -1023 for a row of zeros */
+    static inline int pygbn_row_max_exponent(const double *x, Py_ssize_t n) {
+        uint64_t m = 0, b;
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            memcpy(&b, x + i, 8);
+            m = b > m ? b : m;
+        }
+        return m == 0 ? -1023 : (int) (m >> 52) - 1022;
+    }
+    """
+    int _row_max_exponent "pygbn_row_max_exponent"(const double *x, Py_ssize_t n) noexcept nogil
+
+
 cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
-    """The exponent ``S`` in ``[0, SCALE_MAX]`` that brings ``max(x)`` to at most ``2^SCALE_TOP``.
+    """The exponent ``S`` in ``[0, SCALE_MAX]`` that brings ``max(x)`` to at most ``2^SCALE_TOP``
+    (0 for a row of zeros; ``x >= 0``).
 
     Multiplying a row by ``2^S`` is exact, and keeps products with it out of
     the subnormal range where the unscaled products would fall there (a
@@ -72,15 +94,9 @@ cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
     (about 100 cycles), which made the products and the upward pass several
     times slower on the upper layers' rows (15% of whose theta are DBL_MIN).
     """
-    cdef double mx = 0.0
-    cdef Py_ssize_t i
-    cdef int e
-    for i in range(n):
-        if x[i] > mx:
-            mx = x[i]
-    if not mx > 0.0:
+    cdef int e = _row_max_exponent(x, n)
+    if e == -1023:
         return 0
-    frexp(mx, &e)
     e = SCALE_TOP - e
     return 0 if e < 0 else (SCALE_MAX if e > SCALE_MAX else e)
 
@@ -181,7 +197,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     formed per block, see :func:`doc_prior`), or ``prior_row`` shared by all
     documents when ``theta_up`` has no rows (the top layer's r, floored by
     the caller).  Draws are ``max(G / rate, DBL_MIN)``, a row at a time
-    (:c:func:`pygbn.random._inline.gamma_row_scaled`).  ``row_sums`` (eq:step6's
+    (:c:func:`pygbn.random._gamma.gamma_row`).  ``row_sums`` (eq:step6's
     theta^(t)_.j) is skipped when empty.  Only the documents of the blocks
     are written.
     """
@@ -205,14 +221,14 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         nrows = bounds[b + 1] - bounds[b]
-        # the row's shapes and the row kernel's scratch (7 k), then the block's prior rows
+        # the row's shapes and the row kernel's scratch (8 k), then the block's prior rows
         # and the product's scratch
-        work = <double *> block_malloc((7 * k + (0 if shared else max_rows * (k + kup + 1)))
+        work = <double *> block_malloc((8 * k + (0 if shared else max_rows * (k + kup + 1)))
                                        * sizeof(double))
         if work == NULL:
             n_failed += 1
         else:
-            buf = work + 7 * k
+            buf = work + 8 * k
             if not shared:
                 _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], <int> k, kup, <int> nrows, buf,
                               buf + max_rows * k)
@@ -220,7 +236,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
                 prior = &prior_row[0] if shared else buf + (j - bounds[b]) * k
                 for i in range(k):
                     work[i] = (prior[i] if prior[i] > DBL_MIN else DBL_MIN) + m[j, i]
-                s = gamma_row_scaled(g, work, k, rate[j], &out[j, 0], work + k)
+                s = gamma_row(g, work, k, rate[j], &out[j, 0], work + k)
                 if sums:
                     row_sums[j] = s
         free(work)
@@ -379,15 +395,15 @@ cdef inline void _propagate_cell(bitgen_t *g, int64_t m, const double *p, const 
 
 
 def row_sums(const double[:, ::1] x, double[::1] out):
-    """``out[j] = x[j, 0] + x[j, 1] + ...`` summed left to right, as :func:`sample_theta` sums."""
-    cdef Py_ssize_t j, i
-    cdef double s
+    """``out[j] = sum_i x[j, i]`` summed as :func:`sample_theta` sums
+    (:c:func:`pygbn.random._gamma.row_sum`)."""
+    cdef Py_ssize_t j
+    if x.shape[1] == 0:
+        out[:] = 0.0
+        return
     with nogil:
         for j in range(x.shape[0]):
-            s = 0.0
-            for i in range(x.shape[1]):
-                s = s + x[j, i]
-            out[j] = s
+            out[j] = row_sum(&x[j, 0], x.shape[1])
 
 
 def propagate_counts(const count_t[:, ::1] m_in, const double[:, ::1] phi,
