@@ -7,6 +7,7 @@ Usage::
     python tools/bench_gibbs.py --first 300 --per-layer 50   # later in the chain
     python tools/bench_gibbs.py --links                      # Bernoulli-Poisson and PRG rows too
     python tools/bench_gibbs.py --widths halving             # widths K, K/2, K/4, ... (as after pruning)
+    python tools/bench_gibbs.py --T 5 --parts                # and the deepest state's upper layers part by part
 
 One chain per configuration grows as in training, without pruning: ``--first``
 iterations at T = 1, then one layer at a time (widths ``[K] * T`` by default,
@@ -20,7 +21,11 @@ included), p/c (eq:step6), Phi (eq:step2) and the top layer (eq:step5).  The
 must make), measured in the same process; "upper / floor" is the upper layers'
 time (up + theta) over the sum of their floors.  When
 tomotopy is installed its LDA at the same K (alpha 0.1, eta 0.01, one worker)
-is timed on the same documents for the T = 1 rows.  Timings are wall clock
+is timed on the same documents for the T = 1 rows.  ``--parts`` adds, for the
+deepest network's final state, each upper layer part by part (fastest of
+``--repeat`` calls of each): its Phi theta prior product alone
+(``_upper.doc_prior``), the whole theta^(t) draw (product included), the
+upward propagation, and numpy's gamma floor.  Timings are wall clock
 (``--clock cpu``: the process's CPU time, for one-thread rows on a shared
 machine) on whatever machine runs this; no assertion is made.
 """
@@ -121,7 +126,46 @@ def depth_sweep(Y, link, K, T_max, method, n_jobs, first, per_layer, widths, see
                 best, parts = dt, dict(acc)
         floors = {t: gamma_floor(s, t, rng) for t in range(2, T + 1)}
         rows.append({"T": T, "widths": s.network.widths, "s_iter": best, "parts": parts, "floors": floors})
-    return rows
+    return rows, s
+
+
+def part_rows(s: GibbsSampler, label: str, repeat: int = 7) -> list:
+    """Markdown rows: each upper layer of ``s`` part by part (ms, fastest of ``repeat``)."""
+    from pygbn.inference import _upper
+
+    def best(f):
+        b = np.inf
+        for _ in range(repeat):
+            t0 = CLOCK[0]()
+            f()
+            b = min(b, CLOCK[0]() - t0)
+        return 1e3 * b
+
+    rng = np.random.default_rng(2)
+    out = []
+    T = s.depth
+    for t in range(2, T + 1):
+        width = s.network.layers[t - 1].width
+        if t < T:
+            up = s.network.layers[t]
+            prior = np.empty((s.n_docs, width))
+            product = best(lambda: _upper.doc_prior(up.theta, up.phi, s.bounds, prior, s.n_threads))
+        else:
+            product = 0.0
+        theta = best(lambda: s.sample_theta(t))
+        upward = best(lambda: s.propagate_up(t))
+        floor = 1e3 * gamma_floor(s, t, rng, repeat)
+        draws = s.n_docs * width
+        out.append(f"| {label} | {t} | {draws} | {product:.1f} | {theta - product:.1f} | {theta:.1f} | "
+                   f"{upward:.1f} | {theta + upward:.1f} | {floor:.1f} | {(theta + upward) / floor:.2f} | "
+                   f"{1e6 * (theta - product) / draws:.1f} / {1e6 * floor / draws:.1f} |")
+    return out
+
+
+PART_HEADER = ("| data / link / K1max / method / n_jobs | layer t | gamma draws (J x K_t) | Phi theta product (ms) | "
+               "gamma draws, by difference (ms) | theta^(t) draw (ms) | upward propagation (ms) | up + theta (ms) | "
+               "numpy gamma floor (ms) | (up + theta) / floor | ns per draw: ours / numpy |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def time_tomotopy(X, K, warmup, iters):
@@ -177,6 +221,10 @@ def main(argv=None):
     ap.add_argument("--widths", choices=["equal", "halving"], default="equal")
     ap.add_argument("--links", action="store_true", help="also the Bernoulli-Poisson and PRG links (blocked)")
     ap.add_argument("--no-tomotopy", action="store_true")
+    ap.add_argument("--parts", action="store_true",
+                    help="also each upper layer of the deepest state part by part (product, gamma draws, upward "
+                         "propagation, numpy's gamma floor)")
+    ap.add_argument("--repeat", type=int, default=7, help="calls per part with --parts (fastest kept)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="cpu: this process's CPU seconds (time.process_time), robust to other processes on a "
                          "shared machine but the sum over threads (n_jobs=1 rows only)")
@@ -188,6 +236,7 @@ def main(argv=None):
           f"after {args.first} iterations at T = 1 and {args.per_layer} per added layer, widths {args.widths})")
     print()
     print(HEADER)
+    parts = []
     for vocab in args.vocab:
         X = load_corpus(args.data, vocab)
         configs = [("poisson", get_link("poisson").check_data(X), m) for m in args.methods]
@@ -198,9 +247,17 @@ def main(argv=None):
             tomo = None if args.no_tomotopy else time_tomotopy(X, K, args.first, args.per_layer)
             for link, Y, method in configs:
                 for nj in args.jobs:
-                    rows = depth_sweep(Y, link, K, args.T, method, nj, args.first, args.per_layer, args.widths)
+                    rows, s = depth_sweep(Y, link, K, args.T, method, nj, args.first, args.per_layer, args.widths)
                     label = f"debian-{vocab} / {link} / {K} / {method} / {nj}"
                     print("\n".join(format_rows(rows, label, tomo if link == "poisson" else None)), flush=True)
+                    if args.parts:
+                        parts += part_rows(s, label, args.repeat)
+    if parts:
+        print()
+        print(f"Upper layers of the deepest state, part by part (fastest of {args.repeat} calls each):")
+        print()
+        print(PART_HEADER)
+        print("\n".join(parts))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ fixed blocks of documents, block ``b`` drawing only from stream
 * :func:`sample_theta`: eq:step4 fused with its prior: the prior rows
   ``theta^(t+1) Phi^(t+1)^T`` of a document block are formed by BLAS into a
   per-block buffer (no J x K_t temporary) and the gamma draws are made by
-  :c:func:`pygbn.random._inline.gamma_row_scaled`; the row sums of theta come
+  :c:func:`pygbn.random._gamma.gamma_row`; the row sums of theta come
   with it.
 * :func:`doc_prior`: the same prior rows, for the collapsed layer-one sweep.
 
@@ -28,7 +28,7 @@ The kernels trust their input (shapes, dtypes, positivity).
 """
 from cython.parallel cimport prange, threadid
 from libc.float cimport DBL_MIN
-from libc.math cimport log, exp, INFINITY
+from libc.math cimport log, exp, ldexp, INFINITY
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
@@ -37,7 +37,8 @@ from scipy.linalg.cython_blas cimport dgemm
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
-from pygbn.random._inline cimport CRT_SMALL_N, crt_small, gamma_row_scaled
+from pygbn.random._gamma cimport gamma_row, row_sum
+from pygbn.random._inline cimport CRT_SMALL_N, crt_small
 from pygbn.random._kernels cimport random_crt, random_multinomial_split
 
 
@@ -48,6 +49,9 @@ cdef enum:
     SMALL_SPLIT = 32
     # multiply-adds per BLAS call: OpenBLAS runs calls up to this size on one thread
     PRODUCT_LIMIT = 262144
+    # rows are scaled by 2^S, S <= SCALE_MAX, so that their largest entry is at most 2^SCALE_TOP
+    SCALE_TOP = 900
+    SCALE_MAX = 1000
 
 
 def _fail_next_allocations(int n):
@@ -59,9 +63,53 @@ def _fail_next_allocations(int n):
 # Phi theta products by row blocks
 # ---------------------------------------------------------------------------
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* the exponent e of frexp (max x = f 2^e, f in [0.5, 1)) of a row of
+       non-negative doubles, from the largest bit pattern (their order);
+       -1023 for a row of zeros */
+    static inline int pygbn_row_max_exponent(const double *x, Py_ssize_t n) {
+        uint64_t m = 0, b;
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            memcpy(&b, x + i, 8);
+            m = b > m ? b : m;
+        }
+        return m == 0 ? -1023 : (int) (m >> 52) - 1022;
+    }
+    """
+    int _row_max_exponent "pygbn_row_max_exponent"(const double *x, Py_ssize_t n) noexcept nogil
+
+
+cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
+    """The exponent ``S`` in ``[0, SCALE_MAX]`` that brings ``max(x)`` to at most ``2^SCALE_TOP``
+    (0 for a row of zeros; ``x >= 0``).
+
+    Multiplying a row by ``2^S`` is exact, and keeps products with it out of
+    the subnormal range where the unscaled products would fall there (a
+    theta floored at DBL_MIN times a Phi entry below 1): on x86 every
+    operation with a subnormal result or operand takes a microcode assist
+    (about 100 cycles), which made the products and the upward pass several
+    times slower on the upper layers' rows (15% of whose theta are DBL_MIN).
+    """
+    cdef int e = _row_max_exponent(x, n)
+    if e == -1023:
+        return 0
+    e = SCALE_TOP - e
+    return 0 if e < 0 else (SCALE_MAX if e > SCALE_MAX else e)
+
+
 cdef void _product_rows(const double *theta, const double *phi, int kin, int kup, int nrows,
-                        double *out) noexcept nogil:
-    """``out[j, v] = sum_k theta[j, k] phi[v, k]`` for ``nrows`` rows (all row-major).
+                        double *out, double *scratch) noexcept nogil:
+    """``out[j, v] = max(sum_k theta[j, k] phi[v, k], DBL_MIN)`` for ``nrows`` rows (all row-major).
+
+    Each theta row is first multiplied by its own ``2^S`` (:c:func:`_row_scale`,
+    into ``scratch``, ``nrows * (kup + 1)`` doubles) and each output row by
+    ``2^-S`` afterwards: exact scalings, so every entry is what the unscaled
+    product gives wherever that product has no subnormal term, and the same
+    or more accurate otherwise (an entry below DBL_MIN is DBL_MIN either way).
 
     In BLAS's column-major terms ``out^T = phi (kin x kup) theta^T``; calls are
     cut to at most PRODUCT_LIMIT multiply-adds by rows (and by output columns
@@ -69,9 +117,18 @@ cdef void _product_rows(const double *theta, const double *phi, int kin, int kup
     dot product in BLAS's own order.
     """
     cdef int rows = PRODUCT_LIMIT // (kin * kup) if kin * kup > 0 else nrows
-    cdef int cols = kin, j0, v0, m, nv
-    cdef double one = 1.0, zero = 0.0
+    cdef int cols = kin, j0, v0, m, nv, j, i, sc
+    cdef double one = 1.0, zero = 0.0, f, lim, y
+    cdef double *ts = scratch
+    cdef double *down = scratch + <Py_ssize_t> nrows * kup
+    cdef double *row
     cdef char tr = b'T', nt = b'N'
+    for j in range(nrows):
+        sc = _row_scale(theta + <Py_ssize_t> j * kup, kup)
+        f = ldexp(1.0, sc)
+        down[j] = ldexp(1.0, -sc)
+        for i in range(kup):
+            ts[<Py_ssize_t> j * kup + i] = theta[<Py_ssize_t> j * kup + i] * f
     if rows < 1:
         rows = 1
         cols = PRODUCT_LIMIT // kup if kup < PRODUCT_LIMIT else 1
@@ -84,10 +141,16 @@ cdef void _product_rows(const double *theta, const double *phi, int kin, int kup
         while v0 < kin:
             nv = cols if v0 + cols <= kin else kin - v0
             dgemm(&tr, &nt, &nv, &m, &kup, &one, <double *> phi + <Py_ssize_t> v0 * kup, &kup,
-                  <double *> theta + <Py_ssize_t> j0 * kup, &kup, &zero,
-                  out + <Py_ssize_t> j0 * kin + v0, &kin)
+                  ts + <Py_ssize_t> j0 * kup, &kup, &zero, out + <Py_ssize_t> j0 * kin + v0, &kin)
             v0 += nv
         j0 += m
+    for j in range(nrows):
+        # y * 2^-S > DBL_MIN exactly when y > DBL_MIN * 2^S (no subnormal is formed)
+        lim = DBL_MIN / down[j]
+        row = out + <Py_ssize_t> j * kin
+        for i in range(kin):
+            y = row[i]
+            row[i] = y * down[j] if y > lim else DBL_MIN
 
 
 def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const int64_t[::1] bounds,
@@ -96,21 +159,28 @@ def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const 
 
     ``theta_up`` is theta^(t+1) (J x K_{t+1}), ``phi_up`` Phi^(t+1)
     (K_t x K_{t+1}); ``out`` has ``bounds[-1] - bounds[0]`` rows.  Block ``b``'s
-    rows are formed by the same BLAS calls whatever the thread count.
+    rows are formed by the same BLAS calls whatever the thread count
+    (:c:func:`_product_rows`).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef int kin = phi_up.shape[0], kup = phi_up.shape[1]
-    cdef Py_ssize_t b, j, i, off = bounds[0]
+    cdef Py_ssize_t b, off = bounds[0]
+    cdef double *work
+    cdef int n_failed = 0
     if n_blocks <= 0 or kin == 0:
         return
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         if bounds[b + 1] > bounds[b]:
-            _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], kin, kup,
-                          <int> (bounds[b + 1] - bounds[b]), &out[bounds[b] - off, 0])
-            for j in range(bounds[b] - off, bounds[b + 1] - off):
-                for i in range(kin):
-                    if not out[j, i] > DBL_MIN:
-                        out[j, i] = DBL_MIN
+            work = <double *> block_malloc((bounds[b + 1] - bounds[b]) * (kup + 1) * sizeof(double))
+            if work == NULL:
+                n_failed += 1
+            else:
+                _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], kin, kup,
+                              <int> (bounds[b + 1] - bounds[b]), &out[bounds[b] - off, 0], work)
+            free(work)
+    if n_failed:
+        raise MemoryError(f"doc_prior: scratch memory of {n_failed} document block(s) "
+                          "could not be allocated")
 
 
 # ---------------------------------------------------------------------------
@@ -127,7 +197,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     formed per block, see :func:`doc_prior`), or ``prior_row`` shared by all
     documents when ``theta_up`` has no rows (the top layer's r, floored by
     the caller).  Draws are ``max(G / rate, DBL_MIN)``, a row at a time
-    (:c:func:`pygbn.random._inline.gamma_row_scaled`).  ``row_sums`` (eq:step6's
+    (:c:func:`pygbn.random._gamma.gamma_row`).  ``row_sums`` (eq:step6's
     theta^(t)_.j) is skipped when empty.  Only the documents of the blocks
     are written.
     """
@@ -151,19 +221,22 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         nrows = bounds[b + 1] - bounds[b]
-        # the row's shapes and the row kernel's scratch (7 k), then the block's prior rows
-        work = <double *> block_malloc((7 * k + (0 if shared else max_rows * k)) * sizeof(double))
+        # the row's shapes and the row kernel's scratch (8 k), then the block's prior rows
+        # and the product's scratch
+        work = <double *> block_malloc((8 * k + (0 if shared else max_rows * (k + kup + 1)))
+                                       * sizeof(double))
         if work == NULL:
             n_failed += 1
         else:
-            buf = work + 7 * k
+            buf = work + 8 * k
             if not shared:
-                _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], <int> k, kup, <int> nrows, buf)
+                _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], <int> k, kup, <int> nrows, buf,
+                              buf + max_rows * k)
             for j in range(bounds[b], bounds[b + 1]):
                 prior = &prior_row[0] if shared else buf + (j - bounds[b]) * k
                 for i in range(k):
                     work[i] = (prior[i] if prior[i] > DBL_MIN else DBL_MIN) + m[j, i]
-                s = gamma_row_scaled(g, work, k, rate[j], &out[j, 0], work + k)
+                s = gamma_row(g, work, k, rate[j], &out[j, 0], work + k)
                 if sums:
                     row_sums[j] = s
         free(work)
@@ -275,32 +348,43 @@ cdef inline int64_t _crt(bitgen_t *g, int64_t n, double r) noexcept nogil:
 
 
 cdef inline void _propagate_cell(bitgen_t *g, int64_t m, const double *p, const double *t,
-                                 Py_ssize_t k, double *cs, double *w, int64_t *tmp,
-                                 int64_t *m_row, int64_t *n_row) noexcept nogil:
+                                 const double *ts, double down, Py_ssize_t k, double *cs, double *w,
+                                 int64_t *tmp, int64_t *m_row, int64_t *n_row) noexcept nogil:
     """One cell of :func:`propagate_counts`: ``x ~ CRT(m, p . t)`` split by ``p * t``,
-    added to ``m_row`` and (unless NULL) ``n_row``."""
-    cdef double total = _chunk_sums(p, t, k, cs)
+    added to ``m_row`` and (unless NULL) ``n_row``.
+
+    ``ts = t * 2^S`` and ``down = 2^-S`` (:c:func:`_row_scale`): the weights
+    are formed as ``p * ts``, which keeps them out of the subnormal range
+    (slow) and scales every weight, partial sum and search point by the same
+    power of two (the same cells as ``p * t`` where that has no subnormal).
+    """
+    cdef double total = _chunk_sums(p, ts, k, cs)
+    cdef double r = total * down
     cdef int64_t x, u
     cdef Py_ssize_t i
-    if not total > 0.0:
-        # every product underflowed: one table (CRT with r -> 0), split in log space
-        total = log_rescaled_weights(p, t, k, w)
-        i = _search_linear(w, k, random_standard_uniform(g) * total)
+    if not r > 0.0:
+        # the concentration underflows: one table (CRT with r -> 0), split by the
+        # scaled weights, or in log space where even those underflow
+        if total > 0.0:
+            i = _pick(p, ts, k, cs, random_standard_uniform(g) * total)
+        else:
+            total = log_rescaled_weights(p, t, k, w)
+            i = _search_linear(w, k, random_standard_uniform(g) * total)
         m_row[i] += 1
         if n_row != NULL:
             n_row[i] += 1
         return
-    x = _crt(g, m, total)
+    x = _crt(g, m, r)
     if x < SMALL_SPLIT:
         for u in range(x):
-            i = _pick(p, t, k, cs, random_standard_uniform(g) * total)
+            i = _pick(p, ts, k, cs, random_standard_uniform(g) * total)
             m_row[i] += 1
             if n_row != NULL:
                 n_row[i] += 1
         return
     total = 0.0
     for i in range(k):
-        w[i] = p[i] * t[i]
+        w[i] = p[i] * ts[i]
         total = total + w[i]
     random_multinomial_split(g, x, w, k, total, tmp)
     for i in range(k):
@@ -311,15 +395,15 @@ cdef inline void _propagate_cell(bitgen_t *g, int64_t m, const double *p, const 
 
 
 def row_sums(const double[:, ::1] x, double[::1] out):
-    """``out[j] = x[j, 0] + x[j, 1] + ...`` summed left to right, as :func:`sample_theta` sums."""
-    cdef Py_ssize_t j, i
-    cdef double s
+    """``out[j] = sum_i x[j, i]`` summed as :func:`sample_theta` sums
+    (:c:func:`pygbn.random._gamma.row_sum`)."""
+    cdef Py_ssize_t j
+    if x.shape[1] == 0:
+        out[:] = 0.0
+        return
     with nogil:
         for j in range(x.shape[0]):
-            s = 0.0
-            for i in range(x.shape[1]):
-                s = s + x[j, i]
-            out[j] = s
+            out[j] = row_sum(&x[j, 0], x.shape[1])
 
 
 def propagate_counts(const count_t[:, ::1] m_in, const double[:, ::1] phi,
@@ -350,6 +434,8 @@ def propagate_counts(const count_t[:, ::1] m_in, const double[:, ::1] phi,
     cdef int tid
     cdef double *cs
     cdef double *w
+    cdef double *ts
+    cdef double down, f
     cdef int64_t *tmp
     cdef int64_t *m_row
     cdef const count_t *in_row
@@ -361,20 +447,28 @@ def propagate_counts(const count_t[:, ::1] m_in, const double[:, ::1] phi,
         tid = threadid()
         g = <bitgen_t *> streams[b]
         cs = <double *> block_malloc((n_chunks + 1) * sizeof(double))
-        w = <double *> block_malloc((k + 1) * sizeof(double))
+        w = <double *> block_malloc(2 * (k + 1) * sizeof(double))
         tmp = <int64_t *> block_malloc((k + 1) * sizeof(int64_t))
         if cs == NULL or w == NULL or tmp == NULL:
             n_failed += 1
         else:
+            ts = w + k + 1
             for j in range(bounds[b], bounds[b + 1]):
                 m_row = &m_out[j, 0]
                 for i in range(k):
                     m_row[i] = 0
                 in_row = &m_in[j, 0]
+                down = 0.0                      # theta row not scaled yet
                 for v in range(kin):
                     if in_row[v] != 0:
-                        _propagate_cell(g, <int64_t> in_row[v], &phi[v, 0], &theta[j, 0], k, cs, w,
-                                        tmp, m_row, &n_out[tid, v, 0] if stats else NULL)
+                        if down == 0.0:
+                            c = _row_scale(&theta[j, 0], k)
+                            down = ldexp(1.0, <int> -c)
+                            f = ldexp(1.0, <int> c)
+                            for i in range(k):
+                                ts[i] = theta[j, i] * f
+                        _propagate_cell(g, <int64_t> in_row[v], &phi[v, 0], &theta[j, 0], ts, down, k,
+                                        cs, w, tmp, m_row, &n_out[tid, v, 0] if stats else NULL)
         free(cs)
         free(w)
         free(tmp)

@@ -1,0 +1,283 @@
+# cython: language_level=3
+"""The row gamma kernel of the theta draws (eq:step4), inline (nogil, no validation).
+
+:c:func:`gamma_row` draws ``out[i] = max(G_i / rate, DBL_MIN)``,
+``G_i ~ Gam(a[i], 1)`` independent, for a row of shapes, as the upper layers
+need them: most shapes far below 1 (a prior ``Phi theta`` of 0.001-0.1 with
+no count), a few at or above 1.  It is exact given ideal uniforms (up to the
+rounding of a few floating-point operations per draw), like the other
+kernels of :mod:`pygbn.random`, and draws from one numpy ``bitgen_t``
+stream, so a row's draws depend only on its stream.
+
+Shapes below 1: Ahrens & Dieter's (1974) GS.  With ``b = 1 + a/e`` and
+``P = b U``: ``P <= 1`` proposes ``x = P^(1/a)``, accepted with probability
+``exp(-x)``; ``P > 1`` proposes ``x = -log((b - P)/a)``, accepted with
+probability ``x^(a-1)``.  What makes it fast:
+
+* the row's first proposals are formed together: all their uniforms are
+  drawn first (straight from the stream's ``next_double``), then one
+  vectorised pass forms ``log x = log(P)/a`` and ``x`` for all
+  (:c:func:`gs_lead`, with the vectorisable ``log``/``exp`` of
+  :mod:`pygbn.random._inline`); ``x`` is formed as ``exp(max(log x, -700))``
+  so that no operation of the pass has a subnormal result (on x86 each such
+  operation costs a microcode assist of about a hundred cycles, and for
+  shapes near 0.001 most ``x`` underflow);
+* ``x <= 2^-53`` is accepted without a uniform (``exp(-x) >= 1 - 2^-53``, above
+  every 53-bit uniform); otherwise the test ``V < exp(-x)`` is decided by
+  ``1 - x + x^2/2 - x^3/6 <= exp(-x) <= 1 - x + x^2/2`` and ``exp`` is called
+  only for a ``V`` between the two;
+* the quotient is ``x * (1 / rate)``, or ``exp(log x - log rate)`` where ``x``
+  is below ``e^-700`` (floored at DBL_MIN without an ``exp`` when that is below
+  it).
+
+A rejected first proposal is followed by further proposals one at a time
+(:c:func:`gamma_gs_log`), which is the same rejection sampler.  Shapes from 1
+up: Marsaglia & Tsang (:c:func:`pygbn.random._inline.gamma_mt`).
+
+References
+----------
+Ahrens, J. H. & Dieter, U. (1974). Computer methods for sampling from gamma,
+    beta, Poisson and binomial distributions. Computing 12, 223-246 (GS).
+Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
+    variables. ACM TOMS 26, 363-372.
+"""
+from libc.float cimport DBL_MIN
+from libc.math cimport log, exp
+from libc.stdint cimport uint64_t
+from numpy.random cimport bitgen_t
+
+# the vectorisable exp and log (and INV_E) are defined by _inline's C code
+from pygbn.random._inline cimport INV_E, LOG_DBL_MIN, gamma_mt, vexp_neg, vlog_pos
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <float.h>
+    /* log(2^-53) rounded down: log x <= this means x <= 2^-53 */
+    #define PYGBN_LOG_EPS53 -36.7368005696771
+    /* x is formed as exp(max(log x, this)): e^-700 = 9.9e-305 is normal */
+    #define PYGBN_LOG_X_MIN -700.0
+    #define PYGBN_GS_LEAD_CLONES "avx512f", "avx2", "default"
+
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize ("no-trapping-math")
+    #endif
+    /* Selects on the bits of doubles.  Where a select's result is multiplied, GCC
+       may multiply both arms and select afterwards; with tiny arms that forms
+       subnormals (each a microcode assist of about a hundred cycles on x86).
+       A select between integers is left alone.  For doubles of one sign the
+       order of their bits is their order (reversed for negative ones). */
+    static inline double pygbn_bits_max(double x, double c) {     /* x, c >= 0 */
+        uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
+        return pygbn_from_bits(bx > bc ? bx : bc);
+    }
+    static inline double pygbn_bits_floor(double x, double c) {   /* max(x, c), c < 0 */
+        uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
+        return pygbn_from_bits(bx < bc || (int64_t) bx >= 0 ? bx : bc);
+    }
+    static inline double pygbn_bits_above(double x, double c) {   /* x > c ? x : 1, x, c >= 0 */
+        uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
+        return pygbn_from_bits(bx > bc ? bx : 0x3FF0000000000000ULL);
+    }
+    /* GS's first proposals of n shapes below 1, vectorised.  On entry p holds the
+       uniforms U and h the 11 spare bits of each (as in accept_exp_neg); on return
+       p = (1 + a/e) U and lx = log(p) / a, and val is the finished quotient
+       max(exp(lx) / rate, DBL_MIN) of each proposal that is accepted and needs no
+       more work, -1 for the others: p > 1, a test that the 11 bits do not
+       decide (or a rejection), or a draw below e^-700 whose quotient is not
+       below DBL_MIN (formed from its log, one at a time).  x is formed as
+       exp(max(lx, -700)), so no operation has a subnormal result.  lim is
+       DBL_MIN rate.  With GCC on x86-64 Linux an AVX-512 or AVX2 version is
+       chosen at run time (target_clones).  setup.py builds with -ffp-contract=off:
+       no multiply-add is fused (AVX-512 has FMA), so every version gives the
+       same results.  The optimize pragma is _inline's, so that its log and exp
+       are inlined here. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones(PYGBN_GS_LEAD_CLONES)))
+    #endif
+    static void pygbn_gs_lead(const double *a, double *p, const double *h, double *lx, double *val,
+                              Py_ssize_t n, double inv_rate, double log_rate, double lim) {
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            double ai = a[i];
+            double pi = (1.0 + ai * PYGBN_INV_E) * p[i];
+            double li = pygbn_log_pos(pi) / ai;
+            double xi = pygbn_exp_neg(pygbn_bits_floor(li, PYGBN_LOG_X_MIN));
+            /* the test's bounds, needed only where x > 2^-53: x is raised to 2^-60
+               first, so that x^2 and x^3 are never subnormal */
+            double xt = pygbn_bits_max(xi, 8.673617379884035e-19);
+            double x2 = xt * xt;
+            double hi = 2048.0 * ((1.0 - xt) + 0.5 * x2);
+            double lo = hi - 2048.0 * (1.0 / 6.0) * x2 * xt;
+            /* the quotient of an accepted draw (-1 where it needs more work) */
+            double v = pygbn_bits_above(xi, lim) * inv_rate;
+            v = xi > lim ? v : DBL_MIN;
+            v = li < PYGBN_LOG_X_MIN ? DBL_MIN : v;
+            v = v > DBL_MIN ? v : DBL_MIN;
+            v = pi <= 1.0 ? v : -1.0;
+            v = (li <= PYGBN_LOG_EPS53 || h[i] + 1.0 <= lo) ? v : -1.0;
+            v = (li < PYGBN_LOG_X_MIN && li - log_rate > PYGBN_LOG_DBL_MIN) ? -1.0 : v;
+            p[i] = pi;
+            lx[i] = li;
+            val[i] = v;
+        }
+    }
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
+
+    /* x[0] + ... + x[k-1] in four interleaved partial sums (cells i = 0, 1, 2, 3
+       mod 4, the rest into the first), ((s0 + s1) + (s2 + s3)): a fixed order,
+       a quarter of the dependent additions of a left-to-right sum */
+    static inline double pygbn_row_sum(const double *x, Py_ssize_t k) {
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        Py_ssize_t i = 0;
+        for (; i + 4 <= k; i += 4) {
+            s0 += x[i];
+            s1 += x[i + 1];
+            s2 += x[i + 2];
+            s3 += x[i + 3];
+        }
+        for (; i < k; i++)
+            s0 += x[i];
+        return (s0 + s1) + (s2 + s3);
+    }
+
+    /* the uniform (r >> 11) 2^-53 and the 11 bits below it, from one 64-bit output */
+    static inline double pygbn_split_uniform(uint64_t r, double *low) {
+        *low = (double) (r & 0x7FF);
+        return (double) (r >> 11) * (1.0 / 9007199254740992.0);
+    }
+    """
+    const double LOG_EPS53 "PYGBN_LOG_EPS53"
+    const double LOG_X_MIN "PYGBN_LOG_X_MIN"
+    void gs_lead "pygbn_gs_lead"(const double *a, double *p, const double *h, double *lx,
+                                 double *val, Py_ssize_t n, double inv_rate, double log_rate,
+                                 double lim) noexcept nogil
+    double split_uniform "pygbn_split_uniform"(uint64_t r, double *low) noexcept nogil
+    double row_sum "pygbn_row_sum"(const double *x, Py_ssize_t k) noexcept nogil
+
+
+cdef inline bint accept_exp_neg(bitgen_t *g, double y, double h) noexcept nogil:
+    """``V < exp(-y)`` (``y >= 0``) for ``V = (h + W) / 2048``, ``h`` an integer in
+    [0, 2048) (11 spare random bits of a proposal's 64-bit output) and ``W`` a
+    uniform on [0, 1) drawn only when ``h`` alone does not decide.
+
+    ``2048 exp(-y)`` is bracketed by ``2048 (1 - y + y^2/2 - y^3/6)`` and
+    ``2048 (1 - y + y^2/2)`` (alternating Taylor series, y >= 0); ``exp`` is
+    called only when ``h`` falls between the two, ``W`` only when ``h`` is the
+    integer part of ``2048 exp(-y)`` (probability 1/2048).
+    """
+    cdef double y2 = y * y
+    cdef double hi = 2048.0 * ((1.0 - y) + 0.5 * y2)
+    cdef double t
+    if h >= hi:
+        return False
+    if h + 1.0 <= hi - 2048.0 * (1.0 / 6.0) * y2 * y:
+        return True
+    t = 2048.0 * exp(-y)
+    if h + 1.0 <= t:
+        return True
+    if h >= t:
+        return False
+    return h + g.next_double(g.state) < t
+
+
+cdef inline double gs_tail(bitgen_t *g, double a, double p, double h, double *log_x) noexcept nogil:
+    """GS's proposal for ``P = (1 + a/e) U > 1``: ``x = -log((b - P)/a) >= 1``, accepted with
+    probability ``x^(a - 1)`` (``h`` as in :c:func:`accept_exp_neg`); the draw
+    (``log_x[0]`` its log) or -1."""
+    cdef double x = -log(((1.0 + a * INV_E) - p) / a)
+    cdef double lx = log(x)
+    if accept_exp_neg(g, (1.0 - a) * lx, h):
+        log_x[0] = lx
+        return x
+    return -1.0
+
+
+cdef inline double gamma_gs_log(bitgen_t *g, double a, double *log_x) noexcept nogil:
+    """Gam(a, 1) for ``0 < a < 1`` by GS, one proposal at a time.
+
+    Returns ``exp(max(log x, -700))`` and sets ``log_x[0] = log x`` (exact
+    where the draw underflows).
+    """
+    cdef double p, lx, x, h
+    while True:
+        p = (1.0 + a * INV_E) * split_uniform(g.next_uint64(g.state), &h)
+        if p <= 1.0:
+            lx = log(p) / a
+            x = exp(lx if lx > LOG_X_MIN else LOG_X_MIN)
+            if lx <= LOG_EPS53 or accept_exp_neg(g, x, h):
+                log_x[0] = lx
+                return x
+        else:
+            x = gs_tail(g, a, p, h, log_x)
+            if x >= 0.0:
+                return x
+
+
+cdef inline double quotient(double x, double lx, double inv_rate, double log_rate) noexcept nogil:
+    """``max(exp(lx) / rate, DBL_MIN)`` given ``x = exp(max(lx, -700))``."""
+    cdef double v
+    if lx >= LOG_X_MIN:
+        v = x * inv_rate
+    else:
+        v = lx - log_rate
+        if not v > LOG_DBL_MIN:
+            return DBL_MIN
+        v = exp(v)
+    return v if v > DBL_MIN else DBL_MIN
+
+
+cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double rate,
+                             double *out, double *scratch) noexcept nogil:
+    """``out[i] = max(G_i / rate, DBL_MIN)``, ``G_i ~ Gam(a[i], 1)`` independent; returns
+    ``sum(out)`` (:c:func:`row_sum`).
+
+    ``a[i] > 0`` and ``0 < rate < inf``; ``scratch`` holds ``7 k`` doubles.
+    Shapes from 1 up are drawn as they come (Marsaglia-Tsang); then one 64-bit
+    output per shape below 1, in row order (the uniform of its first GS
+    proposal and 11 bits for its test); then one vectorised pass
+    (:c:func:`gs_lead`) finishes the proposals it can, and the others are
+    finished in row order, a rejected one followed by its further proposals
+    (:c:func:`gamma_gs_log`).
+    """
+    cdef double *ac = scratch
+    cdef double *p = scratch + k
+    cdef double *h = scratch + 2 * k
+    cdef double *lx = scratch + 3 * k
+    cdef double *val = scratch + 4 * k
+    cdef Py_ssize_t *idx = <Py_ssize_t *> (scratch + 5 * k)
+    cdef Py_ssize_t *work = <Py_ssize_t *> (scratch + 6 * k)
+    cdef Py_ssize_t i, q, w, n = 0, n_work = 0
+    cdef double v, xi, li
+    cdef double inv_rate = 1.0 / rate, log_rate = log(rate)
+    for i in range(k):
+        if a[i] < 1.0:
+            idx[n] = i
+            ac[n] = a[i]
+            n += 1
+        else:
+            v = gamma_mt(g, a[i]) * inv_rate
+            out[i] = v if v > DBL_MIN else DBL_MIN
+    for q in range(n):
+        p[q] = split_uniform(g.next_uint64(g.state), &h[q])
+    gs_lead(ac, p, h, lx, val, n, inv_rate, log_rate, DBL_MIN * rate)
+    for q in range(n):
+        out[idx[q]] = val[q]
+        work[n_work] = q
+        n_work += val[q] < 0.0
+    for w in range(n_work):
+        q = work[w]
+        li = lx[q]
+        if p[q] <= 1.0:
+            xi = exp(li if li > LOG_X_MIN else LOG_X_MIN)
+            if not (li <= LOG_EPS53 or accept_exp_neg(g, xi, h[q])):
+                xi = gamma_gs_log(g, ac[q], &li)
+        else:
+            xi = gs_tail(g, ac[q], p[q], h[q], &li)
+            if xi < 0.0:
+                xi = gamma_gs_log(g, ac[q], &li)
+        out[idx[q]] = quotient(xi, li, inv_rate, log_rate)
+    return row_sum(out, k)

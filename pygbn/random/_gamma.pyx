@@ -1,0 +1,62 @@
+# cython: language_level=3
+"""Row-by-row access to the theta gamma kernel :c:func:`gamma_row` (tests and benchmarks).
+
+The Gibbs kernels cimport the inline kernel from ``_gamma.pxd``;
+:func:`gamma_rows` runs it over the rows of a matrix of shapes in fixed
+blocks of rows, block ``b`` drawing from stream ``streams[b]`` (so the
+result does not depend on ``n_threads``).
+"""
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t, uintptr_t
+from libc.stdlib cimport malloc, free
+from numpy.random cimport bitgen_t
+
+
+def gamma_rows(const double[:, ::1] a, const double[::1] rate, const int64_t[::1] bounds,
+               const uintptr_t[::1] streams, double[:, ::1] out, double[::1] row_sums,
+               int n_threads=1):
+    """``out[j, i] = max(G / rate[j], DBL_MIN)``, ``G ~ Gam(a[j, i], 1)``; ``row_sums[j]``
+    their sum (skipped when empty).
+
+    Rows ``bounds[b]`` to ``bounds[b + 1]`` are drawn from ``streams[b]``
+    (``bitgen_t`` addresses).  Nothing is checked: ``a > 0``, ``0 < rate < inf``.
+    """
+    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
+    cdef Py_ssize_t k = a.shape[1]
+    cdef bint sums = row_sums.shape[0] > 0
+    cdef Py_ssize_t b, j
+    cdef double *scratch
+    cdef double s
+    cdef int n_failed = 0
+    if n_blocks <= 0 or k == 0:
+        return
+    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
+        scratch = <double *> malloc(7 * k * sizeof(double))
+        if scratch == NULL:
+            n_failed += 1
+        else:
+            for j in range(bounds[b], bounds[b + 1]):
+                s = gamma_row(<bitgen_t *> streams[b], &a[j, 0], k, rate[j], &out[j, 0], scratch)
+                if sums:
+                    row_sums[j] = s
+        free(scratch)
+    if n_failed:
+        raise MemoryError("gamma_rows: scratch memory could not be allocated")
+
+
+def accept_counts(double y, const uintptr_t[::1] stream, int64_t repeat):
+    """For each ``h`` in 0..2047, how many of ``repeat`` calls of
+    :c:func:`accept_exp_neg` ``(y, h)`` accept (tests: every ``h`` below
+    ``floor(2048 exp(-y))`` always, every ``h`` above never, that one with
+    probability ``frac(2048 exp(-y))``)."""
+    import numpy as np
+    out = np.zeros(2048, dtype=np.int64)
+    cdef int64_t[::1] counts = out
+    cdef bitgen_t *g = <bitgen_t *> stream[0]
+    cdef int64_t r
+    cdef int h
+    with nogil:
+        for h in range(2048):
+            for r in range(repeat):
+                counts[h] += accept_exp_neg(g, y, <double> h)
+    return out
