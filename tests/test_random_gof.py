@@ -116,6 +116,55 @@ def test_crt_skip_branches(n, r):
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
 
 
+def _upper_crt(ns, rs, n_docs, key):
+    """CRT draws of the upper layers' inline dispatch (``_upper._crt``: ``crt_small`` up to
+    n = 64, ``random_crt`` above) through ``propagate_counts`` with one factor per row:
+    row v of every document holds count ``ns[v]`` with concentration ``rs[v]``, so the
+    document's factor-v count is the table count.  Rows one after another share the
+    block's stream, as in a chain.  Returns (n_docs, len(ns)) draws."""
+    from pygbn._utils import BlockStreams
+    from pygbn.inference import _upper
+
+    kin = len(ns)
+    m_in = np.tile(np.asarray(ns, dtype=np.int64), (n_docs, 1))
+    phi = np.diag(np.asarray(rs, dtype=np.float64))
+    theta = np.ones((n_docs, kin))
+    bounds = np.linspace(0, n_docs, 5).astype(np.int64)
+    streams = BlockStreams(np.random.default_rng(seed(*key)), 4)
+    m_out = np.empty((n_docs, kin), dtype=np.int64)
+    _upper.propagate_counts(m_in, phi, theta, bounds, streams.addresses, m_out,
+                            np.zeros((0, kin, kin), dtype=np.int64), 1)
+    return m_out
+
+
+# the switches of the inline dispatch: n = 32 / 33 and 64 / 65, r = 0.3 and 1 (each side)
+UPPER_N = [1, 2, 3, 32, 33, 64, 65, 200]
+UPPER_R = [1e-3, np.nextafter(0.3, 0.0), 0.3, 0.7, np.nextafter(1.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 3.0]
+
+
+@pytest.mark.parametrize("n", UPPER_N)
+def test_crt_of_the_upper_layers(n):
+    """The upper layers' CRT (``_upper._crt``, inline) against the exact PMF on both sides
+    of every switch of its dispatch; a document's rows are drawn in turn from one stream."""
+    x = _upper_crt([n] * len(UPPER_R), UPPER_R, N_DEAR, ("upper-crt", n))
+    assert x.min() >= 1 and x.max() <= n
+    for v, r in enumerate(UPPER_R):
+        table = S.crt_pmf_table(n, r)
+        assert_gof_discrete(x[:, v], lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("a,b", [((5, 0.5), (40, 0.1)), ((40, 0.1), (3, 2.0)), ((64, 1.0), (33, 0.29))])
+def test_crt_of_the_upper_layers_draws_are_independent(a, b):
+    """Two inline CRT draws in a row from one stream (rows of a document, crossing the
+    dispatch's branches) follow the product of their exact PMFs."""
+    (n1, r1), (n2, r2) = a, b
+    x = _upper_crt([n1, n2], [r1, r2], N_DEAR * 2, ("upper-crt-pairs", a, b))
+    t1, t2 = S.crt_pmf_table(n1, r1), S.crt_pmf_table(n2, r2)
+    code = x[:, 0] * (n2 + 1) + x[:, 1]
+    assert_gof_discrete(code, lambda c: t1[np.clip(c // (n2 + 1), 0, n1)] + t2[c % (n2 + 1)],
+                        support=(0, (n1 + 1) * (n2 + 1) - 1), alpha=ALPHA)
+
+
 def test_crt_boundary_conventions():
     assert R.crt(0, 3.0) == 0
     assert R.crt(0, 0.0) == 0

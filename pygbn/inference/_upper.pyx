@@ -341,7 +341,8 @@ cdef inline Py_ssize_t _search_linear(const double *w, Py_ssize_t k, double u) n
 
 
 cdef inline int64_t _crt(bitgen_t *g, int64_t n, double r) noexcept nogil:
-    # inline for the small counts (most cells: inversion, as before), else random_crt's choice
+    # inline for the small counts (most cells), else random_crt's choice; the same draws
+    # as random_crt
     if n <= CRT_SMALL_N:
         return crt_small(g, n, r)
     return random_crt(g, n, r)

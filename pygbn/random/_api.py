@@ -86,11 +86,14 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     Boundary conventions: ``n = 0`` gives 0; ``r = inf`` gives ``n``;
     ``r = 0`` gives 1 for ``n >= 1`` (the limit ``r -> 0``).
 
-    Algorithm: the cheapest, by a cost model, of three exact ones: inversion
-    over the next new table (``O(n)``, small n); thinning with geometric
-    skips (expected ``O(1 + r log n)``, small r); blocks of indices, each one
-    binomial draw plus a thinned correction (expected ``O(sqrt(r) log n)``,
-    large r).  See ``docs/samplers.md``.
+    Algorithm: the cheapest, by a cost model, of exact ones: thinning of a
+    dominating process whose next point has a closed form (expected
+    ``O(log n)`` candidates for ``r <= 1``, about ``r log n`` above; always
+    for ``r <= 1`` from ``n = 33`` to ``n = 1000``); inversion over the next
+    new table (``O(n)``, small n); thinning with geometric skips (tiny
+    r, huge n); blocks of indices, each one binomial draw plus a thinned
+    correction (expected ``O(sqrt(r) log n)``, large r).  See
+    ``docs/samplers.md``.
 
     References
     ----------

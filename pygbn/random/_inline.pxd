@@ -55,6 +55,8 @@ cdef extern from *:
     #define PYGBN_CRT_SKIP_LOW_R 0.3
     /* counts up to this go to crt_small (no cost model) */
     #define PYGBN_CRT_SMALL_N 64
+    /* crt_small: inversion up to this n for r < PYGBN_CRT_SKIP_LOW_R (speed only) */
+    #define PYGBN_CRT_INV_LOW_N 32
     """
     const double EPS53 "PYGBN_EPS53"
     const double INV_E "PYGBN_INV_E"
@@ -65,6 +67,7 @@ cdef extern from *:
     const double TWO_M600 "PYGBN_TWO_M600"
     const double CRT_SKIP_LOW_R "PYGBN_CRT_SKIP_LOW_R"
     const int64_t CRT_SMALL_N "PYGBN_CRT_SMALL_N"
+    const int64_t CRT_INV_LOW_N "PYGBN_CRT_INV_LOW_N"
 
 
 cdef extern from *:
@@ -438,11 +441,11 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
 
 
 cdef inline int64_t crt_small(bitgen_t *g, int64_t n, double r) noexcept nogil:
-    """CRT(n, r) for ``1 <= n <= CRT_SMALL_N``, ``0 < r < inf``, for the upper
-    layers' small counts (inline, no cost model): :c:func:`crt_inversion`.
-
-    :c:func:`crt_skip` is faster here but is held back: with it the partial
-    method's Geweke test at T = 2 fails (tests/test_geweke.py, partial-T2), cause
-    not yet found although crt_skip passes every exact-PMF test.
-    """
+    """CRT(n, r) for ``1 <= n <= CRT_SMALL_N``, ``0 < r < inf`` (speed only):
+    :c:func:`crt_skip` for ``CRT_SKIP_LOW_R <= r <= 1``, and for smaller r above
+    ``n = CRT_INV_LOW_N``; :c:func:`crt_inversion` otherwise (with tiny r one
+    uniform covers all n customers, cheaper than an exponential and an exp
+    for small n)."""
+    if r <= 1.0 and (r >= CRT_SKIP_LOW_R or n > CRT_INV_LOW_N):
+        return crt_skip(g, n, r)
     return crt_inversion(g, n, r)

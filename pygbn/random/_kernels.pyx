@@ -31,7 +31,8 @@ from pygbn.random._special cimport (
 cdef double POISSON_OWN_LAM = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
-# CRT: _inline.crt_small up to n = CRT_SMALL_N (crt_skip for r <= 1, inversion above),
+# CRT: _inline.crt_small up to n = CRT_SMALL_N (crt_skip for 0.3 <= r <= 1 and for smaller r
+# above n = 32, inversion otherwise),
 # crt_skip for r <= 1 up to CRT_SKIP_N; above, the cheapest of inversion, skips,
 # thinning and blocks by a cost model (ns per customer and per table of the
 # inversion, per point of crt_skip for r <= 1 and r > 1, per candidate, per block;
@@ -277,27 +278,39 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
 
     Equals ``sum(rand(n) < r / (r + arange(n)))``.  Conventions: ``n <= 0 -> 0``;
     ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
-    cheapest exact algorithm by expected cost: inversion over the next new
-    table (small n, :c:func:`pygbn.random._inline.crt_inversion`), thinning
-    (small r) or binomial blocks (large r); so the expected time is
-    O(min(n, 1 + r log n, sqrt(r) log n)).
+    cheapest exact algorithm by expected cost: closed-form skips of a
+    dominating process, thinned (:c:func:`pygbn.random._inline.crt_skip`,
+    always for r <= 1 up to n = 1000 except small n with r < 0.3), inversion
+    over the next new table (:c:func:`pygbn.random._inline.crt_inversion`,
+    those and r > 1 with n <= 64; :c:func:`pygbn.random._inline.crt_small`), thinning
+    with geometric skips (tiny r, huge n) or binomial blocks (large r); so the
+    expected time is O(min(n, log n + r log n, sqrt(r) log n)).
     """
-    cdef double lg, c_inv, c_thin, c_block
+    cdef double lg, c_inv, c_thin, c_block, c_skip
     if n <= 0:
         return 0
     if isinf(r):
         return n
     if not r > 0.0:
         return 1
-    # crt_skip (and crt_small's use of it) is held back: see _inline.crt_small
-    if n <= 16:
-        return crt_inversion(bitgen, n, r)
+    if n <= CRT_SMALL_N:
+        return crt_small(bitgen, n, r)
+    if r <= 1.0 and n <= CRT_SKIP_N:
+        return crt_skip(bitgen, n, r)
     # expected costs: n customers and ~1 + r log(1 + n/r) tables; ~1 + r log(1 + n/r)
-    # thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks
+    # thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks; points of crt_skip:
+    # ~log(n) for r <= 1, ~r (1 + log(1 + n/r)) (at most n) above
     lg = log1p(<double> n / r)
     c_inv = CRT_COST_INV * <double> n + CRT_COST_INV_TABLE * (1.0 + r * lg)
     c_thin = CRT_COST_THIN * (2.0 + r * lg)
     c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
+    if r <= 1.0:
+        c_skip = CRT_COST_SKIP * (1.0 + log(<double> n))
+    else:
+        c_skip = r * (1.0 + lg)
+        c_skip = CRT_COST_SKIP_R * (1.0 + (c_skip if c_skip < <double> n else <double> n))
+    if c_skip <= c_inv and c_skip <= c_thin and c_skip <= c_block:
+        return crt_skip(bitgen, n, r)
     if c_inv <= c_thin and c_inv <= c_block:
         return crt_inversion(bitgen, n, r)
     if c_thin <= c_block:
