@@ -94,7 +94,6 @@ cdef struct Doc:
     int32_t *pos                # position of topic k in the compact list (-1 if n_jk = 0)
     int32_t *topics             # compact list: the topics with n_jk > 0, in no order,
     double *cnt                 # their n_jk (as doubles)
-    double *w                   # and their weights phi_vk n_jk for the current cell's term v
     int32_t n_topics
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
@@ -110,10 +109,8 @@ cdef inline void _add(Doc *d, int32_t k, double phik) noexcept nogil:
         d.pos[k] = p
         d.topics[p] = k
         d.cnt[p] = 0.0
-        d.w[p] = 0.0
         d.n_topics += 1
     d.cnt[p] += 1.0
-    d.w[p] += phik
     d.nj[k] += 1
 
 
@@ -126,50 +123,47 @@ cdef inline void _remove(Doc *d, int32_t k, double phik) noexcept nogil:
         if p != last:
             d.topics[p] = d.topics[last]
             d.cnt[p] = d.cnt[last]
-            d.w[p] = d.w[last]
             d.pos[d.topics[p]] = p
         d.pos[k] = -1
         d.n_topics = last
     else:
         d.cnt[p] -= 1.0
-        d.w[p] -= phik
 
 
 cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
-    """``w_i = phi_vk n_jk`` over the document's topics; returns their sum ``D``.
-    ``phi_next`` (the next cell's row of Phi, or NULL): its entries at the same
-    topics are prefetched."""
-    cdef double s = 0.0, t
+    """The document bucket's total ``D = sum_i phi_vk_i n_jk_i`` over the document's
+    topics ``k_i``.  ``phi_next`` (the next cell's row of Phi, or NULL): its
+    entries at the same topics are prefetched."""
+    cdef double s = 0.0
     cdef Py_ssize_t i
     cdef const int32_t *tp = d.topics
     cdef const double *cn = d.cnt
-    cdef double *w = d.w
     if phi_next != NULL:
         for i in range(d.n_topics):
             prefetch(phi_next + tp[i])
-            t = phi_v[tp[i]] * cn[i]
-            w[i] = t
-            s += t
+            s += phi_v[tp[i]] * cn[i]
         return s
     for i in range(d.n_topics):
-        t = phi_v[tp[i]] * cn[i]
-        w[i] = t
-        s += t
+        s += phi_v[tp[i]] * cn[i]
     return s
 
 
-cdef inline int32_t _pick_doc(const Doc *d, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, D)``) of the document bucket (weights ``w``);
-    the last topic of positive weight if rounding overshoots."""
+cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, D)``) of the document bucket, weights
+    ``phi_vk n_jk`` in the list's order; the last topic of positive weight if
+    rounding overshoots."""
     cdef Py_ssize_t i, last = 0
-    cdef const double *w = d.w
+    cdef double t
+    cdef const int32_t *tp = d.topics
+    cdef const double *cn = d.cnt
     for i in range(d.n_topics):
-        if w[i] > 0.0:
+        t = phi_v[tp[i]] * cn[i]
+        if t > 0.0:
             last = i
-            if u < w[i]:
-                return d.topics[i]
-            u -= w[i]
-    return d.topics[last]
+            if u < t:
+                return tp[i]
+            u -= t
+    return tp[last]
 
 
 cdef inline bint _cum_less(const double *phi_v, const double *b, Py_ssize_t k, double u, double Q,
@@ -246,12 +240,12 @@ cdef inline int32_t _propose(bitgen_t *g, Doc *d, const double *phi_v, double D,
     cdef double u = _uniform(g) * (D + P)
     cdef double up
     if u < D and d.n_topics > 0:
-        return _pick_doc(d, u)
+        return _pick_doc(d, phi_v, u)
     if P > 0.0:
         up = d.u_prior
         d.u_prior = _uniform(g)
         return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
-    return _pick_doc(d, _uniform(g) * D)
+    return _pick_doc(d, phi_v, _uniform(g) * D)
 
 
 cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const topic_t *guide,
@@ -312,9 +306,8 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
     d.pos = <int32_t *> malloc(K * sizeof(int32_t))
     d.topics = <int32_t *> malloc(K * sizeof(int32_t))
     d.cnt = <double *> malloc(K * sizeof(double))
-    d.w = <double *> malloc(K * sizeof(double))
-    if d.nj == NULL or d.topics == NULL or d.pos == NULL or d.cnt == NULL or d.w == NULL:
-        free(d.nj); free(d.topics); free(d.pos); free(d.cnt); free(d.w)
+    if d.nj == NULL or d.topics == NULL or d.pos == NULL or d.cnt == NULL:
+        free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
         return -1
     for k in range(K):
         d.pos[k] = -1
@@ -394,7 +387,7 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
             d.nj[z] = 0
             d.pos[z] = -1
         d.n_topics = 0
-    free(d.nj); free(d.topics); free(d.pos); free(d.cnt); free(d.w)
+    free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
     return 0
 
 
