@@ -94,6 +94,18 @@ def test_metropolis_hastings_steps_leave_the_conditional_invariant():
     assert _chi2_p(wrong, p) < 1e-6
 
 
+def _tables_and_scans_agree(phi, b, with_t, without, terms, u):
+    """The prior-bucket topics of ``terms`` for the uniforms ``u`` with the tables
+    ``with_t`` and by scans (``without``), asserted equal: both lists."""
+    got = []
+    for tables in (with_t, without):
+        out = np.empty(u.size, dtype=np.int32)
+        _partial.prior_topics(phi, b, *tables, terms, u, out)
+        got.append(out)
+    np.testing.assert_array_equal(got[0], got[1])
+    return got
+
+
 def test_prior_tables_invert_their_weights():
     """A term's prior-bucket topic for the uniform u is the first k with
     u Q_v < sum_{i <= k} phi_vi b_i, the same with its table (indexed search
@@ -117,12 +129,7 @@ def test_prior_tables_invert_their_weights():
     u[cells] = np.nextafter(rng.integers(0, K + 1, size=cells.sum()) / K,
                             rng.choice([0.0, 1.0], size=cells.sum()))
     u = np.clip(u, 0.0, np.nextafter(1.0, 0.0))
-    got = []
-    for tables in (with_t, without):
-        out = np.empty(u.size, dtype=np.int32)
-        _partial.prior_topics(phi, b, *tables, terms, u, out)
-        got.append(out)
-    np.testing.assert_array_equal(got[0], got[1])
+    got = _tables_and_scans_agree(phi, b, with_t, without, terms, u)
     for v in range(V):
         w = phi[v] * b
         mask = terms == v
@@ -173,12 +180,7 @@ def test_float32_tables_decide_every_boundary_exactly():
         terms += [v] * (len(us) - len(terms))
     u = np.clip(np.array(us), 0.0, np.nextafter(1.0, 0.0))
     terms = np.array(terms, dtype=np.int64)
-    got = []
-    for tables in (with_t, without):
-        out = np.empty(u.size, dtype=np.int32)
-        _partial.prior_topics(phi, b, *tables, terms, u, out)
-        got.append(out)
-    np.testing.assert_array_equal(got[0], got[1])
+    got = _tables_and_scans_agree(phi, b, with_t, without, terms, u)
     for v in np.unique(terms):
         mask = terms == v
         cum = np.cumsum(phi[v] * b)
