@@ -76,8 +76,7 @@ class PartialState(TokenLabels):
     doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
         ``n_jk`` (the sampler's ``m[0]``).
     term_counts : ndarray of int32, shape (n_terms, K)
-        ``n_vk`` of the labels when the state was built or rebuilt (each
-        sweep returns its own).
+        ``n_vk`` of the labels, counted when read (each sweep returns its own).
     acceptance : float
         Share of the last sweep's Metropolis-Hastings proposals accepted
         (NaN when the draws were exact).
@@ -139,13 +138,19 @@ class PartialState(TokenLabels):
         return self.doc_ptr.size - 1
 
     def rebuild(self) -> None:
-        """Recount ``doc_counts`` and ``term_counts`` from the labels."""
+        """Recount ``doc_counts`` from the labels."""
         K = self.n_components
         self.doc_counts = np.empty((self.n_docs, K), dtype=doc_count_dtype(self.max_doc_tokens))
         _partial.count_doc_labels(self.doc_ptr, self.labels, self.doc_counts)
-        self.term_counts = np.empty((self.n_terms, K), dtype=np.int32)
-        _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, self.term_counts)
         self._tables = None
+
+    @property
+    def term_counts(self) -> np.ndarray:
+        """``n_vk`` of the labels (int32, (n_terms, K)), counted on each access: the
+        state keeps no copy (the sampler's ``layers[0].counts`` is the one in use)."""
+        out = np.empty((self.n_terms, self.n_components), dtype=np.int32)
+        _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, out)
+        return out
 
     def keep(self, keep: np.ndarray) -> None:
         """Drop the factors where ``keep`` is False (no token may carry them), renumber
