@@ -215,7 +215,6 @@ class PartialState(TokenLabels):
             rows[has] = np.arange(int(has.sum()), dtype=np.int64)
             self._table_row = (rows, self.TABLE_MIN_TOKENS)
         rows = self._table_row[0]
-        n_tab = int(rows.max()) + 1 if V else 0
         old = cached[3] if cached is not None else None
         self._tables = None
         tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old)
