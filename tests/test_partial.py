@@ -11,7 +11,8 @@ from pygbn.evaluation import split_tokens
 from pygbn._utils import BlockStreams
 from pygbn.inference import GibbsSampler, check_invariants
 from pygbn.inference import _partial
-from pygbn.inference.partial import PartialState, proposal_shape
+from pygbn.inference.collapsed_state import label_dtype
+from pygbn.inference.partial import PartialState, new_prior_tables, proposal_shape
 from pygbn.model import PoissonLink
 
 
@@ -19,10 +20,7 @@ def _prior_tables(phi, b, with_tables, n_threads=1):
     """The prior bucket's tables of every term (``with_tables``) or of none (scans)."""
     V, K = phi.shape
     rows = np.arange(V, dtype=np.int64) if with_tables else np.full(V, -1, dtype=np.int64)
-    n_tab = V if with_tables else 0
-    cum, guide, mass = np.empty((n_tab, K)), np.empty((n_tab, K), dtype=np.int32), np.empty(V)
-    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
-    return rows, cum, guide, mass
+    return new_prior_tables(phi, b, rows, n_threads, label_dtype(K))
 
 
 def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_self=False,
@@ -96,6 +94,18 @@ def test_metropolis_hastings_steps_leave_the_conditional_invariant():
     assert _chi2_p(wrong, p) < 1e-6
 
 
+def _tables_and_scans_agree(phi, b, with_t, without, terms, u):
+    """The prior-bucket topics of ``terms`` for the uniforms ``u`` with the tables
+    ``with_t`` and by scans (``without``), asserted equal: both lists."""
+    got = []
+    for tables in (with_t, without):
+        out = np.empty(u.size, dtype=np.int32)
+        _partial.prior_topics(phi, b, *tables, terms, u, out)
+        got.append(out)
+    np.testing.assert_array_equal(got[0], got[1])
+    return got
+
+
 def test_prior_tables_invert_their_weights():
     """A term's prior-bucket topic for the uniform u is the first k with
     u Q_v < sum_{i <= k} phi_vi b_i, the same with its table (indexed search
@@ -119,12 +129,7 @@ def test_prior_tables_invert_their_weights():
     u[cells] = np.nextafter(rng.integers(0, K + 1, size=cells.sum()) / K,
                             rng.choice([0.0, 1.0], size=cells.sum()))
     u = np.clip(u, 0.0, np.nextafter(1.0, 0.0))
-    got = []
-    for tables in (with_t, without):
-        out = np.empty(u.size, dtype=np.int32)
-        _partial.prior_topics(phi, b, *tables, terms, u, out)
-        got.append(out)
-    np.testing.assert_array_equal(got[0], got[1])
+    got = _tables_and_scans_agree(phi, b, with_t, without, terms, u)
     for v in range(V):
         w = phi[v] * b
         mask = terms == v
@@ -139,6 +144,48 @@ def test_prior_tables_invert_their_weights():
     draws = np.empty(u.size, dtype=np.int32)
     _partial.prior_topics(phi, b, *with_t, np.zeros(u.size, dtype=np.int64), u, draws)
     assert _chi2_p(draws, w / w.sum()) > 1e-3
+
+
+def test_float32_tables_decide_every_boundary_exactly():
+    """The float32 inversion tables give the double-precision inversion's topic
+    for uniforms within a few ulps of every boundary C_k / Q_v (where the
+    float32 value cannot decide and the exact sum is formed), for rows of
+    any scale (tiny, subnormal and large weights)."""
+    rng = np.random.default_rng(7)
+    V, K = 6, 50
+    phi = rng.dirichlet(np.full(V, 0.2), size=K).T.copy()
+    phi[1] *= 1e-250                                      # tiny rows: Q_v near the bottom of the doubles
+    phi[2, ::3] = 1e-310                                  # subnormal weights among normal ones
+    phi[3, :] = 1.0 / V
+    phi[4, 10:] = 1e-300
+    b = rng.gamma(0.3, 1.0, size=K)
+    b[5] = 1e200
+    with_t = _prior_tables(phi, b, True)
+    without = _prior_tables(phi, b, False)
+    terms, us = [], []
+    for v in range(V):
+        Q = with_t[3][v]
+        if not Q > 0:
+            continue
+        edges = np.cumsum(phi[v] * b) / Q
+        for e in edges:
+            x = e
+            for _ in range(4):
+                us += [x, np.nextafter(e, 1.0 + (e - x))]
+                x = np.nextafter(x, 0.0)
+            y = e
+            for _ in range(4):
+                y = np.nextafter(y, 2.0)
+                us.append(y)
+        terms += [v] * (len(us) - len(terms))
+    u = np.clip(np.array(us), 0.0, np.nextafter(1.0, 0.0))
+    terms = np.array(terms, dtype=np.int64)
+    got = _tables_and_scans_agree(phi, b, with_t, without, terms, u)
+    for v in np.unique(terms):
+        mask = terms == v
+        cum = np.cumsum(phi[v] * b)
+        x = np.minimum(u[mask] * with_t[3][v], np.nextafter(cum[-1], 0))
+        np.testing.assert_array_equal(got[0][mask], np.minimum(np.searchsorted(cum, x, side="right"), K - 1))
 
 
 def test_proposal_shape_is_the_prior_mean_shape():

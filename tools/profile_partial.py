@@ -7,10 +7,9 @@ Usage::
 
 Runs a ``GibbsSampler`` (T = 1, no pruning, p and c updated as in a fit) for
 ``--warm`` sweeps, then times ``--iters`` more with the parts wrapped: the
-Dirichlet draw of Phi^(1) (``sample_phi``), the alias-table build (or the
-fused Phi/alias pass where the kernel has one), the token sweep kernel
-(``partial_sweep``, which also accumulates ``n_vk``), the other layer-one
-bookkeeping, the top-layer and rate updates (``top_tables``, ``sample_p_c``,
+Dirichlet draw of Phi^(1) (``sample_phi``), the prior-bucket table build
+(``PartialState.prior_tables``), the token sweep kernel (``partial_sweep``),
+the other layer-one bookkeeping (``n_vk`` counted after the sweep), the top-layer and rate updates (``top_tables``, ``sample_p_c``,
 ``sample_top``, ``local_downward``); what is left of the sweep is Python
 overhead.  CPU seconds of the process (``time.process_time``, all threads),
 the smallest over the timed sweeps.  Also the token statistics of the state
@@ -71,7 +70,7 @@ def main(argv=None):
     for name in ("prior_tables", "alias_tables"):      # (alias_tables: before the tables were made by inversion)
         if hasattr(s.tokens, name):
             _wrap(s.tokens, name, "prior-bucket tables", acc, now)
-    _wrap(_partial, "partial_sweep", "token sweep (partial_sweep; n_vk too on main)", acc, now)
+    _wrap(_partial, "partial_sweep", "token sweep (partial_sweep)", acc, now)
     for name in ("top_tables", "sample_p_c", "sample_top", "local_downward"):
         _wrap(s, name, "top layer, p/c, r, theta (upper interface)", acc, now)
     from pygbn.inference import gibbs as gibbs_mod
@@ -83,7 +82,7 @@ def main(argv=None):
         s.sweep(update_p_c=True)
         total = now() - t0
         inner = sum(v for k, v in acc.items() if k not in ("_layer_one",))
-        layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep; n_vk too on main)"] \
+        layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep)"] \
             - acc.get("prior-bucket tables", 0.0)
         for k, v in acc.items():
             if k != "_layer_one":

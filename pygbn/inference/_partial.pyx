@@ -64,14 +64,27 @@ cdef extern from *:
     void prefetch "pygbn_partial_prefetch"(const void *p) noexcept nogil
 
 
+ctypedef fused nvk_t:
+    # term-topic counts n_vk: int32 when the data hold fewer than 2^31 tokens (nvk_dtype in partial.py)
+    int32_t
+    int64_t
+
+
+cdef enum:
+    # guide cells per topic of a prior-bucket table (the cell of x = u Q_v is floor(u M), M = GUIDE_CELLS K)
+    _GUIDE_CELLS = 2
+
+#: guide cells per topic of a prior-bucket table
+GUIDE_CELLS = _GUIDE_CELLS
+
 cdef extern from *:
     """
-    /* a guide entry with this bit set is pure: its cell lies inside one topic's interval */
-    #define PYGBN_GUIDE_PURE ((int32_t) 0x80000000u)
-    #define PYGBN_GUIDE_TOPIC ((int32_t) 0x7fffffff)
+    /* margins of the float32 inversion tables (see _cum_less): relative, then absolute */
+    #define PYGBN_CUMF_REL 2.384185791015625e-07     /* 2^-22 */
+    #define PYGBN_CUMF_ABS 7.174648137343064e-43     /* 2^-140 */
     """
-    const int32_t GUIDE_PURE "PYGBN_GUIDE_PURE"
-    const int32_t GUIDE_TOPIC "PYGBN_GUIDE_TOPIC"
+    const double CUMF_REL "PYGBN_CUMF_REL"
+    const double CUMF_ABS "PYGBN_CUMF_ABS"
 
 
 cdef struct Doc:
@@ -81,7 +94,6 @@ cdef struct Doc:
     int32_t *pos                # position of topic k in the compact list (-1 if n_jk = 0)
     int32_t *topics             # compact list: the topics with n_jk > 0, in no order,
     double *cnt                 # their n_jk (as doubles)
-    double *w                   # and their weights phi_vk n_jk for the current cell's term v
     int32_t n_topics
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
@@ -97,10 +109,8 @@ cdef inline void _add(Doc *d, int32_t k, double phik) noexcept nogil:
         d.pos[k] = p
         d.topics[p] = k
         d.cnt[p] = 0.0
-        d.w[p] = 0.0
         d.n_topics += 1
     d.cnt[p] += 1.0
-    d.w[p] += phik
     d.nj[k] += 1
 
 
@@ -113,79 +123,101 @@ cdef inline void _remove(Doc *d, int32_t k, double phik) noexcept nogil:
         if p != last:
             d.topics[p] = d.topics[last]
             d.cnt[p] = d.cnt[last]
-            d.w[p] = d.w[last]
             d.pos[d.topics[p]] = p
         d.pos[k] = -1
         d.n_topics = last
     else:
         d.cnt[p] -= 1.0
-        d.w[p] -= phik
 
 
 cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
-    """``w_i = phi_vk n_jk`` over the document's topics; returns their sum ``D``.
-    ``phi_next`` (the next cell's row of Phi, or NULL): its entries at the same
-    topics are prefetched."""
-    cdef double s = 0.0, t
+    """The document bucket's total ``D = sum_i phi_vk_i n_jk_i`` over the document's
+    topics ``k_i``.  ``phi_next`` (the next cell's row of Phi, or NULL): its
+    entries at the same topics are prefetched."""
+    cdef double s = 0.0
     cdef Py_ssize_t i
     cdef const int32_t *tp = d.topics
     cdef const double *cn = d.cnt
-    cdef double *w = d.w
     if phi_next != NULL:
         for i in range(d.n_topics):
             prefetch(phi_next + tp[i])
-            t = phi_v[tp[i]] * cn[i]
-            w[i] = t
-            s += t
+            s += phi_v[tp[i]] * cn[i]
         return s
     for i in range(d.n_topics):
-        t = phi_v[tp[i]] * cn[i]
-        w[i] = t
-        s += t
+        s += phi_v[tp[i]] * cn[i]
     return s
 
 
-cdef inline int32_t _pick_doc(const Doc *d, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, D)``) of the document bucket (weights ``w``);
-    the last topic of positive weight if rounding overshoots."""
+cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, D)``) of the document bucket, weights
+    ``phi_vk n_jk`` in the list's order; the last topic of positive weight if
+    rounding overshoots."""
     cdef Py_ssize_t i, last = 0
-    cdef const double *w = d.w
+    cdef double t
+    cdef const int32_t *tp = d.topics
+    cdef const double *cn = d.cnt
     for i in range(d.n_topics):
-        if w[i] > 0.0:
+        t = phi_v[tp[i]] * cn[i]
+        if t > 0.0:
             last = i
-            if u < w[i]:
-                return d.topics[i]
-            u -= w[i]
-    return d.topics[last]
+            if u < t:
+                return tp[i]
+            u -= t
+    return tp[last]
+
+
+cdef inline bint _cum_less(const double *phi_v, const double *b, Py_ssize_t k, double u, double Q,
+                           const float *cumf) noexcept nogil:
+    """``x < C_k`` exactly, where ``x = u Q`` (clamped below ``Q``) and
+    ``C_k = sum_{i <= k} phi_vi b_i`` (left to right), from the float32 table
+    ``cumf[k] = C_k / Q``: decided by ``cumf`` when ``u`` is outside
+    ``cumf[k] (1 +- 2^-22) +- 2^-140`` (then the rounding of ``cumf``
+    (2^-24 relative, 2^-150 absolute), of ``C_k / Q`` and of ``u Q`` (2^-53
+    each) cannot change the answer), else by forming ``C_k`` and ``x`` as the
+    scan of :c:func:`_pick_prior` does (about ``k 2^-21`` of the draws)."""
+    cdef double c = cumf[k], x, s = 0.0
+    cdef Py_ssize_t i
+    if u < c * (1.0 - CUMF_REL) - CUMF_ABS:
+        return True
+    if u > c * (1.0 + CUMF_REL) + CUMF_ABS:
+        return False
+    x = u * Q
+    if not (x < Q):
+        x = nextafter(Q, 0.0)
+    for i in range(k + 1):
+        s += phi_v[i] * b[i]
+    return x < s
 
 
 cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t K, double u, double Q,
-                                const double *cum, const int32_t *guide) noexcept nogil:
+                                const float *cumf, const topic_t *guide) noexcept nogil:
     """The prior bucket by inversion at ``x = u Q`` (``u`` uniform in [0, 1), ``Q = C_{K-1} > 0``):
     the first ``k`` with ``x < C_k``, ``C_k = sum_{i <= k} phi_vi b_i`` (``x``
-    clamped below Q).  With the term's table (``cum`` = C, ``guide``) from
-    guide entry ``floor(u K)`` in O(1) expected steps (none when the entry is
-    flagged pure: its whole cell lies inside one topic's interval), else by an
-    O(K) scan that forms the same sums in the same order: both give the same
-    topic for the same ``u``."""
-    cdef Py_ssize_t i, k
+    clamped below Q).  With the term's table (``cumf`` = C / Q in float32,
+    ``guide`` of ``M = GUIDE_CELLS K`` cells) from guide entry
+    ``floor(u M)`` in O(1) expected steps (none when the entry is pure,
+    stored as ``~k``: its whole cell lies inside topic k's interval), each
+    comparison exact (:c:func:`_cum_less`); else by an O(K) scan that forms the
+    same sums in the same order: both give the same topic for the same ``u``."""
+    cdef Py_ssize_t i, k, M = _GUIDE_CELLS * K
     cdef int32_t gk
-    cdef double c = 0.0, x = u * Q
-    if not (x < Q):
-        x = nextafter(Q, 0.0)
-    if cum != NULL:
-        i = <Py_ssize_t> (u * K)
-        if i >= K:
-            i = K - 1
+    cdef double c = 0.0, x
+    if cumf != NULL:
+        i = <Py_ssize_t> (u * M)
+        if i >= M:
+            i = M - 1
         gk = guide[i]
         if gk < 0:
-            return gk & GUIDE_TOPIC
+            return ~gk
         k = gk
-        while k > 0 and cum[k - 1] > x:
+        while k > 0 and _cum_less(phi_v, b, k - 1, u, Q, cumf):
             k -= 1
-        while k < K - 1 and not (x < cum[k]):
+        while k < K - 1 and not _cum_less(phi_v, b, k, u, Q, cumf):
             k += 1
         return <int32_t> k
+    x = u * Q
+    if not (x < Q):
+        x = nextafter(Q, 0.0)
     for k in range(K - 1):
         c += phi_v[k] * b[k]
         if x < c:
@@ -193,32 +225,37 @@ cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t
     return <int32_t> (K - 1)
 
 
+cdef inline double _uniform(bitgen_t *g) noexcept nogil:
+    """A uniform in [0, 1): ``random_standard_uniform`` without its call (the same number)."""
+    return g.next_double(g.state)
+
+
 cdef inline int32_t _propose(bitgen_t *g, Doc *d, const double *phi_v, double D, double Q,
-                             double P, const double *cum, const int32_t *guide) noexcept nogil:
+                             double P, const float *cumf, const topic_t *guide) noexcept nogil:
     """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: a uniform picks
     the document bucket ``D`` (weights ``w``) or the prior bucket
     ``P = lambda_j Q_v`` (``Q = Q_v``); the prior bucket's position is the
     uniform ``d.u_prior`` drawn at the previous prior draw (so that its table
     entry can be prefetched), then replaced (:c:func:`_pick_prior`)."""
-    cdef double u = random_standard_uniform(g) * (D + P)
+    cdef double u = _uniform(g) * (D + P)
     cdef double up
     if u < D and d.n_topics > 0:
-        return _pick_doc(d, u)
+        return _pick_doc(d, phi_v, u)
     if P > 0.0:
         up = d.u_prior
-        d.u_prior = random_standard_uniform(g)
-        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cum, guide)
-    return _pick_doc(d, random_standard_uniform(g) * D)
+        d.u_prior = _uniform(g)
+        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+    return _pick_doc(d, phi_v, _uniform(g) * D)
 
 
-cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const int32_t *guide,
+cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const topic_t *guide,
                                  int32_t v, Py_ssize_t K) noexcept nogil:
     """Prefetch the guide entry that term v's next prior draw reads."""
     cdef int64_t t = table_row[v]
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, M = _GUIDE_CELLS * K
     if t >= 0:
-        i = <Py_ssize_t> (d.u_prior * K)
-        prefetch(guide + t * K + (i if i < K else K - 1))
+        i = <Py_ssize_t> (d.u_prior * M)
+        prefetch(guide + t * M + (i if i < M else M - 1))
 
 
 cdef inline int32_t _direct(bitgen_t *g, const Doc *d, const double *phi_v) noexcept nogil:
@@ -229,9 +266,9 @@ cdef inline int32_t _direct(bitgen_t *g, const Doc *d, const double *phi_v) noex
     for k in range(K):
         total += phi_v[k] * (d.nj[k] + d.a[k])
     if not (total > 0.0):
-        k = <Py_ssize_t> (random_standard_uniform(g) * K)
+        k = <Py_ssize_t> (_uniform(g) * K)
         return <int32_t> (k if k < K else K - 1)
-    u = random_standard_uniform(g) * total
+    u = _uniform(g) * total
     for k in range(K - 1):
         t = phi_v[k] * (d.nj[k] + d.a[k])
         if u < t:
@@ -248,8 +285,8 @@ cdef inline double _weight(const Doc *d, int32_t k) noexcept nogil:
 cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr,
                       const int32_t *indices, const double *values, const int64_t *doc_ptr,
                       topic_t *labels, const double *phi, const double *prior, bint shared,
-                      const double *b, double bsum, const int64_t *table_row, const double *cum,
-                      const int32_t *guide, const double *word_mass, doc_count_t *njk,
+                      const double *b, double bsum, const int64_t *table_row, const float *cumf,
+                      const topic_t *guide, const double *word_mass, doc_count_t *njk,
                       Py_ssize_t K, int mh_steps, bint include_self, int64_t *counters) noexcept nogil:
     """The documents ``j0:j1`` (one block), in order, from one stream; -1 if out of memory."""
     cdef Doc d
@@ -258,8 +295,9 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
     cdef int32_t v, s, z, t, step
     cdef double asum, D, P, Q, ws, wt
     cdef const double *phi_v
-    cdef const double *cum_v
-    cdef const int32_t *guide_v
+    cdef const float *cum_v
+    cdef const topic_t *guide_v
+    cdef Py_ssize_t M = _GUIDE_CELLS * K
     cdef doc_count_t *row
     d.n_topics_total = K
     d.n_topics = 0
@@ -268,13 +306,12 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
     d.pos = <int32_t *> malloc(K * sizeof(int32_t))
     d.topics = <int32_t *> malloc(K * sizeof(int32_t))
     d.cnt = <double *> malloc(K * sizeof(double))
-    d.w = <double *> malloc(K * sizeof(double))
-    if d.nj == NULL or d.topics == NULL or d.pos == NULL or d.cnt == NULL or d.w == NULL:
-        free(d.nj); free(d.topics); free(d.pos); free(d.cnt); free(d.w)
+    if d.nj == NULL or d.topics == NULL or d.pos == NULL or d.cnt == NULL:
+        free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
         return -1
     for k in range(K):
         d.pos[k] = -1
-    d.u_prior = random_standard_uniform(g)
+    d.u_prior = _uniform(g)
     for j in range(j0, j1):
         tok = doc_ptr[j]
         if doc_ptr[j + 1] <= tok:
@@ -299,8 +336,8 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
             Q = word_mass[v]
             P = d.lam * Q
             if table_row[v] >= 0:
-                cum_v = cum + table_row[v] * K
-                guide_v = guide + table_row[v] * K
+                cum_v = cumf + table_row[v] * K
+                guide_v = guide + table_row[v] * M
             else:
                 cum_v = NULL
                 guide_v = NULL
@@ -328,7 +365,7 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
                             counters[1] += 1
                             continue
                         wt = _weight(&d, t)
-                        if wt >= ws or random_standard_uniform(g) * ws < wt:
+                        if wt >= ws or _uniform(g) * ws < wt:
                             z = t
                             ws = wt
                             counters[1] += 1
@@ -350,14 +387,14 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
             d.nj[z] = 0
             d.pos[z] = -1
         d.n_topics = 0
-    free(d.nj); free(d.topics); free(d.pos); free(d.cnt); free(d.w)
+    free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
     return 0
 
 
 def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                   const int64_t[::1] doc_ptr, topic_t[::1] labels, const double[:, ::1] phi,
                   const double[:, ::1] prior, const double[::1] b, const int64_t[::1] table_row,
-                  const double[:, ::1] cum, const int32_t[:, ::1] guide, const double[::1] word_mass,
+                  const float[:, ::1] cum, const topic_t[:, ::1] guide, const double[::1] word_mass,
                   const int64_t[::1] bounds, const uintptr_t[::1] streams, doc_count_t[:, ::1] njk,
                   int mh_steps, int n_threads, bint include_self=False,
                   bint shared_prior=False):
@@ -380,10 +417,10 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         ``a_jk`` of each row, or (``shared_prior``) one row shared by all; > 0.
     b : float64 (K,)
         The proposal's shared shape (> 0).
-    table_row, cum, guide, word_mass : (V,), (n_tables, K), (n_tables, K), (V,)
-        The prior bucket's tables (:func:`build_prior_tables`): term v's row
-        of ``cum`` and ``guide`` (-1: no table, an O(K) scan) and its total
-        ``Q_v = sum_k phi_vk b_k``.
+    table_row, cum, guide, word_mass : (V,), (n_tables, K), (n_tables, GUIDE_CELLS K), (V,)
+        The prior bucket's tables (:func:`build_prior_tables`; ``cum`` float32,
+        ``guide`` of the labels' type): term v's row of ``cum`` and ``guide``
+        (-1: no table, an O(K) scan) and its total ``Q_v = sum_k phi_vk b_k``.
     bounds, streams
         Document blocks (row indices) and one stream address per block.
     njk : uint16 or int32 (n_rows, K)
@@ -434,51 +471,70 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
 
 
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
-                       double[:, ::1] cum, int32_t[:, ::1] guide, double[::1] mass, int n_threads):
+                       float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, int n_threads):
     """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
     for every term, and for a term with ``table_row[v] = t >= 0`` the
-    inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = sum_{i <= k} w_i``
-    (left to right, the sums an O(K) scan of the sweep forms) and the guide
-    ``guide[t, i]`` = the first k with ``cum[t, k] > i Q_v / K`` (Chen & Asau's
+    inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = C_k / Q_v`` in
+    float32, ``C_k = sum_{i <= k} w_i`` (left to right, the sums an O(K) scan
+    of the sweep forms; the sweep's comparisons with it are exact, see
+    ``_cum_less``) and the guide over ``M = GUIDE_CELLS K`` cells:
+    ``guide[t, i]`` = the first k with ``C_k > i Q_v / M`` (Chen & Asau's
     indexed search: the topic of ``x = u Q_v`` is found from
-    ``guide[t, floor(u K)]`` in O(1) expected steps), flagged ``GUIDE_PURE``
-    when topic k's interval covers the whole cell ``[i Q_v / K, (i + 1) Q_v / K]``
+    ``guide[t, floor(u M)]`` in O(1) expected steps), stored as ``~k`` (pure)
+    when topic k's interval covers the whole cell ``[i Q_v / M, (i + 1) Q_v / M]``
     with a margin of ``2^-40 Q_v`` (then every such x lies in it, whatever the
-    rounding of ``u Q_v`` and ``u K``, and the draw reads nothing else).  No randomness:
+    rounding of ``u Q_v`` and ``u M``, and the draw reads nothing else).  No randomness:
     parallel over terms, the same tables for any thread count.
+    ``guide``'s type is the labels' (``K <= 32767`` for int16).
     """
-    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], v, k, i
+    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], M = _GUIDE_CELLS * phi.shape[1], v, k, i
     cdef int64_t t
-    cdef double c, Q, lo, hi, margin
-    for v in prange(V, nogil=True, num_threads=n_threads, schedule="dynamic", chunksize=64):
-        t = table_row[v]
-        c = 0.0
-        if t < 0:
-            for k in range(K):
-                c = c + phi[v, k] * b[k]
-            mass[v] = c
-        else:
-            for k in range(K):
-                c = c + phi[v, k] * b[k]
-                cum[t, k] = c
-            mass[v] = c
-            Q = c
-            margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
-            k = 0
-            for i in range(K):
-                lo = Q * i / K
-                hi = Q * (i + 1) / K
-                while k < K - 1 and not (cum[t, k] > lo):
-                    k = k + 1
-                # pure: every x = u Q with floor(u K) = i lies in topic k's interval
-                if (k == 0 or cum[t, k - 1] <= lo - margin) and (k == K - 1 or cum[t, k] > hi + margin):
-                    guide[t, i] = <int32_t> k | GUIDE_PURE
-                else:
-                    guide[t, i] = <int32_t> k
+    cdef double c, Q, lo, hi, margin, inv
+    cdef double *cs
+    cdef int n_failed = 0
+    with nogil, parallel(num_threads=n_threads):
+        cs = <double *> malloc(K * sizeof(double))        # the row's sums C_k (per thread)
+        for v in prange(V, schedule="dynamic", chunksize=64):
+            t = table_row[v]
+            c = 0.0
+            if t < 0:
+                for k in range(K):
+                    c = c + phi[v, k] * b[k]
+                mass[v] = c
+            elif cs == NULL:
+                n_failed += 1
+            else:
+                for k in range(K):
+                    c = c + phi[v, k] * b[k]
+                    cs[k] = c
+                mass[v] = c
+                Q = c
+                if Q >= 1e-290:
+                    inv = 1.0 / Q
+                    for k in range(K):
+                        cum[t, k] = <float> (cs[k] * inv)
+                else:                                      # 1 / Q would lose precision or overflow
+                    for k in range(K):
+                        cum[t, k] = <float> (cs[k] / Q) if Q > 0.0 else 0.0
+                margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
+                k = 0
+                for i in range(M):
+                    lo = Q * i / M
+                    hi = Q * (i + 1) / M
+                    while k < K - 1 and not (cs[k] > lo):
+                        k = k + 1
+                    # pure: every x = u Q with floor(u M) = i lies in topic k's interval
+                    if (k == 0 or cs[k - 1] <= lo - margin) and (k == K - 1 or cs[k] > hi + margin):
+                        guide[t, i] = <topic_t> (~k)
+                    else:
+                        guide[t, i] = <topic_t> k
+        free(cs)
+    if n_failed:
+        raise MemoryError("build_prior_tables: scratch memory could not be allocated")
 
 
 def prior_topics(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
-                 const double[:, ::1] cum, const int32_t[:, ::1] guide, const double[::1] mass,
+                 const float[:, ::1] cum, const topic_t[:, ::1] guide, const double[::1] mass,
                  const int64_t[::1] terms, const double[::1] u, int32_t[::1] out):
     """``out[i]``: the prior bucket's topic for the uniform ``u[i]`` (in [0, 1)) and
     term ``terms[i]``, as the sweep draws it (its table when it has one, else
@@ -492,7 +548,7 @@ def prior_topics(const double[:, ::1] phi, const double[::1] b, const int64_t[::
                              &cum[t, 0] if t >= 0 else NULL, &guide[t, 0] if t >= 0 else NULL)
 
 
-def dirichlet_columns(const int64_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
+def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
                       const uintptr_t[::1] streams, double[:, ::1] phi, int n_threads):
     """Phi^(1) column by column: ``phi[:, k] ~ Dir(eta + counts[:, k])`` (eq:step2).
 
@@ -565,14 +621,14 @@ def count_doc_labels(const int64_t[::1] doc_ptr, const topic_t[::1] labels, doc_
 
 
 def count_term_labels(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
-                      const topic_t[::1] labels, int64_t[:, ::1] nvk):
+                      const topic_t[::1] labels, nvk_t[:, ::1] nvk):
     """``nvk`` (V, K) overwritten with the term-topic counts of the labels (tokens in CSR order)."""
     nvk[:, :] = 0
     add_term_labels(0, indices.shape[0], 0, indices, values, labels, nvk, 1)
 
 
 def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] indices,
-                    const double[::1] values, const topic_t[::1] labels, int64_t[:, ::1] nvk,
+                    const double[::1] values, const topic_t[::1] labels, nvk_t[:, ::1] nvk,
                     int n_threads):
     """Add the term-topic counts of the tokens of cells ``c0:c1`` (the first at
     ``labels[tok0]``, tokens in CSR order) into ``nvk`` (V, K).
@@ -583,7 +639,7 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
     cdef Py_ssize_t K = nvk.shape[1], t, nt = max(n_threads, 1)
     cdef int64_t c, i, tok, n
     cdef int32_t v
-    cdef int64_t *out = &nvk[0, 0] if nvk.shape[0] else NULL
+    cdef nvk_t *out = &nvk[0, 0] if nvk.shape[0] else NULL
     if c1 <= c0 or out == NULL:
         return
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):

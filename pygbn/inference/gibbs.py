@@ -477,7 +477,7 @@ class GibbsSampler:
         st = streams if streams is not None else self.col_streams
         if t == 1 and self.method == "partial":
             phi = dirichlet_phi_one(layer, block_bounds(layer.counts.shape[1], COLUMN_BLOCK), st, self.n_threads,
-                                    self.tokens)
+                                    self.tokens if streams is None else None)
         else:
             counts = layer.counts
             if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:

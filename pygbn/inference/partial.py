@@ -27,15 +27,18 @@ independence Metropolis-Hastings steps when the documents' priors differ
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
 (int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
-than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int64 counted
-after each sweep and Phi^(1) (V, K) float64 (two reusable buffers of each,
-:meth:`PartialState.buffer`), and the prior tables, (K,) float64 + (K,) int32
-for each term that has one.
+than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int32 counted
+after each sweep (a token state holds fewer than 2^31 tokens) and Phi^(1)
+(V, K) float64, each drawn into the memory of the one it replaces when
+nothing else holds that (:meth:`PartialState.buffer`), and the prior
+tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
+int16 labels) for each term that has one.
 """
 from __future__ import annotations
 
 import logging
 import sys
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -47,7 +50,8 @@ from pygbn.inference.layer_one import CHUNK_BLOCKS
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "sample_layer_one_partial", "proposal_shape"]
+__all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "new_prior_tables", "sample_layer_one_partial",
+           "proposal_shape"]
 
 #: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
 MH_STEPS = 2
@@ -71,9 +75,8 @@ class PartialState(TokenLabels):
         Labels of document j are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
     doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
         ``n_jk`` (the sampler's ``m[0]``).
-    term_counts : ndarray of int64, shape (n_terms, K)
-        ``n_vk`` of the labels when the state was built or rebuilt (each
-        sweep returns its own).
+    term_counts : ndarray of int32, shape (n_terms, K)
+        ``n_vk`` of the labels, counted when read (each sweep returns its own).
     acceptance : float
         Share of the last sweep's Metropolis-Hastings proposals accepted
         (NaN when the draws were exact).
@@ -95,6 +98,8 @@ class PartialState(TokenLabels):
         self._tables = None
         self._table_row = None
         self._pool = {}
+        #: bumped when Phi^(1) is drawn into the memory of the last one (the tables are then stale)
+        self.phi_stamp = 0
         self.rebuild()
 
     @classmethod
@@ -133,13 +138,19 @@ class PartialState(TokenLabels):
         return self.doc_ptr.size - 1
 
     def rebuild(self) -> None:
-        """Recount ``doc_counts`` and ``term_counts`` from the labels."""
+        """Recount ``doc_counts`` from the labels."""
         K = self.n_components
         self.doc_counts = np.empty((self.n_docs, K), dtype=doc_count_dtype(self.max_doc_tokens))
         _partial.count_doc_labels(self.doc_ptr, self.labels, self.doc_counts)
-        self.term_counts = np.empty((self.n_terms, K), dtype=np.int64)
-        _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, self.term_counts)
         self._tables = None
+
+    @property
+    def term_counts(self) -> np.ndarray:
+        """``n_vk`` of the labels (int32, (n_terms, K)), counted on each access: the
+        state keeps no copy (the sampler's ``layers[0].counts`` is the one in use)."""
+        out = np.empty((self.n_terms, self.n_components), dtype=np.int32)
+        _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, out)
+        return out
 
     def keep(self, keep: np.ndarray) -> None:
         """Drop the factors where ``keep`` is False (no token may carry them), renumber
@@ -158,12 +169,20 @@ class PartialState(TokenLabels):
         if not np.array_equal(totals, self.doc_counts.sum(axis=0)):
             raise AssertionError("partial document-topic counts inconsistent with the labels")
 
-    def buffer(self, name: str, shape, dtype) -> np.ndarray:
-        """An array for a per-sweep (V, K) result (``n_vk``, Phi^(1)): one of two
-        kept per ``name`` that nothing else references any more (the other is the
-        one handed out last), else a new one.  Reusing memory that is already
-        mapped spares the page faults of a fresh allocation each sweep; the
-        contents are undefined."""
+    def buffer(self, name: str, shape, dtype, current: Optional[np.ndarray] = None) -> np.ndarray:
+        """An array for a per-sweep (V, K) result (``n_vk``, Phi^(1)): ``current``
+        (the result it replaces) when only its holder and the caller's
+        references are left to it, else one of two kept per ``name`` that
+        nothing else references any more, else a new one.  Reusing memory
+        that is already mapped spares the page faults of a fresh allocation
+        each sweep, and drawing into ``current`` keeps one array instead of
+        two; the contents are undefined."""
+        if current is not None and current.shape == tuple(shape) and current.dtype == dtype \
+                and current.flags.c_contiguous and current.flags.writeable and current.base is None:
+            # references: its holder's, ``current``, getrefcount's argument and the pool's if pooled
+            pooled = sum(buf is current for buf in self._pool.values())
+            if sys.getrefcount(current) <= 3 + pooled:
+                return current
         for slot in (name + "0", name + "1"):
             buf = self._pool.get(slot)
             # references: the pool's, ``buf`` and getrefcount's argument
@@ -185,8 +204,9 @@ class PartialState(TokenLabels):
         same topic for the same uniform, so the chain does not depend on
         which terms have tables)."""
         cached = self._tables
-        if cached is not None and cached[0] is phi and np.array_equal(cached[1], b):
-            return cached[2]
+        if cached is not None and cached[0]() is phi and cached[1] == self.phi_stamp \
+                and np.array_equal(cached[2], b):
+            return cached[3]
         V, K = phi.shape
         if self._table_row is None or self._table_row[1] != self.TABLE_MIN_TOKENS:
             term_tokens = np.bincount(self.indices, weights=self.values, minlength=V)[:V]
@@ -195,15 +215,30 @@ class PartialState(TokenLabels):
             rows[has] = np.arange(int(has.sum()), dtype=np.int64)
             self._table_row = (rows, self.TABLE_MIN_TOKENS)
         rows = self._table_row[0]
-        n_tab = int(rows.max()) + 1 if V else 0
-        if cached is not None and cached[2][1].shape == (n_tab, K):
-            cum, guide = cached[2][1], cached[2][2]
-        else:
-            cum, guide = np.empty((n_tab, K)), np.empty((n_tab, K), dtype=np.int32)
-        mass = np.empty(V)
-        _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
-        self._tables = (phi, b.copy(), (rows, cum, guide, mass))
-        return self._tables[2]
+        old = cached[3] if cached is not None else None
+        self._tables = None
+        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old)
+        self._tables = (weakref.ref(phi), self.phi_stamp, b.copy(), tables)
+        return tables
+
+
+def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads: int, dtype,
+                     old=None):
+    """The prior bucket's tables of ``phi_v. b`` for the terms with ``rows[v] >= 0``
+    (:func:`pygbn.inference._partial.build_prior_tables`): ``(rows, cum, guide,
+    mass)``, ``cum`` (n_tables, K) float32 and ``guide`` (n_tables,
+    GUIDE_CELLS K) of the labels' ``dtype``; the arrays of ``old`` (tables of
+    the same shapes) are reused."""
+    V, K = phi.shape
+    n_tab = int(rows.max()) + 1 if V else 0
+    M = _partial.GUIDE_CELLS * K
+    if old is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) and old[2].dtype == dtype:
+        cum, guide = old[1], old[2]
+    else:
+        cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, M), dtype=dtype)
+    mass = old[3] if old is not None and old[3].shape == (V,) else np.empty(V)
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
+    return rows, cum, guide, mass
 
 
 def proposal_shape(network) -> np.ndarray:
@@ -220,10 +255,19 @@ def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int,
     """Phi^(1) of the partial method from its Dirichlet (eq:step2),
     ``Phi_:k ~ Dir(eta + n_:k)`` given ``layer.counts = n_vk``, column block b
     drawing from ``streams`` b (:func:`pygbn.inference._partial.dirichlet_columns`:
-    the (V, K) counts are read and Phi written directly, no transposed copies;
-    into one of ``tokens``' buffers when given)."""
-    counts = np.ascontiguousarray(layer.counts, dtype=np.int64)
-    phi = np.empty(counts.shape) if tokens is None else tokens.buffer("phi", counts.shape, np.float64)
+    the (V, K) counts are read and Phi written directly, no transposed copies).
+    With ``tokens`` (a draw of the chain that replaces ``layer.phi``) into
+    ``layer.phi``'s own memory when nothing else holds it (else one of
+    ``tokens``' buffers): the old Phi^(1) is not needed once the new one is
+    drawn, and the tables made from it are marked stale."""
+    counts = layer.counts
+    if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+    if tokens is None:
+        phi = np.empty(counts.shape)
+    else:
+        phi = tokens.buffer("phi", counts.shape, np.float64, layer.phi)
+        tokens.phi_stamp += 1
     _partial.dirichlet_columns(counts, float(layer.eta), np.ascontiguousarray(col_bounds, dtype=np.int64),
                                streams.addresses, phi, n_threads)
     return phi
@@ -238,7 +282,9 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time by
     :func:`pygbn.inference._upper.doc_prior`, the same BLAS calls per block
     wherever the block is).  Updates ``m[0] = n_jk`` in place and returns the
-    blocks' term-topic counts ``n_vk`` (int64, the statistic of Phi^(1)).
+    blocks' term-topic counts ``n_vk`` (int32, the statistic of Phi^(1); for all
+    blocks into the memory of ``layers[0].counts``, the last sweep's, when
+    nothing else holds that: it then holds the new counts).
     """
     net = sampler.network
     tokens: PartialState = sampler.tokens
@@ -281,7 +327,8 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
                      tokens.acceptance)
     # n_vk of the blocks' new labels, counted after the sweep (a pass of its own: an
     # increment inside the token loop waits on a cache miss of the (V, K) array)
-    n_vk = tokens.buffer("n_vk", phi.shape, np.int64)
+    # the whole chain's n_vk into the memory of the last one when nothing else holds that
+    n_vk = tokens.buffer("n_vk", phi.shape, np.int32, net.layers[0].counts if blocks is None else None)
     n_vk.fill(0)
     lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     _partial.add_term_labels(int(tokens.indptr[lo]), int(tokens.indptr[hi]), int(tokens.doc_ptr[lo]),
