@@ -18,7 +18,7 @@ The kernels trust their input (shapes, dtypes, positivity): the Python layer
 in :mod:`pygbn.inference.gibbs` prepares it.
 """
 from cython.parallel cimport prange, threadid
-from libc.math cimport log, exp, sqrt, INFINITY
+from libc.math cimport log, exp, INFINITY
 from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
@@ -29,13 +29,13 @@ from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
-    random_crt, random_truncated_poisson, random_truncated_bessel,
-    random_multinomial_split, random_dirichlet,
+    random_crt, random_multinomial_split, random_dirichlet,
 )
 
 # How the latent count of a cell is obtained from its observation
-# (Link.latent_mode; the codes are defined once, in pygbn/model/_latent.pxd).
-from pygbn.model._latent cimport LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON
+# (Link.latent_mode; the codes and latent_count, which draws it, are defined once,
+# in pygbn/model/_latent.pxd).
+from pygbn.model._latent cimport latent_count
 
 
 
@@ -173,17 +173,6 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
                     n_row[c] += <stat_t> tmp[c]
 
 
-cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
-    if mode == LATENT_COUNTS:
-        return <int64_t> obs
-    elif mode == LATENT_CRT:
-        return random_crt(g, <int64_t> obs, total)
-    elif mode == LATENT_TRUNC_POISSON:
-        return random_truncated_poisson(g, total)
-    else:  # LATENT_TRUNC_BESSEL
-        return random_truncated_bessel(g, 2.0 * sqrt(aux * obs * total))
-
-
 def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                  const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
                  int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
@@ -243,7 +232,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                 for c in range(indptr[j], indptr[j + 1]):
                     total = _cell_weights(&phi[indices[c], 0], &theta[0 if shared_theta else j, 0],
                                           k, w, cw)
-                    x = _latent(g, mode, values[c], total, a)
+                    x = latent_count(g, mode, values[c], total, a)
                     if keep_x:
                         x_out[c] = x
                     total_x = total_x + x

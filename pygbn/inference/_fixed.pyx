@@ -24,7 +24,7 @@ block whose scratch memory cannot be allocated does no work and the kernel
 raises ``MemoryError`` after the loop.  The kernels trust their input.
 """
 from cython.parallel cimport prange
-from libc.math cimport sqrt, INFINITY
+from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport free
 from numpy.random cimport bitgen_t
@@ -32,10 +32,8 @@ from numpy.random.c_distributions cimport random_standard_uniform
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
-from pygbn.random._kernels cimport (
-    random_crt, random_truncated_poisson, random_truncated_bessel, random_multinomial_split,
-)
-from pygbn.model._latent cimport LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON
+from pygbn.random._kernels cimport random_multinomial_split
+from pygbn.model._latent cimport latent_count
 
 
 cdef enum:
@@ -142,17 +140,6 @@ cdef inline Py_ssize_t _search(const double *cw, Py_ssize_t k, double u) noexcep
     return lower_search(cw, k, u)
 
 
-cdef inline int64_t _latent(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
-    if mode == LATENT_COUNTS:
-        return <int64_t> obs
-    elif mode == LATENT_CRT:
-        return random_crt(g, <int64_t> obs, total)
-    elif mode == LATENT_TRUNC_POISSON:
-        return random_truncated_poisson(g, total)
-    else:  # LATENT_TRUNC_BESSEL
-        return random_truncated_bessel(g, 2.0 * sqrt(aux * obs * total))
-
-
 cdef inline void _add_split(bitgen_t *g, int64_t x, const double *w, Py_ssize_t k, double total,
                             int64_t *tmp, count_t *m_row) noexcept nogil:
     """``x`` units over the k weights ``w`` summing to ``total`` by conditional binomials."""
@@ -182,7 +169,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
     cdef double scaled, point
     if not total > 0.0:
         scaled = log_rescaled_weights(phi_row, theta_row, k, w)
-        x = _latent(g, mode, obs, 0.0, a)
+        x = latent_count(g, mode, obs, 0.0, a)
         if x <= 0:
             return x
         scaled = 0.0
@@ -195,7 +182,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
         else:
             _add_split(g, x, w, k, scaled, tmp, m_row)
         return x
-    x = _latent(g, mode, obs, total, a)
+    x = latent_count(g, mode, obs, total, a)
     if x <= 0:
         return x
     if x < SMALL_SPLIT:

@@ -1,8 +1,28 @@
 # How the layer-one latent count of an observed cell is drawn given the
 # observation (the one definition of these codes: pygbn.model.links exports
-# them to Python, pygbn.inference._blocked cimports them).
+# them to Python, pygbn.inference._blocked and _fixed cimport them and
+# latent_count below).
+from libc.math cimport sqrt
+from libc.stdint cimport int64_t
+from numpy.random cimport bitgen_t
+from pygbn.random._kernels cimport random_crt, random_truncated_poisson, random_truncated_bessel
+
 cpdef enum LatentMode:
     LATENT_COUNTS = 0         # Poisson link: the observation is the latent count      (eq:PFA)
     LATENT_CRT = 1            # upper layers: CRT(m, sum_k phi_vk theta_kj)            (eq:CRT)
     LATENT_TRUNC_POISSON = 2  # Bernoulli-Poisson link, b = 1: Pois_+(sum_k ...)       (eq:Ber-PGBN)
     LATENT_TRUNC_BESSEL = 3   # PRG link, y > 0: Bessel_-1(2 sqrt(a_j y sum_k ...))    (eq:Gam-PGBN)
+
+
+cdef inline int64_t latent_count(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
+    """The latent count of one observed cell given ``total`` = sum_k phi_vk theta_kj
+    (and, for the PRG link, ``aux`` = a_j): the observation itself, CRT(obs, total),
+    Pois_+(total) or Bessel_-1(2 sqrt(aux obs total)), by ``mode`` (LatentMode)."""
+    if mode == LATENT_COUNTS:
+        return <int64_t> obs
+    elif mode == LATENT_CRT:
+        return random_crt(g, <int64_t> obs, total)
+    elif mode == LATENT_TRUNC_POISSON:
+        return random_truncated_poisson(g, total)
+    else:  # LATENT_TRUNC_BESSEL
+        return random_truncated_bessel(g, 2.0 * sqrt(aux * obs * total))
