@@ -26,7 +26,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport count_t, log_rescaled_weights
+from pygbn.inference._shared cimport count_t, count_max, log_rescaled_weights
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
     random_crt, random_multinomial_split, random_dirichlet,
@@ -210,12 +210,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef Py_ssize_t n_over = 0
     cdef int64_t total_x, cap
     cdef bitgen_t *g
-    if count_t is uint16_t:
-        cap = 65535
-    elif count_t is int32_t:
-        cap = 2147483647
-    else:
-        cap = 9223372036854775807
+    cap = count_max(<const count_t *> NULL)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         w = <double *> block_malloc(k * sizeof(double))

@@ -31,7 +31,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport count_t, log_rescaled_weights
+from pygbn.inference._shared cimport count_t, count_max, log_rescaled_weights
 from pygbn.random._kernels cimport random_multinomial_split
 from pygbn.model._latent cimport latent_count
 
@@ -252,12 +252,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cdef Py_ssize_t n_over = 0
     cdef count_t *m_row
     cdef bitgen_t *g
-    if count_t is uint16_t:
-        cap = 65535
-    elif count_t is int32_t:
-        cap = 2147483647
-    else:
-        cap = 9223372036854775807
+    cap = count_max(<const count_t *> NULL)
     if n_blocks <= 0 or k == 0:
         return 0
     with nogil:

@@ -22,6 +22,17 @@ ctypedef fused doc_count_t:
     int32_t
 
 
+cdef inline int64_t count_max(const count_t *like) noexcept nogil:
+    """The largest count an array of ``count_t`` holds (the cap of the layer-one
+    splits' overflow guard); ``like`` only selects the type (NULL is fine)."""
+    if count_t is uint16_t:
+        return 65535
+    elif count_t is int32_t:
+        return 2147483647
+    else:
+        return 9223372036854775807
+
+
 cdef inline double log_rescaled_weights(const double *phi_row, const double *theta_row, Py_ssize_t k,
                                         double *w) noexcept nogil:
     """Weights ``phi_i theta_i`` rescaled by their maximum in log space, for cells
