@@ -11,6 +11,11 @@
 #      Debian corpus with n_jobs 1 and 2 (the upper layers' speed-up).
 #   2. (stage 2, the machine to itself) 16 threads/workers: partial, tomotopy and blocked at 5.2M
 #      tokens and K = 100, partial and tomotopy at K = 400 and at 20.8M tokens, K = 100.
+#   3. (stage 3, RACE=1, the machine to itself) held-out perplexity against wall time
+#      (tools/layer_one_race.py, one run per process so that a cut keeps the earlier ones): the man
+#      pages at K = 100 and 400 and the whole Debian corpus at K = 100, collapsed on one thread
+#      against partial (and blocked) on all cores and partial on 4; RACE_RESERVE seconds of the
+#      budget are kept for it (default 0).
 #
 # Everything prints to stdout as it goes (rows stay in the log if the budget cuts a step); the
 # JSON records and the logs are packed into $OUT/device_bench.tar.gz at the end.
@@ -109,7 +114,8 @@ HIGH="$half-$(( n - 1 ))"                   # stage 1, the one-thread rows besid
 # Stage 1: up to half the machine for the scaling runs (1, 2, 4, 8 threads, one after another), the
 # other half for the one-thread rows side by side (memory bandwidth shared alike by both libraries)
 say "stage 1: scaling on CPUs $LOW, one-thread rows on CPUs $HIGH"
-S2=${STAGE2_RESERVE:-130}   # seconds kept for stage 2
+S3=0; [ "${RACE:-0}" = "1" ] && S3=${RACE_RESERVE:-0}   # seconds kept for stage 3
+S2=$(( ${STAGE2_RESERVE:-130} + S3 ))   # seconds kept for stages 2 and 3
 p1=()
 ( RESERVE=$S2 scale a_5M_K100 "$LOW" $T5 100 "$IT5" partial-1 tomotopy-1 collapsed partial-2 tomotopy-2 partial-4 tomotopy-4 \
       partial-$half tomotopy-$half
@@ -139,10 +145,30 @@ show "$work"/a_5M_K100.txt "$work"/a_5M_K400.txt "$work"/b_*.txt
 # Stage 2: the whole machine, one run at a time
 say "stage 2: $n threads on the whole machine"
 ALL="0-$(( n - 1 ))"
-scale c_5M_K100 "$ALL" $T5 100 "$IT5" partial-$n tomotopy-$n blocked-$n
-scale c_5M_K400 "$ALL" $T5 400 "$IT400" partial-$n tomotopy-$n
-scale c_20M_K100 "$ALL" $T20 100 "$IT20" partial-$n tomotopy-$n
+RESERVE=$S3 scale c_5M_K100 "$ALL" $T5 100 "$IT5" partial-$n tomotopy-$n blocked-$n
+RESERVE=$S3 scale c_5M_K400 "$ALL" $T5 400 "$IT400" partial-$n tomotopy-$n
+RESERVE=$S3 scale c_20M_K100 "$ALL" $T20 100 "$IT20" partial-$n tomotopy-$n
 show "$work"/c_*.txt
+
+# Stage 3: perplexity against wall time, one run per process (the same split and seed in each)
+if [ "${RACE:-0}" = "1" ]; then
+    say "stage 3: layer_one_race"
+    if [ "${QUICK:-0}" = "1" ]; then RM="--n-docs 300 --iters 4 --every 2"; RD="--n-docs 2000 --iters 4 --every 2"
+    else RM="--n-docs 0 --iters 400 --every 40"; RD="--n-docs 0 --iters 200 --every 20"; fi
+    for spec in "man 100 collapsed-1" "man 100 partial-$n" "deb 100 collapsed-1" "deb 100 partial-$n" \
+                "man 400 collapsed-1" "man 400 partial-$n" "deb 100 blocked-$n" "man 100 partial-4" \
+                "deb 100 partial-4"; do
+        read -r ds K run <<<"$spec"
+        t=$(( $(left) - 10 ))
+        if [ "$t" -lt 20 ]; then say "skipped race $spec (budget)"; continue; fi
+        if [ "$ds" = man ]; then args="--dataset linux-manpages $RM"; else args="--dataset debian $RD"; fi
+        say "race $spec"
+        # shellcheck disable=SC2086
+        timeout -k 5 "$t" $PY tools/layer_one_race.py --data-dir "$ROOT/.devdata" $args --K "$K" \
+            --runs "$run" >"$work/r_${ds}_K${K}_${run}.txt" 2>&1
+        tail -n +3 "$work/r_${ds}_K${K}_${run}.txt"
+    done
+fi
 say "done"
 tar -czf "$OUT/device_bench.tar.gz" -C "$OUT" bench && rm -rf "$work"
 ls -l "$OUT"
