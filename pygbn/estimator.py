@@ -42,6 +42,22 @@ SCORE_TRAIN_FRACTION = 0.3
 SPLIT_SEED_TAG = 0x5EED
 
 
+def resolve_auto(link: Link, n_jobs) -> str:
+    """The layer-one method that ``method="auto"`` stands for.
+
+    "blocked" for the binary and real links (Algorithm 2); for counts
+    "collapsed" when ``n_jobs`` is 1 or None (the paper's sweep, the best
+    mixing per iteration) and "partial" for any other ``n_jobs``, -1
+    included, so that the choice follows the arguments, not the machine
+    (on 4-16 threads the partial chain reaches the collapsed chain's
+    held-out perplexity in a quarter to a half of its wall time:
+    docs/benchmarks.md, "Held-out perplexity against wall time on 16 cores").
+    """
+    if not link.collapsible:
+        return "blocked"
+    return "collapsed" if n_jobs is None or int(n_jobs) == 1 else "partial"
+
+
 class NotFittedError(ValueError, AttributeError):
     """A method that needs a fitted model was called before ``fit``.
 
@@ -84,11 +100,13 @@ class GBN:
         every non-zero count, eq:step1; parallel over documents) or
         "partial" (token labels with theta^(1) integrated out and Phi^(1)
         explicit: exact, parallel over documents, a token's cost independent
-        of K).  "auto" is "collapsed" for counts; the binary and real links
-        are always blocked (Algorithm 2).
+        of K).  "auto" is "collapsed" for counts with ``n_jobs`` 1 or None
+        and "partial" for counts with any other ``n_jobs``; the binary and
+        real links are always blocked (Algorithm 2).
     n_jobs : int or None, default=1
-        Threads for the document-parallel kernels (-1: all cores).  Results do
-        not depend on it.
+        Threads for the document-parallel kernels (-1: all cores).  For a
+        given layer-one method results do not depend on it; ``method="auto"``
+        picks "partial" instead of "collapsed" when it is not 1 or None.
     random_state : None, int, SeedSequence or numpy.random.Generator
         Seed of the chain (and of ``transform``).
     verbose : bool or int, default=False
@@ -208,16 +226,16 @@ class GBN:
         schedule = Schedule.for_layers(T, burn_in=self.burn_in, n_collect=self.n_collect,
                                        prune=self.prune, min_width=self.min_width,
                                        trace_every=self.trace_every)
+        n_jobs = effective_n_jobs(self.n_jobs)
         method = self.method
         if method not in ("auto",) + METHODS:
             raise ValueError(f"method must be 'auto', 'collapsed', 'blocked' or 'partial', got {method!r}")
         if method == "auto":
-            method = "collapsed" if link.collapsible else "blocked"
+            method = resolve_auto(link, self.n_jobs)
         if method != "blocked" and not link.collapsible:
             raise ValueError(
                 f"method={method!r} needs count data (link='poisson'); link={link.name!r} "
                 "is sampled with method='blocked'")
-        n_jobs = effective_n_jobs(self.n_jobs)
         hyper = self.hyperparameters
         if hyper is None:
             hyper = Hyperparameters()

@@ -20,7 +20,7 @@ from pygbn.datasets import load_demo  # noqa: E402
 from pygbn.dask import DaskGBN, PartitionLostError  # noqa: E402
 
 PARAMS = dict(n_components=8, n_layers=2, burn_in=(8, 4), n_collect=5, random_state=5,
-              transform_iter=(3, 3))
+              transform_iter=(3, 3), method="blocked")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def data():
 @pytest.fixture(scope="module")
 def reference(data):
     obs, held = data
-    return pygbn.GBN(method="blocked", **PARAMS).fit(obs, heldout=held)
+    return pygbn.GBN(**PARAMS).fit(obs, heldout=held)
 
 
 def assert_same_networks(a, b):
@@ -78,12 +78,13 @@ def test_poisson_bit_identical_to_one_process(client, data, reference, chunks, n
 
 
 def test_partial_bit_identical_to_one_process(client, data, tmp_path):
-    """method="partial" over three partitions gives GBN(method="partial")'s
-    networks and held-out perplexities bit for bit, and is kept by to_local."""
+    """method="auto" (partial for counts on the cluster) over three partitions
+    gives GBN(method="partial")'s networks and held-out perplexities bit for
+    bit, and the method is kept by to_local."""
     obs, held = data
-    ref = pygbn.GBN(method="partial", **PARAMS).fit(obs, heldout=held)
-    model = DaskGBN(client=client, method="partial", **PARAMS).fit(dask_array(obs, 150),
-                                                                    heldout=dask_array(held, 150))
+    ref = pygbn.GBN(**{**PARAMS, "method": "partial"}).fit(obs, heldout=held)
+    model = DaskGBN(client=client, **{**PARAMS, "method": "auto"}).fit(dask_array(obs, 150),
+                                                                       heldout=dask_array(held, 150))
     assert model.n_partitions_ == 3 and model.method_ == "partial"
     assert_same_networks(model, ref)
     assert model.perplexity_ == ref.perplexity_

@@ -81,6 +81,30 @@ def test_n_jobs_does_not_change_the_result(method):
     np.testing.assert_array_equal(a.transform(X[:50]), b.transform(X[:50]))
 
 
+@pytest.mark.parametrize("link,n_jobs,expected", [
+    ("poisson", 1, "collapsed"), ("poisson", None, "collapsed"), ("poisson", np.int64(1), "collapsed"),
+    ("poisson", 2, "partial"), ("poisson", -1, "partial"), ("bernoulli", 1, "blocked"),
+    ("bernoulli", 4, "blocked"), ("prg", -1, "blocked")])
+def test_auto_method_follows_the_link_and_n_jobs(link, n_jobs, expected):
+    from pygbn.estimator import resolve_auto
+    from pygbn.model.links import get_link
+
+    assert resolve_auto(get_link(link), n_jobs) == expected
+
+
+def test_auto_on_several_threads_is_the_partial_chain(counts):
+    """method="auto" with n_jobs=2 fits the partial method's chain, the one
+    that method="partial" gives on one thread (n_jobs never changes a method's
+    result); a bad n_jobs is refused before the method is chosen."""
+    kw = dict(n_components=6, n_layers=2, random_state=4, **QUICK)
+    auto = GBN(n_jobs=2, **kw).fit(counts)
+    assert auto.method_ == "partial"
+    _same_networks(auto, GBN(method="partial", n_jobs=1, **kw).fit(counts))
+    assert GBN(**kw).fit(counts).method_ == "collapsed"
+    with pytest.raises(ValueError, match="n_jobs must be a non-zero int or None, got 'two'"):
+        GBN(n_jobs="two").fit(counts)
+
+
 def test_sparse_formats_and_integral_floats_give_the_same_fit(counts):
     kw = dict(n_components=8, n_layers=2, random_state=5, **QUICK)
     ref = GBN(**kw).fit(counts)

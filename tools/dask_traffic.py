@@ -126,8 +126,8 @@ def dask_fit_times(X, K: int, n_workers: int, n_iterations: int, seed: int = 0):
     times = []
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        DaskGBN(client=client, n_components=K, n_layers=1, burn_in=n_iterations, n_collect=0,
-                prune=False, n_jobs=1, random_state=seed,
+        DaskGBN(client=client, method="blocked", n_components=K, n_layers=1, burn_in=n_iterations,
+                n_collect=0, prune=False, n_jobs=1, random_state=seed,
                 callback=lambda info: times.append(info["seconds"])).fit(
             da.from_array(X, chunks=(-(-X.shape[0] // n_workers), -1), asarray=False))
         rss = list(client.run(_peak_rss_mb).values())
@@ -183,7 +183,8 @@ def run(args) -> None:
                 for _ in range(args.repeats):
                     times, record["send"] = [], []
                     client.run(_time_local_parts)
-                    model = DaskGBN(client=client, n_jobs=1, callback=lambda i: times.append(i["seconds"]),
+                    model = DaskGBN(client=client, method="blocked", n_jobs=1,
+                                    callback=lambda i: times.append(i["seconds"]),
                                     **params).fit(da.from_array(X, chunks=(rows, -1), asarray=False))
                     if float(np.mean(times[2:])) < dask_s:
                         dask_s = float(np.mean(times[2:]))

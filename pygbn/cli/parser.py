@@ -227,7 +227,8 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     g.add_argument("--eta", type=_pos_float, nargs="+", default=[0.05],
                    help="Dirichlet concentration of Phi, one value or one per layer (default: 0.05)")
     g.add_argument("--method", choices=("auto", "collapsed", "blocked", "partial"), default="auto",
-                   help="layer-one update (default: auto = collapsed for counts)")
+                   help="layer-one update (default: auto = collapsed for counts with --jobs 1, "
+                        "partial with more)")
     g.add_argument("--min-width", type=_nonneg_int, default=4, metavar="K",
                    help="stop adding layers once a width is at most K (default: %(default)s)")
     g.add_argument("--seed", type=int, default=None, help="random seed (default: fresh entropy)")
