@@ -87,7 +87,7 @@ def main(argv=None) -> int:
                   f"B={a.burn_in}, C={a.collect}", file=sys.stderr, flush=True)
             t = rc.Timer()
             g = pygbn.GBN(n_components=a.width, n_layers=a.layers, burn_in=a.burn_in, n_collect=a.collect,
-                          n_jobs=a.n_jobs, random_state=seed, verbose=a.verbose, trace_every=a.trace_every)
+                          method="collapsed", n_jobs=a.n_jobs, random_state=seed, verbose=a.verbose, trace_every=a.trace_every)
             fits.append(g.fit(X, vocabulary=words))
             fit_s.append(t.wall)
             if a.save_models is not None:

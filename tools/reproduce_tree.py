@@ -128,7 +128,8 @@ def main(argv=None) -> int:
               file=sys.stderr, flush=True)
         t = rc.Timer()
         model = pygbn.GBN(n_components=a.width, n_layers=a.layers, eta=a.eta, burn_in=a.burn_in,
-                          n_collect=a.collect, n_jobs=a.n_jobs, random_state=a.seed, verbose=a.verbose)
+                          n_collect=a.collect, method="collapsed", n_jobs=a.n_jobs, random_state=a.seed,
+                          verbose=a.verbose)
         model.fit(X, vocabulary=words)
         fit_s = t.wall
         if a.save_model is not None:

@@ -74,7 +74,8 @@ def fit(X, s, link, seed, n_jobs):
     import pygbn
 
     model = pygbn.GBN(link=link, n_components=s["K"], n_layers=s["layers"], burn_in=s["burn_in"],
-                      n_collect=s["collect"], n_jobs=n_jobs, random_state=seed)
+                      n_collect=s["collect"], method="collapsed" if link == "poisson" else "blocked",
+                      n_jobs=n_jobs, random_state=seed)
     return model.fit(X)
 
 
