@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The device rows that need a quiet machine, after tools/device_bench.sh (whose stage 1 shares the
+# memory system with eight other processes): (A) tools/bench_gibbs.py on the Debian corpus, one
+# layer to five, with n_jobs 1 (core 0) and 2 (cores 1-2), the two processes alone on the machine
+# (issue 13: T = 5 against T = 1, the upper layers against their gamma floor, and n_jobs 2
+# against 1); then (B) the partial and tomotopy rows at 5.2M tokens with 8 threads/workers
+# (K = 100 and 400) and with one (K = 400), one run after another (issue 17).
+#
+# Variables: OUT (default ./device_out), BUDGET (seconds, default 400), CACHE (default
+# .devdata/scale), PYTHON (default python3), QUICK=1 (tiny sizes: a smoke run).
+# Before the call: as for tools/device_bench.sh (.devdata with debian-descriptions and the 5.2M
+# corpus, tomotopy's wheel in .whl); run with carry [".devdata", ".whl"].
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/device_out}
+BUDGET=${BUDGET:-400}
+PY=${PYTHON:-python3}
+CACHE=${CACHE:-$ROOT/.devdata/scale}
+start=$(date +%s)
+deadline=$((start + BUDGET))
+work=$OUT/quiet
+mkdir -p "$work" "$CACHE"
+left() { echo $((deadline - $(date +%s))); }
+say() { echo "[device $(( $(date +%s) - start ))s] $*"; }
+if [ "${QUICK:-0}" = "1" ]; then
+    T5=200k; GIBBS="--first 3 --per-layer 2 --T 3"; IT="--early 2 --late 2 --late-iters 2"
+else
+    T5=5.2M; GIBBS="--first 40 --per-layer 12 --T 5"; IT="--early 3 --late 5 --late-iters 3"
+fi
+export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+if ! $PY -c "import tomotopy" 2>/dev/null && ls "$ROOT"/.whl/tomotopy-*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+        "$ROOT"/.whl/tomotopy-*.whl >"$work/pip.log" 2>&1 && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
+if ! $PY -c "import pygbn.inference._collapsed, pygbn.inference._partial" 2>/dev/null; then
+    say "building pygbn ..."
+    PYGBN_CYTHON_JOBS=$(nproc) $PY setup.py -q build_ext --inplace >"$work/build.log" 2>&1 \
+        || { say "build failed"; tail -20 "$work/build.log"; exit 1; }
+fi
+say "built; $(git rev-parse --short HEAD 2>/dev/null); $(nproc) cores"
+show() { for f in "$@"; do [ -f "$f" ] && { echo "== $(basename "$f")"; grep -E '^\||error|Error' "$f" | grep -v '^|---'; }; done; }
+
+# A. bench_gibbs, n_jobs 1 and 2, nothing else running
+t=$(( $(left) - 100 ))
+say "A: bench_gibbs --jobs 1 (core 0) and --jobs 2 (cores 1-2)"
+# shellcheck disable=SC2086
+taskset -c 0 timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata" --jobs 1 --no-tomotopy \
+    $GIBBS >"$work/gibbs_j1.txt" 2>&1 &
+p1=$!
+# shellcheck disable=SC2086
+taskset -c 1,2 timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata" --jobs 2 --no-tomotopy \
+    $GIBBS >"$work/gibbs_j2.txt" 2>&1 &
+p2=$!
+wait $p1 $p2
+show "$work"/gibbs_j*.txt
+
+# B. the 8-thread rows and the one-thread rows at K = 400, one run after another
+n=$(nproc); half=$(( n / 2 ))
+for spec in "100 partial-$half tomotopy-$half" "400 partial-1 tomotopy-1 partial-$half tomotopy-$half"; do
+    read -r K runs <<<"$spec"
+    t=$(( $(left) - 5 ))
+    if [ "$t" -lt 30 ]; then say "skipped K=$K (budget)"; continue; fi
+    say "B: $T5 K=$K on CPUs 0-$(( half - 1 )): $runs"
+    # shellcheck disable=SC2086
+    taskset -c "0-$(( half - 1 ))" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$T5" --K "$K" \
+        --runs $runs $IT --cache "$CACHE" --json "$work/scale_K$K.json" >"$work/scale_K$K.txt" 2>&1
+    show "$work/scale_K$K.txt"
+done
+say "done"
+tar -czf "$OUT/device_quiet.tar.gz" -C "$OUT" quiet && rm -rf "$work"
