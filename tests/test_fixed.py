@@ -164,3 +164,28 @@ def test_feature_average_adds_normalised_rows():
         f.add(th)
         acc += th / th.sum(axis=1, keepdims=True)
     np.testing.assert_array_equal(f.mean(3), acc / 3)
+
+
+@pytest.mark.parametrize("mode", [LATENT_COUNTS, LATENT_TRUNC_POISSON, LATENT_TRUNC_BESSEL])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_split_fixed_counts_each_documents_latent_total(mode, n_threads):
+    Y, phi, theta, aux, bounds = _inputs(mode)
+    streams = BlockStreams(np.random.default_rng(11), len(bounds) - 1)
+    args = (Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, aux, mode, bounds, streams.addresses)
+    m = np.zeros((Y.shape[0], phi.shape[1]), dtype=np.int64)
+    totals = np.full(Y.shape[0], -1.0)
+    _fixed.split_fixed(*args, m, n_threads, totals)
+    np.testing.assert_array_equal(totals, m.sum(axis=1).astype(np.float64))
+    # the same draws as without the totals
+    ref = _split("fixed", Y, phi, theta, aux, mode, bounds, np.int64, n_threads)
+    np.testing.assert_array_equal(m, ref[0])
+
+
+def test_feature_average_of_a_shared_row_and_of_floats_of_every_size():
+    f = FeatureAverage(4, 3)
+    row = np.array([1e-300, 2.0, 3.5])
+    f.add(np.broadcast_to(row, (4, 3)))          # a read-only shared row, as at a chain's start
+    th = np.array([[1.0, 1.0, 1.0], [1e300, 1e300, 1.0], [5e-324, 1e-310, 2.2e-308], [0.1, 0.2, 0.3]])
+    f.add(th)
+    want = row / row.sum() + th / th.sum(axis=1, keepdims=True)
+    np.testing.assert_array_equal(f.total, want)

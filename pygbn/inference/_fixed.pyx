@@ -200,15 +200,10 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
     return x
 
 
-def _fail_next_allocations(int n):
-    """Test hook: the next ``n`` per-block scratch allocations fail (0 resets)."""
-    fail_next_allocations(n)
-
-
 def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                 const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
                 int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
-                count_t[:, ::1] m_out, int n_threads):
+                count_t[:, ::1] m_out, int n_threads, double[::1] totals=None):
     """Layer one's latent counts and their split with Phi^(1) fixed (eq:step1).
 
     :func:`pygbn.inference._blocked.split_sparse` (the same arguments, the
@@ -218,8 +213,11 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     ``obs`` by ``mode`` (identity, truncated Poisson with rate ``sum(w)``,
     truncated Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``), and
     ``x ~> Mult(x, w / sum(w))`` added to ``m_out[j, :]`` (overwritten).
-    ``theta`` may be one row shared by all documents.  Returns the number of
-    documents whose latent total exceeds what ``m_out`` holds.
+    ``theta`` may be one row shared by all documents.  ``totals``, when
+    given, receives each document's latent total ``sum_k m_out[j, k]`` (what
+    the PRG link's a_j and p_j^(2) condition on, eq:c_g and eq:step6; exact in
+    float64 below 2^53).  Returns the number of documents whose latent total
+    exceeds what ``m_out`` holds.
 
     Tiny theta entries (below ``2^-1001 / (k max(phi))``, such as those
     floored at the smallest normal double) make products below the normal
@@ -236,6 +234,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cdef Py_ssize_t k = phi.shape[1]
     cdef Py_ssize_t b, j, c, c_end, q, n_q, i, first
     cdef bint shared_theta = theta.shape[0] == 1
+    cdef bint want_totals = totals is not None
     cdef double *w
     cdef double *cw
     cdef double *sums
@@ -315,6 +314,8 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                         total_x = total_x + _cell(g, mode, values[c + q], a, &phi[indices[c + q], 0], t_row, k,
                                                   sums + q * k, exact, tot[q], w, cw, tmp, m_row)
                     c = c + n_q
+                if want_totals:
+                    totals[j] = <double> total_x
                 if total_x > cap:
                     n_over += 1
         free(w)
@@ -322,3 +323,16 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     if n_failed:
         raise MemoryError(f"split_fixed: scratch memory of {n_failed} document block(s) could not be allocated")
     return n_over
+
+
+def add_normalised(const double[:, ::1] theta, const double[:, ::1] sums, double[:, ::1] total):
+    """``total[j, i] += theta[j, i] / sums[j, 0]``: the feature average's step
+    (:class:`pygbn.inference.fixed.FeatureAverage`) in one pass, each entry the
+    quotient and the sum numpy's ``divide`` and ``add`` form (no temporary)."""
+    cdef Py_ssize_t j, i, k = theta.shape[1]
+    cdef double s
+    with nogil:
+        for j in range(theta.shape[0]):
+            s = sums[j, 0]
+            for i in range(k):
+                total[j, i] = total[j, i] + theta[j, i] / s

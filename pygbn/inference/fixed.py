@@ -5,8 +5,9 @@ chain made by :meth:`GibbsSampler.for_inference`, draw for draw: the same
 conditionals in the same order from the same streams, so the same chain.
 It leaves out what only a training chain needs: layer one's split
 (:func:`pygbn.inference._fixed.split_fixed`) forms no term-factor counts
-(the statistic of Phi^(1)), no statistics of the top layer or of any Phi
-are gathered, and the state is checked once per chain by the caller
+(the statistic of Phi^(1)) but counts each document's latent total as it
+goes (for a_j and p_j, no pass over ``m[0]``), no statistics of the top
+layer or of any Phi are gathered, and the state is checked once per chain by the caller
 (:func:`pygbn.inference.testchain.infer_local`), not every iteration.
 
 :class:`FeatureAverage` keeps the running sum of ``theta_j^(1) / theta_.j^(1)``
@@ -22,17 +23,30 @@ from pygbn.inference.layer_one import after_split
 __all__ = ["sweep_fixed", "FeatureAverage"]
 
 
-def split_layer_one_fixed(s) -> None:
+def _latent_totals(s) -> np.ndarray:
+    """The chain's buffer of layer one's latent totals per document (float64),
+    made once per chain."""
+    totals = getattr(s, "_fixed_totals", None)
+    if totals is None or totals.shape != (s.n_docs,):
+        totals = s._fixed_totals = np.zeros(s.n_docs)
+    return totals
+
+
+def split_layer_one_fixed(s) -> np.ndarray:
     """Layer one's latent counts and split with Phi^(1) fixed (eq:step1, and the
     link's latent counts: eq:Ber-PGBN, eq:Gam-PGBN), then the PRG link's a_j
     (eq:c_g): :meth:`GibbsSampler.sample_layer_one_blocked` of an inference
-    chain, the same draws, without the term-factor counts."""
+    chain, the same draws, without the term-factor counts.  Returns the
+    documents' latent totals ``m^(1)(2)_.j`` (float64), which the kernel counts
+    as it goes (no pass over ``m[0]``)."""
     layer = s.network.layers[0]
     bounds, streams = s._blocks(None)
     theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
+    totals = _latent_totals(s)
     over = _fixed.split_fixed(s.indptr, s.indices, s.values, layer.phi, theta, s.aux,
-                              int(s.link.latent_mode), bounds, streams, s.m[0], s.n_threads)
-    after_split(s, over, bounds, streams)
+                              int(s.link.latent_mode), bounds, streams, s.m[0], s.n_threads, totals)
+    after_split(s, over, bounds, streams, totals)
+    return totals
 
 
 def sweep_fixed(s, lap=None) -> None:
@@ -47,12 +61,12 @@ def sweep_fixed(s, lap=None) -> None:
     each part as it ends ("split", "up", "p/c", "theta"; for timing them).
     """
     lap = lap or (lambda name: None)
-    split_layer_one_fixed(s)
+    totals = split_layer_one_fixed(s)
     lap("split")
     for t in range(2, s.depth + 1):
         s.propagate_up(t)
     lap("up")
-    s.sample_p_c()
+    s.sample_p_c(m_dot=totals)
     lap("p/c")
     for t in range(s.depth, 0, -1):
         s.sample_theta(t)
@@ -64,19 +78,19 @@ class FeatureAverage:
     """Running sum of the rows of theta^(1) normalised to sum to one.
 
     ``add(theta)`` adds ``theta / theta.sum(axis=1, keepdims=True)`` (the same
-    float64 values, numpy's own row sums and division) into preallocated
-    arrays; ``mean(n)`` is the sum over ``n``.
+    float64 values: numpy's own row sums, then each quotient and sum as numpy's
+    ``divide`` and ``add`` form them, in one pass without a temporary,
+    :func:`pygbn.inference._fixed.add_normalised`); ``mean(n)`` is the sum over ``n``.
     """
 
     def __init__(self, n_samples: int, n_components: int):
         self.total = np.zeros((n_samples, n_components))
-        self._rows = np.empty((n_samples, n_components))
         self._sums = np.empty((n_samples, 1))
 
     def add(self, theta: np.ndarray) -> None:
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
         np.sum(theta, axis=1, keepdims=True, out=self._sums)
-        np.divide(theta, self._sums, out=self._rows)
-        self.total += self._rows
+        _fixed.add_normalised(theta, self._sums, self.total)
 
     def mean(self, n: int) -> np.ndarray:
         return self.total / n

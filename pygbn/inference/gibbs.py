@@ -513,14 +513,15 @@ class GibbsSampler:
         net.c0, net.gamma0 = float(c0), float(gamma0)
         net.r = np.maximum(r, _TINY)
 
-    def sample_p_c(self, blocks=None) -> None:
+    def sample_p_c(self, blocks=None, m_dot=None) -> None:
         """Update ``p_j^(2)`` and ``c_j^(t)``, t >= 3 (eq:step6); eq:p follows in :meth:`log_rates`.
 
         ``p_j^(2) ~ Beta(a0 + m^(1)(2)_.j, b0 + theta^(2)_.j)`` (drawn as
         ``G1 / (G1 + G2)`` so that ``c_j^(2) = G2 / G1`` has no cancellation) and
         ``c_j^(t) ~ Gam(e0 + theta^(t)_.j, 1/(f0 + theta^(t-1)_.j))`` with
         ``theta^(T+1)_.j = sum_k r_k``; local to each document
-        (:func:`pygbn.inference._blocked.sample_rates`).
+        (:func:`pygbn.inference._blocked.sample_rates`).  ``m_dot``: the float64
+        latent totals ``m^(1)(2)_.j`` where the caller has them (else summed here).
         """
         net, h = self.network, self.hyper
         T = net.depth
@@ -528,7 +529,7 @@ class GibbsSampler:
         for t in range(2, T + 1):
             theta_dot[:, t - 2] = self.theta_sums(t)
         theta_dot[:, T - 1] = float(net.r.sum())
-        m_dot = self.m[0].sum(axis=1).astype(np.float64)
+        m_dot = self.m[0].sum(axis=1).astype(np.float64) if m_dot is None else m_dot
         c = np.empty((self.n_docs, T))
         for t, layer in enumerate(net.layers):
             c[:, t] = layer.c

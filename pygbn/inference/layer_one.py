@@ -94,15 +94,16 @@ def posterior_column_sums(counts: np.ndarray, eta: float) -> np.ndarray:
     return out
 
 
-def after_split(s, over: int, bounds: np.ndarray, streams: np.ndarray) -> None:
+def after_split(s, over: int, bounds: np.ndarray, streams: np.ndarray, totals=None) -> None:
     """What follows the blocked split of layer one (training or test-time chain ``s``):
     ``over``, the split's count of documents whose latent total outgrew ``m[0]``'s
     type, must be 0; then the PRG link's ``a_j`` of the documents of ``bounds``
-    (eq:c_g, :meth:`Link.aux_conditional <pygbn.model.links.Link.aux_conditional>`)."""
+    (eq:c_g, :meth:`Link.aux_conditional <pygbn.model.links.Link.aux_conditional>`),
+    given the latent totals ``totals`` (``m[0].sum(axis=1)`` when None)."""
     if over:     # count_dtype's bound is a proof: a wrong m[0] was set from outside
         raise OverflowError(f"{over} document(s) hold more latent counts than m[0] ({s.m[0].dtype}) holds")
     if s.aux.size:
-        shape, rate = s.link.aux_conditional(s.Y, s.m[0].sum(axis=1), s.hyper)
+        shape, rate = s.link.aux_conditional(s.Y, s.m[0].sum(axis=1) if totals is None else totals, s.hyper)
         _blocked.sample_gamma_per_sample(np.ascontiguousarray(shape), np.ascontiguousarray(rate),
                                          bounds, streams, s.aux, s.n_threads)
 
