@@ -271,36 +271,64 @@ def autocorrelation_time(x: np.ndarray) -> float:
     return max((2.0 * pairs.sum() - g[0]) / g[0], 1.0)
 
 
-SE_METHODS = ("tau", "chain", "batch")
+def overlapping_batch_means(x: np.ndarray, size: int) -> float:
+    """The overlapping batch means estimate of ``n var(mean(x))`` for a chain.
+
+    ``size n / ((n - size) (n - size + 1)) sum_i (m_i - xbar)^2`` over the
+    ``n - size + 1`` means ``m_i`` of the batches ``x[i:i + size]`` (Flegal &
+    Jones 2010, eq. 9), by cumulative sums.
+
+    References
+    ----------
+    Flegal, J. M. and Jones, G. L. (2010). Batch means and spectral variance
+    estimators in Markov chain Monte Carlo. *Annals of Statistics* 38(2),
+    1034-1070.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    c = np.concatenate(([0.0], np.cumsum(x - x.mean())))
+    m = (c[size:] - c[:-size]) / size
+    return float(n * size * (m * m).sum() / ((n - size) * (n - size + 1)))
+
+
+SE_METHODS = ("obm", "batch")
 
 
 def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
-            n_batches: int = 50, se: str = "tau") -> Dict[str, float]:
+            n_batches: int = 50, se: str = "obm") -> Dict[str, float]:
     """z-scores of the difference of means, statistic by statistic.
 
-    ``z = (mean(a) - mean(b)) / sqrt(var(mean(a)) + var(mean(b)))`` with ``a``
-    the marginal-conditional draws (independent: ``var(mean(a)) = s_a^2 /
-    n_a``) and ``b`` the successive-conditional chain (Geweke 2004, eq. 4-5;
-    there the chain's variance is its spectral density at zero).  If the
-    sampler is right (the null hypothesis), the chain is stationary with the
-    marginal-conditional distribution and ``var(mean(b)) = sigma^2 tau / n_b``,
-    ``sigma^2`` their common variance and ``tau`` the chain's integrated
-    autocorrelation time.  ``se`` picks how that variance is estimated:
+    ``z = (mean(a) - mean(b)) / sqrt(var(mean(a)) + var(mean(b)))``, ``a`` the
+    marginal-conditional draws and ``b`` the successive-conditional chain
+    (Geweke 2004, Section 3).  The draws ``a`` are independent:
+    ``var(mean(a)) = s_a^2 / n_a``.  If the sampler is right (the null
+    hypothesis) the chain is stationary with the same distribution as ``a``,
+    so ``var(mean(b)) = sigma^2 tau / n_b``, ``sigma^2`` their common
+    variance and ``tau = 1 + 2 sum_k rho_k`` the chain's integrated
+    autocorrelation time, and ``z`` is asymptotically standard normal.
+    ``se`` picks the estimate of ``var(mean(b))``:
 
-    * ``"tau"`` (default): ``s_a^2 tau / n_b``, ``tau`` by Geyer's (1992)
-      initial monotone sequence (:func:`autocorrelation_time`).  ``sigma^2``
-      is estimated under the null from the independent draws: a short chain
-      that has not yet visited the tails of a heavy-tailed statistic (the
-      rare large counts of the tiny networks at T = 3) has a sample variance
-      that is too small, and a chain that is wrong may have a variance that
-      is too large, neither of which the null's variance depends on.
-    * ``"chain"``: the chain's own ``gamma_0 tau / n_b`` (Geyer 1992).
-    * ``"batch"``: batch means over ``n_batches`` non-overlapping batches,
-      ``var(batch means) / n_batches`` (Flegal & Jones 2010; consistent only
-      as the batch size grows with the chain, and too small when the chain's
-      excursions outlast a batch).
+    * ``"obm"`` (default): ``sigma^2`` by the larger of ``s_a^2`` and the
+      chain's variance ``s_b^2`` (a short chain that has not yet visited the
+      tail of a heavy-tailed statistic, such as the rare large counts of
+      the tiny networks at T = 3, has too small an ``s_b^2``; one that has
+      stayed in it, too large an ``s_a^2``), and ``tau`` by overlapping
+      batch means (:func:`overlapping_batch_means`, over ``s_b^2``) with one
+      batch size for all statistics: 4 times the largest of their
+      :func:`autocorrelation_time` (Geyer's initial monotone sequence), at
+      most ``n_b / 4``, at least 1.  A statistic that is a noisy function of
+      the chain's slowest part has small autocorrelations over many lags,
+      which its own Geyer sequence, cut at the first non-positive pair,
+      misses; batch means are consistent when the batch size grows with the
+      chain (Flegal & Jones 2010).
+    * ``"batch"``: ``n_batches`` non-overlapping batches,
+      ``var(batch means) / n_batches`` (the estimator before 2026-11; batches
+      of a fixed count are too short for a long chain's rare excursions).
 
-    Under the null ``z`` is asymptotically standard normal.
+    Either is an estimate from one chain: where the chain is short against
+    its slowest excursions (T = 3 at 5,000 iterations: ``tau`` about 170 for
+    the count statistics) the z are heavier-tailed than normal (see
+    ``docs/engine.md``, "Geweke's test: the standard error").
 
     Parameters
     ----------
@@ -309,7 +337,7 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
         :func:`successive_conditional`); the keys of ``marginal`` are compared.
     n_batches : int, default 50
         Batches of ``se="batch"``.
-    se : {"tau", "chain", "batch"}, default "tau"
+    se : {"obm", "batch"}, default "obm"
         The chain's standard error, as above.
 
     Returns
@@ -329,15 +357,20 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
     """
     if se not in SE_METHODS:
         raise ValueError(f"se must be one of {SE_METHODS}, got {se!r}")
+    chains = {k: np.asarray(successive[k], dtype=np.float64) for k in marginal}
+    n = len(next(iter(chains.values())))
+    tau_max = max(autocorrelation_time(b) for b in chains.values())
+    size = int(max(min(4 * tau_max, n // 4), 1))
     z = {}
     for k, a in marginal.items():
-        b = np.asarray(successive[k], dtype=np.float64)
-        var_a = a.var(ddof=1)
+        b = chains[k]
+        var_a, var_b = a.var(ddof=1), b.var()
         if se == "batch":
-            nb = len(b) // n_batches
-            var_b = b[: nb * n_batches].reshape(n_batches, nb).mean(axis=1).var(ddof=1) / n_batches
+            nb = n // n_batches
+            var_mean_b = b[: nb * n_batches].reshape(n_batches, nb).mean(axis=1).var(ddof=1) / n_batches
         else:
-            var_b = (var_a if se == "tau" else b.var()) * autocorrelation_time(b) / len(b)
-        se2 = var_a / len(a) + var_b
+            tau = overlapping_batch_means(b, size) / var_b if var_b > 0 else 1.0
+            var_mean_b = max(var_a, var_b) * max(tau, 1.0) / n
+        se2 = var_a / len(a) + var_mean_b
         z[k] = float((a.mean() - b.mean()) / np.sqrt(se2)) if se2 > 0 else 0.0
     return z
