@@ -308,14 +308,15 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
     autocorrelation time, and ``z`` is asymptotically standard normal.
     ``se`` picks the estimate of ``var(mean(b))``:
 
-    * ``"obm"`` (default): ``sigma^2`` by the larger of ``s_a^2`` and the
-      chain's variance ``s_b^2`` (a short chain that has not yet visited the
-      tail of a heavy-tailed statistic, such as the rare large counts of
-      the tiny networks at T = 3, has too small an ``s_b^2``; one that has
-      stayed in it, too large an ``s_a^2``), and ``tau`` by overlapping
-      batch means (:func:`overlapping_batch_means`, over ``s_b^2``) with one
-      batch size for all statistics: 4 times the largest of their
-      :func:`autocorrelation_time` (Geyer's initial monotone sequence), at
+    * ``"obm"`` (default): ``sigma^2`` by ``s_a^2``, its estimate under the
+      null from ``n_a`` independent draws (a short chain that has not yet
+      visited the tail of a heavy-tailed statistic, such as the rare large
+      counts of the tiny networks at T = 3, has too small a variance of its
+      own, and a wrong chain may have any), and ``tau`` by overlapping
+      batch means (:func:`overlapping_batch_means`, over the chain's own
+      variance) with one batch size for all statistics: 4 times the
+      largest of their :func:`autocorrelation_time` (Geyer's initial
+      monotone sequence), at
       most ``n_b / 4``, at least 1.  A statistic that is a noisy function of
       the chain's slowest part has small autocorrelations over many lags,
       which its own Geyer sequence, cut at the first non-positive pair,
@@ -367,10 +368,11 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
         var_a, var_b = a.var(ddof=1), b.var()
         if se == "batch":
             nb = n // n_batches
-            var_mean_b = b[: nb * n_batches].reshape(n_batches, nb).mean(axis=1).var(ddof=1) / n_batches
+            batch_means = b[: nb * n_batches].reshape(n_batches, nb).mean(axis=1)
+            var_mean_b = batch_means.var(ddof=1) / n_batches
         else:
             tau = overlapping_batch_means(b, size) / var_b if var_b > 0 else 1.0
-            var_mean_b = max(var_a, var_b) * max(tau, 1.0) / n
+            var_mean_b = var_a * max(tau, 1.0) / n
         se2 = var_a / len(a) + var_mean_b
         z[k] = float((a.mean() - b.mean()) / np.sqrt(se2)) if se2 > 0 else 0.0
     return z
