@@ -316,8 +316,8 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
       batch means (:func:`overlapping_batch_means`, over the chain's own
       variance) with one batch size for all statistics: 4 times the
       largest of their :func:`autocorrelation_time` (Geyer's initial
-      monotone sequence), at
-      most ``n_b / 4``, at least 1.  A statistic that is a noisy function of
+      monotone sequence), at most ``n_b / 4``, at least 1 (``tau`` is
+      clamped at 1 from below).  A statistic that is a noisy function of
       the chain's slowest part has small autocorrelations over many lags,
       which its own Geyer sequence, cut at the first non-positive pair,
       misses; batch means are consistent when the batch size grows with the
