@@ -12,9 +12,13 @@ from pygbn.inference import geweke
 from pygbn.model import Hyperparameters
 
 HYPER = Hyperparameters(a0=3.0, b0=3.0, e0=3.0, f0=3.0)
-# |z| above this for any statistic fails the test: with ~15 statistics per
-# configuration and batch-means standard errors (t with 49 df) the chance of a
-# false failure is below 1e-3 per configuration
+# |z| above this for any statistic fails the test. geweke.compare's z is asymptotically N(0, 1)
+# for a right sampler: P(|z| > 4.5) = 6.8e-6, below 1.2e-4 per configuration of at most 17
+# statistics. A 5,000-iteration chain is short against the T = 3 networks' slowest excursions
+# (tau about 170), which makes z heavier-tailed (its sd over seeds 1.1-1.3): seed sweeps of nine
+# configurations (docs/engine.md, "Geweke's test: the standard error"; T = 1-3, collapsed, term
+# lists, blocked, partial, PRG, Bernoulli) found max |z| above 4.5 in 1 of 456 seeds, 4.88
+# (10 of 456 with the old 50 batch means, which assumed a t with 49 df).
 Z_MAX = 4.5
 
 
@@ -81,14 +85,32 @@ def test_geweke_collapsed_term_lists(widths, dense_from, monkeypatch):
     from pygbn.inference.collapsed_state import CollapsedState
 
     monkeypatch.setattr(CollapsedState, "DENSE_FROM", dense_from)
-    # 20,000 iterations (batches of 400): at 5,000 the T = 3 chain's rare long excursions (few
-    # zero cells, low c0, large counts) make the batch-means z heavier-tailed than the t with
-    # 49 df assumed above. A seed sweep of this configuration (seeds 100-139) gave max |z| > 4.5
-    # in 0 of 40 seeds before the crt_skip and theta-gamma kernels and 2 of 40 after, seed 119
-    # showing the same excursion in both builds; seed 25 at 5,000 gave 5.28 and at 20,000 1.79.
-    z = _run("collapsed", widths, "poisson", 20000, seed=20 + dense_from + len(widths))
+    # 5,000 iterations again (20,000 for a while: with the old 50 batch means the T = 3 chain's
+    # rare long excursions gave max |z| > 4.5 in 2-3 of 41 seeds, 5.28 at this test's seed 25).
+    # With compare's overlapping batch means, seeds 100-139 and the tests' own, 5,000 iterations:
+    # rows-and-lists T = 3 (the same chain as the default, K = 3) 0 of 41, worst 3.82, seed 25
+    # 3.28; lists-only T = 3 0 of 41, worst 4.25; T = 1 0 of 41 (worst 3.10 lists-only).
+    z = _run("collapsed", widths, "poisson", 5000, seed=20 + dense_from + len(widths))
     bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
     assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
+def test_autocorrelation_time_of_ar1():
+    """Geyer's estimate of tau, and overlapping batch means over the variance,
+    against an AR(1)'s (1 + rho) / (1 - rho)."""
+    from scipy.signal import lfilter
+
+    rng = np.random.default_rng(0)
+    e = rng.standard_normal(100000)
+    for rho in (0.0, 0.5, 0.9):
+        x = lfilter([1.0], [1.0, -rho], e)
+        tau = geweke.autocorrelation_time(x)
+        assert abs(tau / ((1 + rho) / (1 - rho)) - 1) < 0.15, (rho, tau)
+        tau = geweke.overlapping_batch_means(x, 400) / x.var()
+        assert abs(tau / ((1 + rho) / (1 - rho)) - 1) < 0.15, (rho, tau)
+    assert geweke.autocorrelation_time(np.ones(10)) == 1.0
+    with pytest.raises(ValueError, match="se"):
+        geweke.compare({"x": e}, {"x": e}, se="bogus")
 
 
 def _break_theta_rate(sampler):
