@@ -118,8 +118,8 @@ cdef extern from *:
             __m128d t67 = _mm_mul_pd(_mm_cvtepi32_pd(_mm_shuffle_epi32(hi, 0xEE)), _mm_loadu_pd(c + 6));
             __m128d v = _mm_add_pd(_mm_add_pd(t01, t23), _mm_add_pd(t45, t67));
             s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
-            blocks[b] = s;
             total += s;
+            blocks[b] = total;
         }
         return total;
     }
@@ -139,8 +139,8 @@ cdef extern from *:
             t6 = nw[k0 + 6] * coef[k0 + 6];
             t7 = nw[k0 + 7] * coef[k0 + 7];
             s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7));
-            blocks[b] = s;
             total += s;
+            blocks[b] = total;
         }
         return total;
     }
@@ -165,8 +165,8 @@ cdef extern from *:
             __m128d v = _mm_add_pd(_mm_add_pd(_mm256_castpd256_pd128(p), _mm256_extractf128_pd(p, 1)),
                                    _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1)));
             s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
-            blocks[b] = s;
             total += s;
+            blocks[b] = total;
         }
         return total;
     }
@@ -546,8 +546,8 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
         s = 0.0
         for k in range(k0, K):
             s += nw[k] * coef[k]
-        blocks[n_full] = s
         total += s
+        blocks[n_full] = total
     return total
 
 
@@ -559,14 +559,17 @@ cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, const int32_t
     rounding at the very end of a block) gives way to the nearest one of
     positive weight before it."""
     cdef const double *coef = state.coef
-    cdef const double *blocks = state.block_terms
+    cdef const double *prefix = state.block_terms
     cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
-    cdef Py_ssize_t b = 0, k, k0, last, steps
+    cdef Py_ssize_t b = 0, i, k, k0, last, steps
     cdef int found
     cdef double t
-    while b < nb - 1 and u >= blocks[b]:
-        u -= blocks[b]
-        b += 1
+    # the block: the first b with u < prefix[b] (the running totals never decrease),
+    # counted without a branch on u; u then becomes the offset inside that block
+    for i in range(nb - 1):
+        b += prefix[i] <= u
+    if b > 0:
+        u -= prefix[b - 1]
     # inside the block: the first topic k with u < n_wk c_k once the terms before it
     # are subtracted, in order (as a loop that stops there would find it), without a
     # branch on u: the steps taken before that topic are counted
