@@ -275,7 +275,7 @@ cdef struct Sweep:
     const double *prior       # a_jk
     int32_t *doc_counts       # n_jk (zero outside the document's topics)
     double *coef              # c_k = (n_jk + a_jk) / D_k, every k
-    int32_t *doc_topics       # the topics with n_jk > 0, in no order
+    int32_t *doc_topics       # the topics with n_jk > 0, in no order (K + 1 slots)
     int32_t *doc_topic_pos    # position of topic k in doc_topics (-1 if n_jk = 0)
     int32_t n_doc_topics
     double doc_mass           # sum_k n_jk / D_k: the document bucket is eta times this
@@ -327,14 +327,17 @@ cdef inline void _start_document(Sweep *state, const double *prior, const topic_
     cdef double doc = 0.0, smooth = 0.0
     cdef int64_t i
     cdef Py_ssize_t k
-    cdef int32_t n = 0
+    cdef int32_t n = 0, new
+    # without a branch on the labels: every token writes its topic at the list's end
+    # (kept only by a topic's first token, which advances the end; doc_topics has
+    # K + 1 slots) and clears its old count (the row is written again at the end)
     for i in range(n_tokens):
         k = labels[i]
-        if nj[k] == 0:
-            state.doc_topic_pos[k] = n
-            state.doc_topics[n] = <int32_t> k
-            n += 1
-            njk_row[k] = 0
+        new = nj[k] == 0
+        state.doc_topics[n] = <int32_t> k
+        state.doc_topic_pos[k] += new * (n - state.doc_topic_pos[k])
+        n += new
+        njk_row[k] = 0
         nj[k] += 1
     state.n_doc_topics = n
     state.prior = prior
@@ -768,7 +771,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.block_terms = <double *> malloc((K // DENSE_BLOCK + 1) * sizeof(double))
     state.keys = <uint64_t *> malloc(K * sizeof(uint64_t))
     state.doc_counts = <int32_t *> calloc(K, sizeof(int32_t))
-    state.doc_topics = <int32_t *> malloc(K * sizeof(int32_t))
+    state.doc_topics = <int32_t *> malloc((K + 1) * sizeof(int32_t))
     state.doc_topic_pos = <int32_t *> malloc(K * sizeof(int32_t))
     stale = <uint8_t *> calloc(V, sizeof(uint8_t))
     try:
