@@ -28,9 +28,10 @@ every ``refresh`` tokens, so that their rounding cannot drift however long a
 document is; the document bucket's total is also computed afresh at the start
 of every document.  The word bucket is summed over the word's non-zero topics, from the term's
 sorted list, or, for a term that uses many topics, over its dense row of
-counts (block totals only, by SSE2 or AVX with the same summation tree as the
-scalar loop; the search recomputes the products of the one block it lands
-in).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
+counts (the blocks' running totals only, by SSE2 or AVX with the same
+summation tree as the scalar loop; the search counts the running totals at or
+below the uniform, without a branch on it, then does the same inside the one
+block it lands in, whose products it recomputes).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
 O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
 the rare event that the smoothing bucket is chosen.  A document costs
 O(its tokens + its topics) to set up when the prior is one shared row (the
@@ -98,7 +99,8 @@ cdef extern from *:
        t_k = nw[k] * coef[k] for k = 8 b .. 8 b + 7, summed as
        ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7)) (the same tree in every
        version below, hence the same bits); the blocks' running total is added
-       block after block.  With SSE2 (every x86-64), two lanes hold the even and
+       block after block, and blocks[b] receives it as it stands after block b
+       (the search compares u with these).  With SSE2 (every x86-64), two lanes hold the even and
        the odd halves of that tree; elsewhere the scalar loop.  No FMA: the
        products are rounded before they are added, as the scalar code does. */
     #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
@@ -530,9 +532,9 @@ cdef inline int32_t _pick_in_word_bucket(const Sweep *state, int32_t n, double u
 
 cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept nogil:
     """The word bucket ``sum_k n_wk c_k`` over all K topics, from the term's dense
-    row: the totals of each block of DENSE_BLOCK topics go to
-    ``state.block_terms`` (the topics' own terms are not stored: the search
-    recomputes those of one block, the same products).  Contiguous arrays and
+    row: the running totals of the blocks of DENSE_BLOCK topics, the total
+    through each block, go to ``state.block_terms`` (the topics' own terms are
+    not stored: the search recomputes those of one block, the same products).  Contiguous arrays and
     a fixed summation tree per block (``dense_blocks``: SSE2 where there is
     SSE2, the same bits as its scalar loop): for a term that uses many topics
     this beats the list's indirect loads."""
