@@ -568,37 +568,25 @@ cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, const int32_t
     cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
     cdef Py_ssize_t b = 0, i, k, k0, last, steps
     cdef int found
-    cdef double t, t0, t2, t4, t6, q1, q3, q5
+    cdef double t
     # the block: the first b with u < prefix[b] (the running totals never decrease),
     # counted without a branch on u; u then becomes the offset inside that block
     for i in range(nb - 1):
         b += prefix[i] <= u
     if b > 0:
         u -= prefix[b - 1]
-    # inside the block: the first topic k whose running total of terms n_wk c_k
-    # exceeds u, without a branch on u: the running totals at or below u are counted.
-    # A full block forms its seven running totals in a tree (four additions deep, the
-    # pairs first), a last partial block one after another; both never decrease.
+    # inside the block: the first topic k with u < n_wk c_k once the terms before it
+    # are subtracted, in order (as a loop that stops there would find it), without a
+    # branch on u: the steps taken before that topic are counted
     k0 = b * DENSE_BLOCK
     last = min(k0 + DENSE_BLOCK, K) - 1
-    if last - k0 == DENSE_BLOCK - 1:
-        t0 = nw[k0] * coef[k0]
-        t2 = nw[k0 + 2] * coef[k0 + 2]
-        t4 = nw[k0 + 4] * coef[k0 + 4]
-        t6 = nw[k0 + 6] * coef[k0 + 6]
-        q1 = t0 + nw[k0 + 1] * coef[k0 + 1]
-        q3 = q1 + (t2 + nw[k0 + 3] * coef[k0 + 3])
-        q5 = q3 + (t4 + nw[k0 + 5] * coef[k0 + 5])
-        steps = ((t0 <= u) + (q1 <= u) + (q1 + t2 <= u) + (q3 <= u) + (q3 + t4 <= u)
-                 + (q5 <= u) + (q5 + t6 <= u))
-    else:
-        found = 0
-        steps = 0
-        for k in range(k0, last):
-            t = nw[k] * coef[k]
-            found = found | (u < t)
-            steps += 1 - found
-            u -= t
+    found = 0
+    steps = 0
+    for k in range(k0, last):
+        t = nw[k] * coef[k]
+        found = found | (u < t)
+        steps += 1 - found
+        u -= t
     k = k0 + steps
     while k > 0 and nw[k] * coef[k] <= 0.0:
         k -= 1
@@ -640,17 +628,13 @@ cdef inline void _prefetch_term(const Sweep *state, const int32_t *row, const in
                                 int32_t n_topics, bint dense) noexcept nogil:
     """Ask the cache for the next term's counts while this term's tokens are
     drawn (a (V, K) row and a list are seldom cached when V is large): a
-    dense term's whole row, else the part of its list in use (its first two
-    cache lines whatever its length, 16 entries: most lists are shorter, and a
-    loop whose length changes from term to term mispredicts its exit)."""
+    dense term's whole row, else the part of its list in use."""
     cdef Py_ssize_t k
     if dense:
         for k in range(0, state.n_topics, 16):
             prefetch(row + k)
     else:
-        prefetch(lst)
-        prefetch(lst + 16)
-        for k in range(32, 2 * n_topics, 16):
+        for k in range(0, 2 * n_topics, 16):
             prefetch(lst + k)
 
 
