@@ -30,8 +30,8 @@ of every document.  The word bucket is summed over the word's non-zero topics, f
 sorted list, or, for a term that uses many topics, over its dense row of
 counts (the blocks' running totals only, by SSE2 or AVX with the same
 summation tree as the scalar loop; the search counts the running totals at or
-below the uniform, without a branch on it, then does the same inside the one
-block it lands in, whose products it recomputes).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
+below the uniform, without a branch on it, then searches the one block it
+lands in, whose products it recomputes).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
 O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
 the rare event that the smoothing bucket is chosen.  A document costs
 O(its tokens + its topics) to set up when the prior is one shared row (the
