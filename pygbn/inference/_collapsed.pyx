@@ -28,9 +28,10 @@ every ``refresh`` tokens, so that their rounding cannot drift however long a
 document is; the document bucket's total is also computed afresh at the start
 of every document.  The word bucket is summed over the word's non-zero topics, from the term's
 sorted list, or, for a term that uses many topics, over its dense row of
-counts (block totals only, by SSE2 or AVX with the same summation tree as the
-scalar loop; the search recomputes the products of the one block it lands
-in).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
+counts (the blocks' running totals only, by SSE2 or AVX with the same
+summation tree as the scalar loop; the search counts the running totals at or
+below the uniform, without a branch on it, then searches the one block it
+lands in, whose products it recomputes).  The reciprocal ``1 / D_k`` a move needs is divided out ahead of need.  So a token costs
 O(min(K, #topics of its word) + #topics of its document), plus O(K) only in
 the rare event that the smoothing bucket is chosen.  A document costs
 O(its tokens + its topics) to set up when the prior is one shared row (the
@@ -98,7 +99,8 @@ cdef extern from *:
        t_k = nw[k] * coef[k] for k = 8 b .. 8 b + 7, summed as
        ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7)) (the same tree in every
        version below, hence the same bits); the blocks' running total is added
-       block after block.  With SSE2 (every x86-64), two lanes hold the even and
+       block after block, and blocks[b] receives it as it stands after block b
+       (the search compares u with these).  With SSE2 (every x86-64), two lanes hold the even and
        the odd halves of that tree; elsewhere the scalar loop.  No FMA: the
        products are rounded before they are added, as the scalar code does. */
     #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
@@ -118,8 +120,8 @@ cdef extern from *:
             __m128d t67 = _mm_mul_pd(_mm_cvtepi32_pd(_mm_shuffle_epi32(hi, 0xEE)), _mm_loadu_pd(c + 6));
             __m128d v = _mm_add_pd(_mm_add_pd(t01, t23), _mm_add_pd(t45, t67));
             s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
-            blocks[b] = s;
             total += s;
+            blocks[b] = total;
         }
         return total;
     }
@@ -139,8 +141,8 @@ cdef extern from *:
             t6 = nw[k0 + 6] * coef[k0 + 6];
             t7 = nw[k0 + 7] * coef[k0 + 7];
             s = ((t0 + t2) + (t4 + t6)) + ((t1 + t3) + (t5 + t7));
-            blocks[b] = s;
             total += s;
+            blocks[b] = total;
         }
         return total;
     }
@@ -165,8 +167,8 @@ cdef extern from *:
             __m128d v = _mm_add_pd(_mm_add_pd(_mm256_castpd256_pd128(p), _mm256_extractf128_pd(p, 1)),
                                    _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1)));
             s = _mm_cvtsd_f64(v) + _mm_cvtsd_f64(_mm_unpackhi_pd(v, v));
-            blocks[b] = s;
             total += s;
+            blocks[b] = total;
         }
         return total;
     }
@@ -275,7 +277,7 @@ cdef struct Sweep:
     const double *prior       # a_jk
     int32_t *doc_counts       # n_jk (zero outside the document's topics)
     double *coef              # c_k = (n_jk + a_jk) / D_k, every k
-    int32_t *doc_topics       # the topics with n_jk > 0, in no order
+    int32_t *doc_topics       # the topics with n_jk > 0, in no order (K + 1 slots)
     int32_t *doc_topic_pos    # position of topic k in doc_topics (-1 if n_jk = 0)
     int32_t n_doc_topics
     double doc_mass           # sum_k n_jk / D_k: the document bucket is eta times this
@@ -327,14 +329,17 @@ cdef inline void _start_document(Sweep *state, const double *prior, const topic_
     cdef double doc = 0.0, smooth = 0.0
     cdef int64_t i
     cdef Py_ssize_t k
-    cdef int32_t n = 0
+    cdef int32_t n = 0, new
+    # without a branch on the labels: every token writes its topic at the list's end
+    # (kept only by a topic's first token, which advances the end; doc_topics has
+    # K + 1 slots) and clears its old count (the row is written again at the end)
     for i in range(n_tokens):
         k = labels[i]
-        if nj[k] == 0:
-            state.doc_topic_pos[k] = n
-            state.doc_topics[n] = <int32_t> k
-            n += 1
-            njk_row[k] = 0
+        new = nj[k] == 0
+        state.doc_topics[n] = <int32_t> k
+        state.doc_topic_pos[k] += new * (n - state.doc_topic_pos[k])
+        n += new
+        njk_row[k] = 0
         nj[k] += 1
     state.n_doc_topics = n
     state.prior = prior
@@ -527,9 +532,9 @@ cdef inline int32_t _pick_in_word_bucket(const Sweep *state, int32_t n, double u
 
 cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept nogil:
     """The word bucket ``sum_k n_wk c_k`` over all K topics, from the term's dense
-    row: the totals of each block of DENSE_BLOCK topics go to
-    ``state.block_terms`` (the topics' own terms are not stored: the search
-    recomputes those of one block, the same products).  Contiguous arrays and
+    row: the running totals of the blocks of DENSE_BLOCK topics, the total
+    through each block, go to ``state.block_terms`` (the topics' own terms are
+    not stored: the search recomputes those of one block, the same products).  Contiguous arrays and
     a fixed summation tree per block (``dense_blocks``: SSE2 where there is
     SSE2, the same bits as its scalar loop): for a term that uses many topics
     this beats the list's indirect loads."""
@@ -546,8 +551,8 @@ cdef inline double _dense_word_bucket(Sweep *state, const int32_t *nw) noexcept 
         s = 0.0
         for k in range(k0, K):
             s += nw[k] * coef[k]
-        blocks[n_full] = s
         total += s
+        blocks[n_full] = total
     return total
 
 
@@ -559,14 +564,17 @@ cdef inline int32_t _pick_in_dense_word_bucket(const Sweep *state, const int32_t
     rounding at the very end of a block) gives way to the nearest one of
     positive weight before it."""
     cdef const double *coef = state.coef
-    cdef const double *blocks = state.block_terms
+    cdef const double *prefix = state.block_terms
     cdef Py_ssize_t K = state.n_topics, nb = (K + DENSE_BLOCK - 1) // DENSE_BLOCK
-    cdef Py_ssize_t b = 0, k, k0, last, steps
+    cdef Py_ssize_t b = 0, i, k, k0, last, steps
     cdef int found
     cdef double t
-    while b < nb - 1 and u >= blocks[b]:
-        u -= blocks[b]
-        b += 1
+    # the block: the first b with u < prefix[b] (the running totals never decrease),
+    # counted without a branch on u; u then becomes the offset inside that block
+    for i in range(nb - 1):
+        b += prefix[i] <= u
+    if b > 0:
+        u -= prefix[b - 1]
     # inside the block: the first topic k with u < n_wk c_k once the terms before it
     # are subtracted, in order (as a loop that stops there would find it), without a
     # branch on u: the steps taken before that topic are counted
@@ -749,7 +757,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
     state.block_terms = <double *> malloc((K // DENSE_BLOCK + 1) * sizeof(double))
     state.keys = <uint64_t *> malloc(K * sizeof(uint64_t))
     state.doc_counts = <int32_t *> calloc(K, sizeof(int32_t))
-    state.doc_topics = <int32_t *> malloc(K * sizeof(int32_t))
+    state.doc_topics = <int32_t *> malloc((K + 1) * sizeof(int32_t))
     state.doc_topic_pos = <int32_t *> malloc(K * sizeof(int32_t))
     stale = <uint8_t *> calloc(V, sizeof(uint8_t))
     try:
