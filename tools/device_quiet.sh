@@ -4,7 +4,8 @@
 # layer to five, with n_jobs 1 (core 0) and 2 (cores 1-2), the two processes alone on the machine
 # (issue 13: T = 5 against T = 1, the upper layers against their gamma floor, and n_jobs 2
 # against 1); then (B) the partial and tomotopy rows at 5.2M tokens with 8 threads/workers
-# (K = 100 and 400) and with one (K = 400), one run after another (issue 17).
+# (K = 100 and 400) and with one (K = 400), one run after another (issue 17); then (C) the
+# collapsed sweep and tomotopy's one worker side by side at 5.2M tokens, K = 100 (issue 11).
 #
 # Variables: OUT (default ./device_out), BUDGET (seconds, default 400), CACHE (default
 # .devdata/scale), PYTHON (default python3), QUICK=1 (tiny sizes: a smoke run).
@@ -24,9 +25,10 @@ mkdir -p "$work" "$CACHE"
 left() { echo $((deadline - $(date +%s))); }
 say() { echo "[device $(( $(date +%s) - start ))s] $*"; }
 if [ "${QUICK:-0}" = "1" ]; then
-    T5=200k; GIBBS="--first 3 --per-layer 2 --T 3"; IT="--early 2 --late 2 --late-iters 2"
+    T5=200k; GIBBS="--first 3 --per-layer 2 --T 3"; IT="--early 2 --late 2 --late-iters 2"; LATE=$IT
 else
     T5=5.2M; GIBBS="--first 40 --per-layer 12 --T 5"; IT="--early 3 --late 5 --late-iters 3"
+    LATE="--early 5 --late 15 --late-iters 5"
 fi
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -68,5 +70,21 @@ for spec in "100 partial-$half tomotopy-$half" "400 partial-1 tomotopy-1 partial
         --runs $runs $IT --cache "$CACHE" --json "$work/scale_K$K.json" >"$work/scale_K$K.txt" 2>&1
     show "$work/scale_K$K.txt"
 done
+# C. the collapsed sweep against tomotopy's one worker at 5.2M, K = 100 (issue 11), side by side on
+# two cores, nothing else running
+t=$(( $(left) - 5 ))
+if [ "$t" -ge 40 ]; then
+    say "C: $T5 K=100 collapsed (core 0) and tomotopy-1 (core 1)"
+    for c in "0 collapsed" "1 tomotopy-1"; do
+        read -r core run <<<"$c"
+        # shellcheck disable=SC2086
+        taskset -c "$core" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$T5" --K 100 --runs "$run" \
+            $LATE --cache "$CACHE" --json "$work/one_$run.json" >"$work/one_$run.txt" 2>&1 &
+    done
+    wait
+    show "$work"/one_*.txt
+else
+    say "skipped C (budget)"
+fi
 say "done"
 tar -czf "$OUT/device_quiet.tar.gz" -C "$OUT" quiet && rm -rf "$work"
