@@ -20,7 +20,7 @@ in :mod:`pygbn.inference.gibbs` prepares it.
 from cython.parallel cimport prange, threadid
 from libc.math cimport log, exp, INFINITY
 from libc.float cimport DBL_MIN
-from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
@@ -51,12 +51,25 @@ cdef extern from *:
     static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) {
         _InterlockedExchangeAdd((volatile long *) p, (long) v);
     }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) {
+        return *(volatile uint32_t *) p;
+    }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        return (uint32_t) _InterlockedCompareExchange((volatile long *) p, (long) desired,
+                                                      (long) expected) == expected;
+    }
     #elif defined(__GNUC__) || defined(__clang__)
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
     }
     static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) {
+        return __atomic_load_n(p, __ATOMIC_RELAXED);
+    }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
     #elif defined(_OPENMP)
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
@@ -67,13 +80,35 @@ cdef extern from *:
         #pragma omp atomic
         *p += v;
     }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) {
+        uint32_t v;
+        #pragma omp atomic read
+        v = *p;
+        return v;
+    }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        int done = 0;
+        #pragma omp critical (pygbn_cas_u32)
+        {
+            if (*p == expected) { *p = desired; done = 1; }
+        }
+        return done;
+    }
     #else
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) { *p += v; }  /* serial build */
     static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) { *p += v; }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) { return *p; }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        if (*p != expected) return 0;
+        *p = desired;
+        return 1;
+    }
     #endif
     """
     void atomic_add_i64 "pygbn_atomic_add_i64"(int64_t *p, int64_t v) noexcept nogil
     void atomic_add_i32 "pygbn_atomic_add_i32"(int32_t *p, int32_t v) noexcept nogil
+    uint32_t atomic_load_u32 "pygbn_atomic_load_u32"(uint32_t *p) noexcept nogil
+    bint cas_u32 "pygbn_cas_u32"(uint32_t *p, uint32_t expected, uint32_t desired) noexcept nogil
 
 
 # the shared term-factor counts of layer one's split: int32 where their total is
@@ -144,11 +179,46 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
     return 0.0  # signals "the true total underflowed"
 
 
+# a slot of a sparse term row (pygbn.inference.term_counts): factor k + 1 in the high
+# 16 bits, its count in the low 16; 0 is an empty slot, and a row's slots fill in order
+cdef enum:
+    SLOT_SHIFT = 16
+    SLOT_COUNT = 0xFFFF
+
+
+cdef inline void _slot_add(uint32_t *s, uint32_t c, uint32_t n, bint atomic) noexcept nogil:
+    """Add ``n`` to factor ``c``'s count in the slots ``s`` of one sparse term row.
+
+    The slot holding ``c`` is found by a scan from the first; the first empty one
+    is claimed for it (by compare-and-swap when ``atomic``: another thread that
+    claims it first is looked at again).  The caller has proven that the row
+    holds no more distinct factors than slots and no count above 65535."""
+    cdef Py_ssize_t i = 0
+    cdef uint32_t w, key = (c + 1) << SLOT_SHIFT
+    while True:
+        w = atomic_load_u32(&s[i]) if atomic else s[i]
+        if w == 0:
+            if not atomic:
+                s[i] = key | n
+                return
+            if cas_u32(&s[i], 0, key | n):
+                return
+            continue          # another thread claimed slot i: look at it again
+        if (w & ~(<uint32_t> SLOT_COUNT)) == key:
+            if atomic:
+                atomic_add_i32(<int32_t *> &s[i], <int32_t> n)
+            else:
+                s[i] = w + n
+            return
+        i += 1
+
+
 cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
                             Py_ssize_t k, int64_t *tmp, count_t *m_row, stat_t *n_row,
-                            bint atomic) noexcept nogil:
-    """Multinomial split of x units over k cells (eq:step1); adds to m_row and n_row
-    (by atomic additions when ``atomic``: ``n_row`` is shared by the threads)."""
+                            uint32_t *slots, bint atomic) noexcept nogil:
+    """Multinomial split of x units over k cells (eq:step1); adds to m_row and to the
+    term's statistics: the dense row ``n_row``, or the sparse row ``slots`` when not
+    NULL (by atomic additions when ``atomic``: they are shared by the threads)."""
     cdef int64_t i
     cdef Py_ssize_t c
     cdef double total = cw[k - 1]
@@ -158,7 +228,9 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
         for i in range(x):
             c = _search(cw, k, random_standard_uniform(g) * total)
             m_row[c] += 1
-            if atomic:
+            if slots != NULL:
+                _slot_add(slots, <uint32_t> c, 1, atomic)
+            elif atomic:
                 _atomic_add(&n_row[c], 1)
             else:
                 n_row[c] += 1
@@ -167,7 +239,9 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
         for c in range(k):
             if tmp[c] != 0:
                 m_row[c] += <count_t> tmp[c]
-                if atomic:
+                if slots != NULL:
+                    _slot_add(slots, <uint32_t> c, <uint32_t> tmp[c], atomic)
+                elif atomic:
                     _atomic_add(&n_row[c], tmp[c])
                 else:
                     n_row[c] += <stat_t> tmp[c]
@@ -177,7 +251,8 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                  const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
                  int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
                  count_t[:, ::1] m_out, stat_t[:, ::1] n_out, int64_t[::1] x_out,
-                 int n_threads):
+                 int n_threads, const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
+                 uint32_t[::1] slots=None):
     """Latent counts and their split for a sparse documents x rows layer.
 
     For each document ``j`` and stored cell ``(v, obs)`` of row ``j`` of the
@@ -194,6 +269,13 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     no entry can pass 2**31 - 1: Poisson counts of fewer tokens than that,
     :func:`pygbn.inference.layer_one.stat_dtype`) or int64.  Returns the number of documents whose
     latent total exceeds what ``m_out`` holds (their rows are then wrong).
+
+    With ``row_map``, ``slot_start`` and ``slots`` (a
+    :class:`pygbn.inference.term_counts.TermCounts`, Poisson counts only) term
+    ``v``'s statistics are row ``row_map[v]`` of ``n_out`` when that is >= 0,
+    else the slots ``slots[slot_start[v]:slot_start[v + 1]]`` (``(k + 1) << 16 |
+    count`` each, filled in order; as many as the term has tokens, so never too
+    few).  The draws are the same either way.
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
@@ -210,6 +292,11 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef Py_ssize_t n_over = 0
     cdef int64_t total_x, cap
     cdef bitgen_t *g
+    cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
+    cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
+    cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
+    cdef uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
+    cdef Py_ssize_t v, row
     cap = count_max(<const count_t *> NULL)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
@@ -231,7 +318,13 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                     if keep_x:
                         x_out[c] = x
                     total_x = total_x + x
-                    _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[indices[c], 0], atomic)
+                    v = indices[c]
+                    row = rmap[v] if use_slots else v
+                    if row >= 0:
+                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[row, 0], NULL, atomic)
+                    else:
+                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], <stat_t *> NULL,
+                                   &sl[sstart[v]], atomic)
                 if total_x > cap:
                     n_over += 1
         free(w)
@@ -290,7 +383,9 @@ def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,
 
 
 def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
-                      const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
+                      const uintptr_t[::1] streams, double[:, ::1] out, int n_threads,
+                      const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
+                      const uint32_t[::1] slots=None):
     """``out[:, j] ~ Dirichlet(eta + counts[:, j])`` for each column (eq:step2).
 
     Equivalent to ``dirichlet_rows(eta + counts.T.astype(float64), bounds,
@@ -300,10 +395,19 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     ``bounds[b]:bounds[b+1]``) gathers its columns' concentrations into a
     scratch of ``columns x V`` doubles, draws them in order from
     ``streams[b]`` and writes the draws back into ``out``'s columns.
+    With ``row_map``, ``slot_start`` and ``slots`` the counts are a
+    :class:`pygbn.inference.term_counts.TermCounts` (dense rows in ``counts``,
+    the other terms' in their slots: see :func:`split_sparse`); an entry in no
+    slot is 0, so its concentration is ``eta + 0.0``, as from a dense array.
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
-    cdef Py_ssize_t V = counts.shape[0]
-    cdef Py_ssize_t b, j, i, nc, c0
+    cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
+    cdef Py_ssize_t V = row_map.shape[0] if use_slots else counts.shape[0]
+    cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
+    cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
+    cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
+    cdef Py_ssize_t b, j, i, nc, c0, row, p, key
+    cdef uint32_t word
     cdef bitgen_t *g
     cdef double *alpha
     cdef double *draw
@@ -318,8 +422,20 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
             n_failed += 1
         else:
             for i in range(V):
-                for j in range(nc):
-                    alpha[j * V + i] = eta + <double> counts[i, c0 + j]
+                row = rmap[i] if use_slots else i
+                if row >= 0:
+                    for j in range(nc):
+                        alpha[j * V + i] = eta + <double> counts[row, c0 + j]
+                else:
+                    for j in range(nc):
+                        alpha[j * V + i] = eta + 0.0
+                    p = sstart[i]
+                    while p < sstart[i + 1] and sl[p] != 0:      # the filled slots come first
+                        word = sl[p]
+                        key = <Py_ssize_t> (word >> SLOT_SHIFT) - 1 - c0
+                        if key >= 0 and key < nc:
+                            alpha[key * V + i] = eta + <double> (word & SLOT_COUNT)
+                        p = p + 1
             for j in range(nc):
                 random_dirichlet(g, &alpha[j * V], V, draw)
                 for i in range(V):
@@ -458,3 +574,13 @@ def sample_gamma_per_sample(const double[::1] shape, const double[::1] rate,
         for j in range(bounds[b], bounds[b + 1]):
             v = random_standard_gamma(g, shape[j]) / rate[j]
             out[j] = v if v > DBL_MIN else DBL_MIN
+
+
+def term_totals(const int32_t[::1] indices, const double[::1] values, int64_t[::1] out):
+    """``out[v] += sum of values[c]`` over the cells ``c`` with ``indices[c] == v`` (the
+    data's total of each term; whole numbers, exact in int64), without the int64
+    copy of the indices that ``numpy.bincount`` makes."""
+    cdef Py_ssize_t c
+    with nogil:
+        for c in range(indices.shape[0]):
+            out[indices[c]] += <int64_t> values[c]
