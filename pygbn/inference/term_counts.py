@@ -64,7 +64,7 @@ class TermLayout:
         if self.totals is None or K > MAX_SLOT_K:
             return None
         if self._key != K:
-            sparse = DENSE_FRACTION * self.totals < K
+            sparse = (DENSE_FRACTION * self.totals < K) & (self.totals <= _COUNT)
             if not sparse.any():
                 self._key, self._arrays = K, None
                 return None
