@@ -26,7 +26,8 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport count_t, count_max, log_rescaled_weights
+from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_gather,
+                                      SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
     random_crt, random_multinomial_split, random_dirichlet,
@@ -179,36 +180,23 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
     return 0.0  # signals "the true total underflowed"
 
 
-# a slot of a sparse term row (pygbn.inference.term_counts): factor k + 1 in the high
-# 16 bits, its count in the low 16; 0 is an empty slot, and a row's slots fill in order
-cdef enum:
-    SLOT_SHIFT = 16
-    SLOT_COUNT = 0xFFFF
-
-
 cdef inline void _slot_add(uint32_t *s, uint32_t c, uint32_t n, bint atomic) noexcept nogil:
-    """Add ``n`` to factor ``c``'s count in the slots ``s`` of one sparse term row.
-
-    The slot holding ``c`` is found by a scan from the first; the first empty one
-    is claimed for it (by compare-and-swap when ``atomic``: another thread that
-    claims it first is looked at again).  The caller has proven that the row
-    holds no more distinct factors than slots and no count above 65535."""
+    """:c:func:`slot_add` (``_shared.pxd``) for threads that share the row when
+    ``atomic``: the first empty slot is claimed by compare-and-swap (another
+    thread that claims it first is looked at again) and counts are added atomically."""
     cdef Py_ssize_t i = 0
     cdef uint32_t w, key = (c + 1) << SLOT_SHIFT
+    if not atomic:
+        slot_add(s, c, n)
+        return
     while True:
-        w = atomic_load_u32(&s[i]) if atomic else s[i]
+        w = atomic_load_u32(&s[i])
         if w == 0:
-            if not atomic:
-                s[i] = key | n
-                return
             if cas_u32(&s[i], 0, key | n):
                 return
             continue          # another thread claimed slot i: look at it again
         if (w & ~(<uint32_t> SLOT_COUNT)) == key:
-            if atomic:
-                atomic_add_i32(<int32_t *> &s[i], <int32_t> n)
-            else:
-                s[i] = w + n
+            atomic_add_i32(<int32_t *> &s[i], <int32_t> n)
             return
         i += 1
 
@@ -406,8 +394,7 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
-    cdef Py_ssize_t b, j, i, nc, c0, row, p, key
-    cdef uint32_t word
+    cdef Py_ssize_t b, j, i, nc, c0, row
     cdef bitgen_t *g
     cdef double *alpha
     cdef double *draw
@@ -429,13 +416,7 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
                 else:
                     for j in range(nc):
                         alpha[j * V + i] = eta + 0.0
-                    p = sstart[i]
-                    while p < sstart[i + 1] and sl[p] != 0:      # the filled slots come first
-                        word = sl[p]
-                        key = <Py_ssize_t> (word >> SLOT_SHIFT) - 1 - c0
-                        if key >= 0 and key < nc:
-                            alpha[key * V + i] = eta + <double> (word & SLOT_COUNT)
-                        p = p + 1
+                    slot_gather(&sl[sstart[i]], sstart[i + 1] - sstart[i], c0, nc, eta, &alpha[i], V)
             for j in range(nc):
                 random_dirichlet(g, &alpha[j * V], V, draw)
                 for i in range(V):

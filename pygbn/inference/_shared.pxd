@@ -2,7 +2,7 @@
 # (pygbn.inference._blocked, _upper, _collapsed, _partial).
 
 from libc.math cimport log, exp, INFINITY
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t
 
 ctypedef fused count_t:
     # per-document counts m of a layer (uint16 where every document's total fits;
@@ -57,3 +57,40 @@ cdef inline double log_rescaled_weights(const double *phi_row, const double *the
             w[i] = 1.0
         total = <double> k
     return total
+
+
+# Slots of a sparse term row of layer one's term-factor counts
+# (pygbn.inference.term_counts.TermCounts): factor k + 1 in the high 16 bits, its
+# count in the low 16; 0 is an empty slot, and a row's slots fill in order.
+cdef enum:
+    SLOT_SHIFT = 16
+    SLOT_COUNT = 0xFFFF
+
+
+cdef inline void slot_add(uint32_t *s, uint32_t c, uint32_t n) noexcept nogil:
+    """Add ``n`` to factor ``c``'s count in the slots ``s`` of one sparse term row
+    (one writer: the threaded form is pygbn.inference._blocked._slot_add).  The
+    slot holding ``c`` is found by a scan from the first, else the first empty
+    one is taken; the caller has proven that the row holds no more distinct
+    factors than slots and no count above 65535."""
+    cdef Py_ssize_t i = 0
+    cdef uint32_t key = (c + 1) << SLOT_SHIFT
+    while s[i] != 0 and (s[i] & ~(<uint32_t> SLOT_COUNT)) != key:
+        i += 1
+    if s[i] == 0:
+        s[i] = key | n
+    else:
+        s[i] += n
+
+
+cdef inline void slot_gather(const uint32_t *s, Py_ssize_t n_slots, Py_ssize_t c0, Py_ssize_t nc,
+                             double eta, double *alpha, Py_ssize_t stride) noexcept nogil:
+    """``alpha[(k - c0) * stride] = eta + count`` for the filled slots of one sparse
+    term row whose factor k lies in ``c0:c0 + nc`` (the Dirichlet concentrations of a
+    column block; the caller has set the others to ``eta + 0.0``)."""
+    cdef Py_ssize_t p = 0, key
+    while p < n_slots and s[p] != 0:
+        key = <Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 - c0
+        if key >= 0 and key < nc:
+            alpha[key * stride] = eta + <double> (s[p] & SLOT_COUNT)
+        p += 1

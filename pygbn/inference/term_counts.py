@@ -48,13 +48,23 @@ class TermLayout:
     """
 
     def __init__(self, link: Link, Y: sp.csr_matrix):
-        self.dtype = stat_dtype(link, Y)
-        self.n_terms = int(Y.shape[1])
-        self.totals: Optional[np.ndarray] = None
+        totals = None
         if link.latent_mode == LATENT_COUNTS and Y.nnz:
-            self.totals = np.zeros(Y.shape[1], dtype=np.int64)
+            totals = np.zeros(Y.shape[1], dtype=np.int64)
             _blocked.term_totals(np.ascontiguousarray(Y.indices, dtype=np.int32),
-                                 np.ascontiguousarray(Y.data, dtype=np.float64), self.totals)
+                                 np.ascontiguousarray(Y.data, dtype=np.float64), totals)
+        self._set(totals, int(Y.shape[1]), stat_dtype(link, Y))
+
+    @classmethod
+    def from_totals(cls, totals: np.ndarray, dtype=np.int32) -> "TermLayout":
+        """The layout of counts of tokens whose terms have ``totals`` tokens, dense
+        rows of ``dtype`` (the token-level layer one: :mod:`pygbn.inference.partial`)."""
+        layout = cls.__new__(cls)
+        layout._set(np.asarray(totals, dtype=np.int64), int(np.size(totals)), np.dtype(dtype))
+        return layout
+
+    def _set(self, totals: Optional[np.ndarray], n_terms: int, dtype) -> None:
+        self.totals, self.n_terms, self.dtype = totals, n_terms, np.dtype(dtype)
         self._key: Optional[int] = None
         self._arrays: tuple = ()
 
@@ -120,6 +130,12 @@ class TermCounts:
     @property
     def nbytes(self) -> int:
         return int(self.dense.nbytes + self.slots.nbytes)
+
+    def clear(self) -> "TermCounts":
+        """Set every count to 0 (to be filled again); returns self."""
+        self.dense.fill(0)
+        self.slots.fill(0)
+        return self
 
     def kernel_args(self) -> dict:
         """The keyword arguments of the kernels that read or fill these counts."""
