@@ -17,7 +17,7 @@ does no work and the kernel raises ``MemoryError`` after the loop.
 The kernels trust their input (shapes, dtypes, positivity): the Python layer
 in :mod:`pygbn.inference.gibbs` prepares it.
 """
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport log, exp, INFINITY
 from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
@@ -26,7 +26,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_gather,
+from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_gather, slot_cursors,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
@@ -386,7 +386,8 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     With ``row_map``, ``slot_start`` and ``slots`` the counts are a
     :class:`pygbn.inference.term_counts.TermCounts` (dense rows in ``counts``,
     the other terms' in their slots: see :func:`split_sparse`); an entry in no
-    slot is 0, so its concentration is ``eta + 0.0``, as from a dense array.
+    slot is 0, so its concentration is ``eta + 0.0``, as from a dense array.  Each sparse row's filled slots must be
+    sorted by factor (:func:`pygbn.inference._blocked.sort_slots`).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
@@ -398,31 +399,41 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     cdef bitgen_t *g
     cdef double *alpha
     cdef double *draw
+    cdef int32_t *cur
     cdef int n_failed = 0
-    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        g = <bitgen_t *> streams[b]
-        c0 = bounds[b]
-        nc = bounds[b + 1] - c0
-        alpha = <double *> block_malloc((nc * V + 1) * sizeof(double))
-        draw = <double *> block_malloc((V + 1) * sizeof(double))
-        if alpha == NULL or draw == NULL:
-            n_failed += 1
-        else:
-            for i in range(V):
-                row = rmap[i] if use_slots else i
-                if row >= 0:
-                    for j in range(nc):
-                        alpha[j * V + i] = eta + <double> counts[row, c0 + j]
-                else:
-                    for j in range(nc):
-                        alpha[j * V + i] = eta + 0.0
-                    slot_gather(&sl[sstart[i]], sstart[i + 1] - sstart[i], c0, nc, eta, &alpha[i], V)
-            for j in range(nc):
-                random_dirichlet(g, &alpha[j * V], V, draw)
+    with nogil, parallel(num_threads=n_threads):
+        # each thread's cursors into the sparse rows (its blocks come in increasing order)
+        cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL
+        if cur != NULL:
+            cur[V] = 2147483647
+        for b in prange(n_blocks, schedule="dynamic"):
+            g = <bitgen_t *> streams[b]
+            c0 = bounds[b]
+            nc = bounds[b + 1] - c0
+            alpha = <double *> block_malloc((nc * V + 1) * sizeof(double))
+            draw = <double *> block_malloc((V + 1) * sizeof(double))
+            if alpha == NULL or draw == NULL or (use_slots and cur == NULL):
+                n_failed += 1
+            else:
+                if use_slots:
+                    slot_cursors(cur, V, b)
                 for i in range(V):
-                    out[i, c0 + j] = DBL_MIN if draw[i] < DBL_MIN else draw[i]
-        free(alpha)
-        free(draw)
+                    row = rmap[i] if use_slots else i
+                    if row >= 0:
+                        for j in range(nc):
+                            alpha[j * V + i] = eta + <double> counts[row, c0 + j]
+                    else:
+                        for j in range(nc):
+                            alpha[j * V + i] = eta + 0.0
+                        cur[i] = <int32_t> slot_gather(&sl[sstart[i]], sstart[i + 1] - sstart[i], cur[i], c0, nc,
+                                                       eta, &alpha[i], V)
+                for j in range(nc):
+                    random_dirichlet(g, &alpha[j * V], V, draw)
+                    for i in range(V):
+                        out[i, c0 + j] = DBL_MIN if draw[i] < DBL_MIN else draw[i]
+            free(alpha)
+            free(draw)
+        free(cur)
     if n_failed:
         raise MemoryError(f"dirichlet_columns: scratch memory of {n_failed} column block(s) could not be allocated")
 
@@ -565,3 +576,24 @@ def term_totals(const int32_t[::1] indices, const double[::1] values, int64_t[::
     with nogil:
         for c in range(indices.shape[0]):
             out[indices[c]] += <int64_t> values[c]
+
+
+def sort_slots(const int64_t[::1] slot_start, uint32_t[::1] slots, int n_threads):
+    """Sort the filled slots of every sparse term row by factor (in place; the
+    empty slots stay at the end): what :c:func:`slot_gather` reads.  The counts
+    are the same; only their order within a row changes (which nothing else reads)."""
+    cdef Py_ssize_t V = slot_start.shape[0] - 1, v, i, j
+    cdef uint32_t w
+    cdef uint32_t *s
+    for v in prange(V, nogil=True, num_threads=n_threads, schedule="static", chunksize=256):
+        s = &slots[slot_start[v]] if slot_start[v + 1] > slot_start[v] else NULL
+        if s != NULL:
+            i = 1
+            while i < slot_start[v + 1] - slot_start[v] and s[i] != 0:     # insertion sort: rows are short
+                w = s[i]
+                j = i - 1
+                while j >= 0 and s[j] > w:
+                    s[j + 1] = s[j]
+                    j = j - 1
+                s[j + 1] = w
+                i = i + 1

@@ -47,7 +47,7 @@ from numpy.random.c_distributions cimport random_standard_uniform
 from libc.float cimport DBL_MIN
 from libc.math cimport nextafter
 
-from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, slot_gather
+from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, slot_gather, slot_cursors
 from pygbn.random._inline cimport gamma_row_scaled
 from pygbn.random._kernels cimport random_dirichlet
 
@@ -566,7 +566,8 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     ``eta > 0``.  With ``row_map``, ``slot_start`` and ``slots`` the counts are a
     :class:`pygbn.inference.term_counts.TermCounts` (dense rows in ``counts``, the
     other terms' in their slots; an entry in no slot is 0, its concentration
-    ``eta + 0.0`` as from a dense array).
+    ``eta + 0.0`` as from a dense array).  Each sparse row's filled slots must be
+    sorted by factor (:func:`pygbn.inference._blocked.sort_slots`).
     """
     cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
     cdef Py_ssize_t V = row_map.shape[0] if use_slots else counts.shape[0]
@@ -575,6 +576,7 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
     cdef Py_ssize_t blk, k, v, k0, nk, row, width = 0
+    cdef int32_t *cur
     cdef double *work
     cdef double *a
     cdef double *out
@@ -589,10 +591,16 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     with nogil, parallel(num_threads=n_threads):
         # one scratch per thread: a block's shapes and gammas column by column, GS scratch, sums
         work = <double *> malloc((2 * width * V + 6 * V + width) * sizeof(double))
+        # and its cursors into the sparse rows (its blocks come in increasing order)
+        cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL
+        if cur != NULL:
+            cur[V] = 2147483647
         for blk in prange(n_blocks, schedule="dynamic"):
-            if work == NULL:
+            if work == NULL or (use_slots and cur == NULL):
                 n_failed += 1
             else:
+                if use_slots:
+                    slot_cursors(cur, V, blk)
                 g = <bitgen_t *> streams[blk]
                 k0 = bounds[blk]
                 nk = bounds[blk + 1] - k0
@@ -607,7 +615,8 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
                     else:
                         for k in range(nk):
                             a[k * V + v] = eta + 0.0
-                        slot_gather(&sl[sstart[v]], sstart[v + 1] - sstart[v], k0, nk, eta, &a[v], V)
+                        cur[v] = <int32_t> slot_gather(&sl[sstart[v]], sstart[v + 1] - sstart[v], cur[v], k0, nk,
+                                                       eta, &a[v], V)
                 for k in range(nk):
                     tot[k] = gamma_row_scaled(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
                     if tot[k] >= 1e-280:
@@ -620,6 +629,7 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
                         x = out[k * V + v] * tot[k]
                         phi[v, k0 + k] = x if x > DBL_MIN else DBL_MIN
         free(work)
+        free(cur)
     if n_failed:
         raise MemoryError("dirichlet_columns: scratch memory could not be allocated")
 

@@ -83,14 +83,31 @@ cdef inline void slot_add(uint32_t *s, uint32_t c, uint32_t n) noexcept nogil:
         s[i] += n
 
 
-cdef inline void slot_gather(const uint32_t *s, Py_ssize_t n_slots, Py_ssize_t c0, Py_ssize_t nc,
-                             double eta, double *alpha, Py_ssize_t stride) noexcept nogil:
+cdef inline Py_ssize_t slot_gather(const uint32_t *s, Py_ssize_t n_slots, Py_ssize_t p, Py_ssize_t c0,
+                                   Py_ssize_t nc, double eta, double *alpha, Py_ssize_t stride) noexcept nogil:
     """``alpha[(k - c0) * stride] = eta + count`` for the filled slots of one sparse
     term row whose factor k lies in ``c0:c0 + nc`` (the Dirichlet concentrations of a
-    column block; the caller has set the others to ``eta + 0.0``)."""
-    cdef Py_ssize_t p = 0, key
-    while p < n_slots and s[p] != 0:
-        key = <Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 - c0
-        if key >= 0 and key < nc:
-            alpha[key * stride] = eta + <double> (s[p] & SLOT_COUNT)
+    column block; the caller has set the others to ``eta + 0.0``), reading from
+    slot ``p`` on; returns where the next block's factors begin.  The row's filled
+    slots are sorted by factor (pygbn.inference._blocked.sort_slots) and ``p`` is
+    at or before the first slot of a factor >= c0 (a cursor kept from an earlier
+    block of the same draw, see slot_cursors): a draw of K / B column blocks reads
+    each row's slots about once."""
+    while p < n_slots and s[p] != 0 and <Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 < c0:
         p += 1
+    while p < n_slots and s[p] != 0 and <Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 < c0 + nc:
+        alpha[(<Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 - c0) * stride] = eta + <double> (s[p] & SLOT_COUNT)
+        p += 1
+    return p
+
+
+cdef inline void slot_cursors(int32_t *cur, Py_ssize_t V, Py_ssize_t block) noexcept nogil:
+    """A thread's cursors into the V sparse rows before it gathers column block
+    ``block`` (cur[V] holds the last block it gathered): back to every row's
+    first slot unless the blocks come in increasing order (so that every cursor
+    is at or before the block's first factor)."""
+    cdef Py_ssize_t v
+    if cur[V] > block:
+        for v in range(V):
+            cur[v] = 0
+    cur[V] = <int32_t> block

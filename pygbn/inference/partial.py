@@ -275,6 +275,8 @@ def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int,
     ``tokens``' buffers): the old Phi^(1) is not needed once the new one is
     drawn, and the tables made from it are marked stale."""
     counts, kw = split_target(layer.counts)
+    if kw:
+        kw = layer.counts.sorted_args(n_threads)
     if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
     shape = layer.counts.shape

@@ -137,6 +137,13 @@ class TermCounts:
         self.slots.fill(0)
         return self
 
+    def sorted_args(self, n_threads: int = 1) -> dict:
+        """:meth:`kernel_args` with each sparse row's slots sorted by factor first
+        (what the Phi draws read: :func:`pygbn.inference._blocked.sort_slots`)."""
+        if self.slots.size:
+            _blocked.sort_slots(self.slot_start, self.slots, int(n_threads))
+        return self.kernel_args()
+
     def kernel_args(self) -> dict:
         """The keyword arguments of the kernels that read or fill these counts."""
         return {"row_map": self.row_map, "slot_start": self.slot_start, "slots": self.slots}
@@ -211,7 +218,7 @@ def draw_phi_columns(counts, eta: float, col_bounds: np.ndarray, addresses: np.n
     :class:`TermCounts` (the same draws from the same counts)."""
     if isinstance(counts, TermCounts):
         _blocked.dirichlet_columns(counts.dense, float(eta), col_bounds, addresses, out, n_threads,
-                                   **counts.kernel_args())
+                                   **counts.sorted_args(n_threads))
         return
     if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
