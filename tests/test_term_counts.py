@@ -135,3 +135,23 @@ def test_blocked_chain_with_slots_is_the_chain_with_dense_counts(n_jobs, monkeyp
         np.testing.assert_array_equal(net.layers[0].phi, nets[0][0].layers[0].phi)
         np.testing.assert_array_equal(net.r, nets[0][0].r)
         np.testing.assert_array_equal(counts, nets[0][1])
+
+
+def test_layout_is_made_again_when_the_sampler_gets_other_data():
+    """The slots are as many as the data's tokens: a sampler given other data (as
+    the Geweke test gives it) splits into a layout of the new data."""
+    from pygbn.inference.layer_one import kernel_csr
+
+    Y = _sparse_corpus()
+    s = GibbsSampler.for_training(Y, 40, method="blocked", random_state=5)
+    s.sweep()
+    first = TermLayout.of_sampler(s)
+    assert TermLayout.of_sampler(s) is first
+    Y2 = _sparse_corpus(seed=9)
+    Y2.data *= 3.0
+    s.Y = Y2
+    s.indptr, s.indices, s.values = kernel_csr(Y2)
+    s.sweep()
+    assert TermLayout.of_sampler(s) is not first
+    np.testing.assert_array_equal(np.asarray(s.network.layers[0].counts).sum(axis=1),
+                                  np.asarray(Y2.sum(axis=0)).ravel())

@@ -193,8 +193,7 @@ class GibbsSampler:
         # blocked training draws theta^(1) of a document block when its split needs it
         # (same draws, same order): no (J, K_1) array between iterations
         self.lazy_theta_one = method == "blocked" and self.update_globals
-        # layer one's term-factor counts (blocked split): rare terms' rows sparse, int32 where proven
-        self.term_layout = TermLayout(self.link, Y)
+        self._term_layout = None    # of the blocked split's term-factor counts (TermLayout.of_sampler)
         self._theta_one = LazyThetaOne(len(self.bounds) - 1)
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
@@ -426,7 +425,7 @@ class GibbsSampler:
         nt = self.n_threads
         # one set of (V, K) counts shared by the threads (exact atomic integer additions):
         # a rare term's row as slots, int32 where no entry can pass 2**31 - 1 (term_counts)
-        n_out = self.term_layout.zeros(layer.width)
+        n_out = TermLayout.of_sampler(self).zeros(layer.width)
         dense, kw = split_target(n_out)
         b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
         over = self._theta_one.split(self, b0, b1, dense, kw)      # theta^(1) pending: drawn there

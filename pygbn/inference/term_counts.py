@@ -49,11 +49,25 @@ class TermLayout:
 
     def __init__(self, link: Link, Y: sp.csr_matrix):
         totals = None
+        indices = np.ascontiguousarray(Y.indices, dtype=np.int32)
+        values = np.ascontiguousarray(Y.data, dtype=np.float64)
         if link.latent_mode == LATENT_COUNTS and Y.nnz:
             totals = np.zeros(Y.shape[1], dtype=np.int64)
-            _blocked.term_totals(np.ascontiguousarray(Y.indices, dtype=np.int32),
-                                 np.ascontiguousarray(Y.data, dtype=np.float64), totals)
+            _blocked.term_totals(indices, values, totals)
         self._set(totals, int(Y.shape[1]), stat_dtype(link, Y))
+        #: the data arrays the layout was made from (its slots are as many as their tokens)
+        self.source = (indices, values)
+
+    @classmethod
+    def of_sampler(cls, s) -> "TermLayout":
+        """The layout of sampler ``s``'s data, made again when ``s`` was given other
+        data since (its ``indices`` or ``values`` arrays replaced, as the Geweke
+        test does): the slots must be as many as the tokens of the data split."""
+        layout = getattr(s, "_term_layout", None)
+        if layout is None or layout.source[0] is not s.indices or layout.source[1] is not s.values:
+            Y = sp.csr_matrix((s.values, s.indices, s.indptr), shape=s.Y.shape, copy=False)
+            layout = s._term_layout = cls(s.link, Y)
+        return layout
 
     @classmethod
     def from_totals(cls, totals: np.ndarray, dtype=np.int32) -> "TermLayout":
@@ -61,6 +75,7 @@ class TermLayout:
         rows of ``dtype`` (the token-level layer one: :mod:`pygbn.inference.partial`)."""
         layout = cls.__new__(cls)
         layout._set(np.asarray(totals, dtype=np.int64), int(np.size(totals)), np.dtype(dtype))
+        layout.source = (None, None)
         return layout
 
     def _set(self, totals: Optional[np.ndarray], n_terms: int, dtype) -> None:
