@@ -65,8 +65,8 @@ class TermLayout:
         test does): the slots must be as many as the tokens of the data split."""
         layout = getattr(s, "_term_layout", None)
         if layout is None or layout.source[0] is not s.indices or layout.source[1] is not s.values:
-            Y = sp.csr_matrix((s.values, s.indices, s.indptr), shape=s.Y.shape, copy=False)
-            layout = s._term_layout = cls(s.link, Y)
+            layout = s._term_layout = cls(s.link, s.Y)
+            layout.source = (s.indices, s.values)
         return layout
 
     @classmethod
