@@ -26,7 +26,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_gather, slot_cursors,
+from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors, gather_concentrations,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
@@ -395,7 +395,9 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
-    cdef Py_ssize_t b, j, i, nc, c0, row
+    cdef Py_ssize_t b, j, i, nc, c0
+    cdef Py_ssize_t K = counts.shape[1]
+    cdef const stat_t *dense = &counts[0, 0] if counts.shape[0] > 0 else NULL
     cdef bitgen_t *g
     cdef double *alpha
     cdef double *draw
@@ -417,16 +419,7 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
             else:
                 if use_slots:
                     slot_cursors(cur, V, b)
-                for i in range(V):
-                    row = rmap[i] if use_slots else i
-                    if row >= 0:
-                        for j in range(nc):
-                            alpha[j * V + i] = eta + <double> counts[row, c0 + j]
-                    else:
-                        for j in range(nc):
-                            alpha[j * V + i] = eta + 0.0
-                        cur[i] = <int32_t> slot_gather(&sl[sstart[i]], sstart[i + 1] - sstart[i], cur[i], c0, nc,
-                                                       eta, &alpha[i], V)
+                gather_concentrations(dense, K, V, rmap, sstart, sl, cur, c0, nc, eta, alpha)
                 for j in range(nc):
                     random_dirichlet(g, &alpha[j * V], V, draw)
                     for i in range(V):

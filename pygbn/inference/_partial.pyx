@@ -47,7 +47,7 @@ from numpy.random.c_distributions cimport random_standard_uniform
 from libc.float cimport DBL_MIN
 from libc.math cimport nextafter
 
-from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, slot_gather, slot_cursors
+from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, slot_cursors, gather_concentrations
 from pygbn.random._inline cimport gamma_row_scaled
 from pygbn.random._kernels cimport random_dirichlet
 
@@ -575,7 +575,8 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
-    cdef Py_ssize_t blk, k, v, k0, nk, row, width = 0
+    cdef Py_ssize_t blk, k, v, k0, nk, width = 0
+    cdef const nvk_t *dense = &counts[0, 0] if counts.shape[0] > 0 else NULL
     cdef int32_t *cur
     cdef double *work
     cdef double *a
@@ -607,16 +608,8 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
                 a = work
                 out = work + width * V
                 tot = work + 2 * width * V + 6 * V
-                for v in range(V):                  # the block's columns in one pass over the rows
-                    row = rmap[v] if use_slots else v
-                    if row >= 0:
-                        for k in range(nk):
-                            a[k * V + v] = eta + <double> counts[row, k0 + k]
-                    else:
-                        for k in range(nk):
-                            a[k * V + v] = eta + 0.0
-                        cur[v] = <int32_t> slot_gather(&sl[sstart[v]], sstart[v + 1] - sstart[v], cur[v], k0, nk,
-                                                       eta, &a[v], V)
+                # the block's columns in one pass over the rows
+                gather_concentrations(dense, K, V, rmap, sstart, sl, cur, k0, nk, eta, a)
                 for k in range(nk):
                     tot[k] = gamma_row_scaled(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
                     if tot[k] >= 1e-280:

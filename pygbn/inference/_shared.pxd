@@ -111,3 +111,31 @@ cdef inline void slot_cursors(int32_t *cur, Py_ssize_t V, Py_ssize_t block) noex
         for v in range(V):
             cur[v] = 0
     cur[V] = <int32_t> block
+
+
+ctypedef fused term_count_t:
+    # dense rows of layer one's term-factor counts (int32 where their range is proven)
+    int32_t
+    int64_t
+
+
+cdef inline void gather_concentrations(const term_count_t *dense, Py_ssize_t K, Py_ssize_t V,
+                                       const int32_t *rmap, const int64_t *sstart, const uint32_t *sl,
+                                       int32_t *cur, Py_ssize_t c0, Py_ssize_t nc, double eta,
+                                       double *alpha) noexcept nogil:
+    """``alpha[j * V + v] = eta + counts[v, c0 + j]`` for the column block ``c0:c0 + nc``
+    of the (V, K) counts: the C-ordered array ``dense`` when ``rmap`` is NULL, else a
+    TermCounts (term v's row ``rmap[v]`` of ``dense`` when that is >= 0, else its
+    sorted slots from ``sstart[v]``, read from the thread's cursor ``cur[v]``:
+    slot_gather, slot_cursors)."""
+    cdef Py_ssize_t v, j, row
+    for v in range(V):
+        row = rmap[v] if rmap != NULL else v
+        if row >= 0:
+            for j in range(nc):
+                alpha[j * V + v] = eta + <double> dense[row * K + c0 + j]
+        else:
+            for j in range(nc):
+                alpha[j * V + v] = eta + 0.0
+            cur[v] = <int32_t> slot_gather(&sl[sstart[v]], sstart[v + 1] - sstart[v], cur[v], c0, nc, eta,
+                                           &alpha[v], V)

@@ -27,10 +27,13 @@ independence Metropolis-Hastings steps when the documents' priors differ
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
 (int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
-than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int32 counted
-after each sweep (a token state holds fewer than 2^31 tokens) and Phi^(1)
-(V, K) float64, each drawn into the memory of the one it replaces when
-nothing else holds that (:meth:`PartialState.buffer`), and the prior
+than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` counted after each
+sweep and stored by term (:class:`~pygbn.inference.term_counts.TermCounts`:
+int32 rows for the terms with at least K / 4 tokens, a token state holding
+fewer than 2^31 tokens, and 4 bytes a token for the others) into the last
+sweep's counts when nothing else holds them, Phi^(1) (V, K) float64 drawn
+into the memory of the one it replaces when nothing else holds that
+(:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
 int16 labels) for each term that has one.
 """
@@ -76,7 +79,7 @@ class PartialState(TokenLabels):
         Labels of document j are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
     doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
         ``n_jk`` (the sampler's ``m[0]``).
-    term_counts : ndarray of int32, shape (n_terms, K)
+    term_counts : TermCounts or ndarray of int32, shape (n_terms, K)
         ``n_vk`` of the labels, counted when read (each sweep returns its own).
     acceptance : float
         Share of the last sweep's Metropolis-Hastings proposals accepted
@@ -299,9 +302,10 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time by
     :func:`pygbn.inference._upper.doc_prior`, the same BLAS calls per block
     wherever the block is).  Updates ``m[0] = n_jk`` in place and returns the
-    blocks' term-topic counts ``n_vk`` (int32, the statistic of Phi^(1); for all
-    blocks into the memory of ``layers[0].counts``, the last sweep's, when
-    nothing else holds that: it then holds the new counts).
+    blocks' term-topic counts ``n_vk`` (the statistic of Phi^(1), stored by
+    term: :meth:`PartialState.new_term_counts`; for all blocks into the counts
+    of ``layers[0].counts``, the last sweep's, when nothing else holds them:
+    it then holds the new counts).
     """
     net = sampler.network
     tokens: PartialState = sampler.tokens
