@@ -17,16 +17,17 @@ does no work and the kernel raises ``MemoryError`` after the loop.
 The kernels trust their input (shapes, dtypes, positivity): the Python layer
 in :mod:`pygbn.inference.gibbs` prepares it.
 """
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport log, exp, INFINITY
 from libc.float cimport DBL_MIN
-from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport count_t, count_max, log_rescaled_weights
+from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors, gather_concentrations,
+                                      SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
     random_crt, random_multinomial_split, random_dirichlet,
@@ -51,12 +52,25 @@ cdef extern from *:
     static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) {
         _InterlockedExchangeAdd((volatile long *) p, (long) v);
     }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) {
+        return *(volatile uint32_t *) p;
+    }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        return (uint32_t) _InterlockedCompareExchange((volatile long *) p, (long) desired,
+                                                      (long) expected) == expected;
+    }
     #elif defined(__GNUC__) || defined(__clang__)
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
     }
     static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) {
+        return __atomic_load_n(p, __ATOMIC_RELAXED);
+    }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
     #elif defined(_OPENMP)
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
@@ -67,13 +81,35 @@ cdef extern from *:
         #pragma omp atomic
         *p += v;
     }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) {
+        uint32_t v;
+        #pragma omp atomic read
+        v = *p;
+        return v;
+    }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        int done = 0;
+        #pragma omp critical (pygbn_cas_u32)
+        {
+            if (*p == expected) { *p = desired; done = 1; }
+        }
+        return done;
+    }
     #else
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) { *p += v; }  /* serial build */
     static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) { *p += v; }
+    static inline uint32_t pygbn_atomic_load_u32(uint32_t *p) { return *p; }
+    static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+        if (*p != expected) return 0;
+        *p = desired;
+        return 1;
+    }
     #endif
     """
     void atomic_add_i64 "pygbn_atomic_add_i64"(int64_t *p, int64_t v) noexcept nogil
     void atomic_add_i32 "pygbn_atomic_add_i32"(int32_t *p, int32_t v) noexcept nogil
+    uint32_t atomic_load_u32 "pygbn_atomic_load_u32"(uint32_t *p) noexcept nogil
+    bint cas_u32 "pygbn_cas_u32"(uint32_t *p, uint32_t expected, uint32_t desired) noexcept nogil
 
 
 # the shared term-factor counts of layer one's split: int32 where their total is
@@ -144,11 +180,33 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
     return 0.0  # signals "the true total underflowed"
 
 
+cdef inline void _slot_add(uint32_t *s, uint32_t c, uint32_t n, bint atomic) noexcept nogil:
+    """:c:func:`slot_add` (``_shared.pxd``) for threads that share the row when
+    ``atomic``: the first empty slot is claimed by compare-and-swap (another
+    thread that claims it first is looked at again) and counts are added atomically."""
+    cdef Py_ssize_t i = 0
+    cdef uint32_t w, key = (c + 1) << SLOT_SHIFT
+    if not atomic:
+        slot_add(s, c, n)
+        return
+    while True:
+        w = atomic_load_u32(&s[i])
+        if w == 0:
+            if cas_u32(&s[i], 0, key | n):
+                return
+            continue          # another thread claimed slot i: look at it again
+        if (w & ~(<uint32_t> SLOT_COUNT)) == key:
+            atomic_add_i32(<int32_t *> &s[i], <int32_t> n)
+            return
+        i += 1
+
+
 cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
                             Py_ssize_t k, int64_t *tmp, count_t *m_row, stat_t *n_row,
-                            bint atomic) noexcept nogil:
-    """Multinomial split of x units over k cells (eq:step1); adds to m_row and n_row
-    (by atomic additions when ``atomic``: ``n_row`` is shared by the threads)."""
+                            uint32_t *slots, bint atomic) noexcept nogil:
+    """Multinomial split of x units over k cells (eq:step1); adds to m_row and to the
+    term's statistics: the dense row ``n_row``, or the sparse row ``slots`` when not
+    NULL (by atomic additions when ``atomic``: they are shared by the threads)."""
     cdef int64_t i
     cdef Py_ssize_t c
     cdef double total = cw[k - 1]
@@ -158,7 +216,9 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
         for i in range(x):
             c = _search(cw, k, random_standard_uniform(g) * total)
             m_row[c] += 1
-            if atomic:
+            if slots != NULL:
+                _slot_add(slots, <uint32_t> c, 1, atomic)
+            elif atomic:
                 _atomic_add(&n_row[c], 1)
             else:
                 n_row[c] += 1
@@ -167,7 +227,9 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
         for c in range(k):
             if tmp[c] != 0:
                 m_row[c] += <count_t> tmp[c]
-                if atomic:
+                if slots != NULL:
+                    _slot_add(slots, <uint32_t> c, <uint32_t> tmp[c], atomic)
+                elif atomic:
                     _atomic_add(&n_row[c], tmp[c])
                 else:
                     n_row[c] += <stat_t> tmp[c]
@@ -177,7 +239,8 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                  const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
                  int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
                  count_t[:, ::1] m_out, stat_t[:, ::1] n_out, int64_t[::1] x_out,
-                 int n_threads):
+                 int n_threads, const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
+                 uint32_t[::1] slots=None):
     """Latent counts and their split for a sparse documents x rows layer.
 
     For each document ``j`` and stored cell ``(v, obs)`` of row ``j`` of the
@@ -194,6 +257,13 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     no entry can pass 2**31 - 1: Poisson counts of fewer tokens than that,
     :func:`pygbn.inference.layer_one.stat_dtype`) or int64.  Returns the number of documents whose
     latent total exceeds what ``m_out`` holds (their rows are then wrong).
+
+    With ``row_map``, ``slot_start`` and ``slots`` (a
+    :class:`pygbn.inference.term_counts.TermCounts`, Poisson counts only) term
+    ``v``'s statistics are row ``row_map[v]`` of ``n_out`` when that is >= 0,
+    else the slots ``slots[slot_start[v]:slot_start[v + 1]]`` (``(k + 1) << 16 |
+    count`` each, filled in order; as many as the term has tokens, so never too
+    few).  The draws are the same either way.
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
@@ -210,6 +280,11 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef Py_ssize_t n_over = 0
     cdef int64_t total_x, cap
     cdef bitgen_t *g
+    cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
+    cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
+    cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
+    cdef uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
+    cdef Py_ssize_t v, row
     cap = count_max(<const count_t *> NULL)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
@@ -231,7 +306,13 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                     if keep_x:
                         x_out[c] = x
                     total_x = total_x + x
-                    _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[indices[c], 0], atomic)
+                    v = indices[c]
+                    row = rmap[v] if use_slots else v
+                    if row >= 0:
+                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[row, 0], NULL, atomic)
+                    else:
+                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], <stat_t *> NULL,
+                                   &sl[sstart[v]], atomic)
                 if total_x > cap:
                     n_over += 1
         free(w)
@@ -290,7 +371,9 @@ def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,
 
 
 def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
-                      const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
+                      const uintptr_t[::1] streams, double[:, ::1] out, int n_threads,
+                      const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
+                      const uint32_t[::1] slots=None):
     """``out[:, j] ~ Dirichlet(eta + counts[:, j])`` for each column (eq:step2).
 
     Equivalent to ``dirichlet_rows(eta + counts.T.astype(float64), bounds,
@@ -300,32 +383,50 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     ``bounds[b]:bounds[b+1]``) gathers its columns' concentrations into a
     scratch of ``columns x V`` doubles, draws them in order from
     ``streams[b]`` and writes the draws back into ``out``'s columns.
+    With ``row_map``, ``slot_start`` and ``slots`` the counts are a
+    :class:`pygbn.inference.term_counts.TermCounts` (dense rows in ``counts``,
+    the other terms' in their slots: see :func:`split_sparse`); an entry in no
+    slot is 0, so its concentration is ``eta + 0.0``, as from a dense array.  Each sparse row's filled slots must be
+    sorted by factor (:func:`pygbn.inference._blocked.sort_slots`).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
-    cdef Py_ssize_t V = counts.shape[0]
+    cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
+    cdef Py_ssize_t V = row_map.shape[0] if use_slots else counts.shape[0]
+    cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
+    cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
+    cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
     cdef Py_ssize_t b, j, i, nc, c0
+    cdef Py_ssize_t K = counts.shape[1]
+    cdef const stat_t *dense = &counts[0, 0] if counts.shape[0] > 0 else NULL
     cdef bitgen_t *g
     cdef double *alpha
     cdef double *draw
+    cdef int32_t *cur
     cdef int n_failed = 0
-    for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        g = <bitgen_t *> streams[b]
-        c0 = bounds[b]
-        nc = bounds[b + 1] - c0
-        alpha = <double *> block_malloc((nc * V + 1) * sizeof(double))
-        draw = <double *> block_malloc((V + 1) * sizeof(double))
-        if alpha == NULL or draw == NULL:
-            n_failed += 1
-        else:
-            for i in range(V):
+    with nogil, parallel(num_threads=n_threads):
+        # each thread's cursors into the sparse rows (its blocks come in increasing order)
+        cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL
+        if cur != NULL:
+            cur[V] = 2147483647
+        for b in prange(n_blocks, schedule="dynamic"):
+            g = <bitgen_t *> streams[b]
+            c0 = bounds[b]
+            nc = bounds[b + 1] - c0
+            alpha = <double *> block_malloc((nc * V + 1) * sizeof(double))
+            draw = <double *> block_malloc((V + 1) * sizeof(double))
+            if alpha == NULL or draw == NULL or (use_slots and cur == NULL):
+                n_failed += 1
+            else:
+                if use_slots:
+                    slot_cursors(cur, V, b)
+                gather_concentrations(dense, K, V, rmap, sstart, sl, cur, c0, nc, eta, alpha)
                 for j in range(nc):
-                    alpha[j * V + i] = eta + <double> counts[i, c0 + j]
-            for j in range(nc):
-                random_dirichlet(g, &alpha[j * V], V, draw)
-                for i in range(V):
-                    out[i, c0 + j] = DBL_MIN if draw[i] < DBL_MIN else draw[i]
-        free(alpha)
-        free(draw)
+                    random_dirichlet(g, &alpha[j * V], V, draw)
+                    for i in range(V):
+                        out[i, c0 + j] = DBL_MIN if draw[i] < DBL_MIN else draw[i]
+            free(alpha)
+            free(draw)
+        free(cur)
     if n_failed:
         raise MemoryError(f"dirichlet_columns: scratch memory of {n_failed} column block(s) could not be allocated")
 
@@ -458,3 +559,34 @@ def sample_gamma_per_sample(const double[::1] shape, const double[::1] rate,
         for j in range(bounds[b], bounds[b + 1]):
             v = random_standard_gamma(g, shape[j]) / rate[j]
             out[j] = v if v > DBL_MIN else DBL_MIN
+
+
+def term_totals(const int32_t[::1] indices, const double[::1] values, int64_t[::1] out):
+    """``out[v] += sum of values[c]`` over the cells ``c`` with ``indices[c] == v`` (the
+    data's total of each term; whole numbers, exact in int64), without the int64
+    copy of the indices that ``numpy.bincount`` makes."""
+    cdef Py_ssize_t c
+    with nogil:
+        for c in range(indices.shape[0]):
+            out[indices[c]] += <int64_t> values[c]
+
+
+def sort_slots(const int64_t[::1] slot_start, uint32_t[::1] slots, int n_threads):
+    """Sort the filled slots of every sparse term row by factor (in place; the
+    empty slots stay at the end): what :c:func:`slot_gather` reads.  The counts
+    are the same; only their order within a row changes (which nothing else reads)."""
+    cdef Py_ssize_t V = slot_start.shape[0] - 1, v, i, j
+    cdef uint32_t w
+    cdef uint32_t *s
+    for v in prange(V, nogil=True, num_threads=n_threads, schedule="static", chunksize=256):
+        s = &slots[slot_start[v]] if slot_start[v + 1] > slot_start[v] else NULL
+        if s != NULL:
+            i = 1
+            while i < slot_start[v + 1] - slot_start[v] and s[i] != 0:     # insertion sort: rows are short
+                w = s[i]
+                j = i - 1
+                while j >= 0 and s[j] > w:
+                    s[j + 1] = s[j]
+                    j = j - 1
+                s[j + 1] = w
+                i = i + 1

@@ -39,7 +39,7 @@ probability ``min(1, w(t) / w(s))``, where
 label update does, and the sweep leaves the posterior invariant.
 """
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uintptr_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
@@ -47,7 +47,7 @@ from numpy.random.c_distributions cimport random_standard_uniform
 from libc.float cimport DBL_MIN
 from libc.math cimport nextafter
 
-from pygbn.inference._shared cimport doc_count_t, topic_t
+from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, slot_cursors, gather_concentrations
 from pygbn.random._inline cimport gamma_row_scaled
 from pygbn.random._kernels cimport random_dirichlet
 
@@ -549,7 +549,9 @@ def prior_topics(const double[:, ::1] phi, const double[::1] b, const int64_t[::
 
 
 def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
-                      const uintptr_t[::1] streams, double[:, ::1] phi, int n_threads):
+                      const uintptr_t[::1] streams, double[:, ::1] phi, int n_threads,
+                      const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
+                      const uint32_t[::1] slots=None):
     """Phi^(1) column by column: ``phi[:, k] ~ Dir(eta + counts[:, k])`` (eq:step2).
 
     Columns are grouped in fixed blocks, block ``b`` (columns
@@ -561,10 +563,21 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     :c:func:`pygbn.random._kernels.random_dirichlet` (log space), which is
     exact because ``G / sum(G)`` is independent of ``sum(G)``.  Entries are
     floored at the smallest normal double, as ``dirichlet_rows`` does.
-    ``eta > 0``.
+    ``eta > 0``.  With ``row_map``, ``slot_start`` and ``slots`` the counts are a
+    :class:`pygbn.inference.term_counts.TermCounts` (dense rows in ``counts``, the
+    other terms' in their slots; an entry in no slot is 0, its concentration
+    ``eta + 0.0`` as from a dense array).  Each sparse row's filled slots must be
+    sorted by factor (:func:`pygbn.inference._blocked.sort_slots`).
     """
-    cdef Py_ssize_t V = counts.shape[0], K = counts.shape[1], n_blocks = bounds.shape[0] - 1
+    cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
+    cdef Py_ssize_t V = row_map.shape[0] if use_slots else counts.shape[0]
+    cdef Py_ssize_t K = counts.shape[1], n_blocks = bounds.shape[0] - 1
+    cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
+    cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
+    cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
     cdef Py_ssize_t blk, k, v, k0, nk, width = 0
+    cdef const nvk_t *dense = &counts[0, 0] if counts.shape[0] > 0 else NULL
+    cdef int32_t *cur
     cdef double *work
     cdef double *a
     cdef double *out
@@ -579,19 +592,24 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     with nogil, parallel(num_threads=n_threads):
         # one scratch per thread: a block's shapes and gammas column by column, GS scratch, sums
         work = <double *> malloc((2 * width * V + 6 * V + width) * sizeof(double))
+        # and its cursors into the sparse rows (its blocks come in increasing order)
+        cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL
+        if cur != NULL:
+            cur[V] = 2147483647
         for blk in prange(n_blocks, schedule="dynamic"):
-            if work == NULL:
+            if work == NULL or (use_slots and cur == NULL):
                 n_failed += 1
             else:
+                if use_slots:
+                    slot_cursors(cur, V, blk)
                 g = <bitgen_t *> streams[blk]
                 k0 = bounds[blk]
                 nk = bounds[blk + 1] - k0
                 a = work
                 out = work + width * V
                 tot = work + 2 * width * V + 6 * V
-                for v in range(V):                  # the block's columns in one pass over the rows
-                    for k in range(nk):
-                        a[k * V + v] = eta + <double> counts[v, k0 + k]
+                # the block's columns in one pass over the rows
+                gather_concentrations(dense, K, V, rmap, sstart, sl, cur, k0, nk, eta, a)
                 for k in range(nk):
                     tot[k] = gamma_row_scaled(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
                     if tot[k] >= 1e-280:
@@ -604,6 +622,7 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
                         x = out[k * V + v] * tot[k]
                         phi[v, k0 + k] = x if x > DBL_MIN else DBL_MIN
         free(work)
+        free(cur)
     if n_failed:
         raise MemoryError("dirichlet_columns: scratch memory could not be allocated")
 
@@ -629,18 +648,26 @@ def count_term_labels(const int64_t[::1] indptr, const int32_t[::1] indices, con
 
 def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] indices,
                     const double[::1] values, const topic_t[::1] labels, nvk_t[:, ::1] nvk,
-                    int n_threads):
+                    int n_threads, const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
+                    uint32_t[::1] slots=None):
     """Add the term-topic counts of the tokens of cells ``c0:c1`` (the first at
-    ``labels[tok0]``, tokens in CSR order) into ``nvk`` (V, K).
+    ``labels[tok0]``, tokens in CSR order) into ``nvk`` (V, K), or, with
+    ``row_map``, ``slot_start`` and ``slots``, into a
+    :class:`pygbn.inference.term_counts.TermCounts`: term v's row ``row_map[v]``
+    of ``nvk`` when that is >= 0, else its slots.
 
     With ``n_threads`` > 1, thread t counts the terms ``v`` with
     ``v % n_threads == t`` (each reads all the cells): no two threads write the
     same entry, and integer counts are the same in any order."""
     cdef Py_ssize_t K = nvk.shape[1], t, nt = max(n_threads, 1)
     cdef int64_t c, i, tok, n
-    cdef int32_t v
+    cdef int32_t v, row
+    cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
+    cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
+    cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
+    cdef uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
     cdef nvk_t *out = &nvk[0, 0] if nvk.shape[0] else NULL
-    if c1 <= c0 or out == NULL:
+    if c1 <= c0 or (out == NULL and sl == NULL):
         return
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
         tok = tok0
@@ -648,6 +675,25 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
             v = indices[c]
             n = <int64_t> values[c]
             if nt == 1 or v % nt == t:
-                for i in range(n):
-                    out[v * K + labels[tok + i]] += 1
+                row = rmap[v] if use_slots else v
+                if row >= 0:
+                    for i in range(n):
+                        out[row * K + labels[tok + i]] += 1
+                else:
+                    for i in range(n):
+                        slot_add(&sl[sstart[v]], <uint32_t> labels[tok + i], 1)
             tok = tok + n
+
+
+def doc_token_offsets(const int64_t[::1] indptr, const double[::1] values, int64_t[::1] out):
+    """``out[j]`` = the tokens of the documents before j (``out`` has one entry per
+    row pointer): the offsets of the documents' labels, without the float64
+    cumulative sums of every cell that numpy would make."""
+    cdef Py_ssize_t j, c
+    cdef int64_t total = 0
+    with nogil:
+        for j in range(indptr.shape[0]):
+            out[j] = total
+            if j + 1 < indptr.shape[0]:
+                for c in range(indptr[j], indptr[j + 1]):
+                    total += <int64_t> values[c]

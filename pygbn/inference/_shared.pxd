@@ -2,7 +2,7 @@
 # (pygbn.inference._blocked, _upper, _collapsed, _partial).
 
 from libc.math cimport log, exp, INFINITY
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t
 
 ctypedef fused count_t:
     # per-document counts m of a layer (uint16 where every document's total fits;
@@ -57,3 +57,85 @@ cdef inline double log_rescaled_weights(const double *phi_row, const double *the
             w[i] = 1.0
         total = <double> k
     return total
+
+
+# Slots of a sparse term row of layer one's term-factor counts
+# (pygbn.inference.term_counts.TermCounts): factor k + 1 in the high 16 bits, its
+# count in the low 16; 0 is an empty slot, and a row's slots fill in order.
+cdef enum:
+    SLOT_SHIFT = 16
+    SLOT_COUNT = 0xFFFF
+
+
+cdef inline void slot_add(uint32_t *s, uint32_t c, uint32_t n) noexcept nogil:
+    """Add ``n`` to factor ``c``'s count in the slots ``s`` of one sparse term row
+    (one writer: the threaded form is pygbn.inference._blocked._slot_add).  The
+    slot holding ``c`` is found by a scan from the first, else the first empty
+    one is taken; the caller has proven that the row holds no more distinct
+    factors than slots and no count above 65535."""
+    cdef Py_ssize_t i = 0
+    cdef uint32_t key = (c + 1) << SLOT_SHIFT
+    while s[i] != 0 and (s[i] & ~(<uint32_t> SLOT_COUNT)) != key:
+        i += 1
+    if s[i] == 0:
+        s[i] = key | n
+    else:
+        s[i] += n
+
+
+cdef inline Py_ssize_t slot_gather(const uint32_t *s, Py_ssize_t n_slots, Py_ssize_t p, Py_ssize_t c0,
+                                   Py_ssize_t nc, double eta, double *alpha, Py_ssize_t stride) noexcept nogil:
+    """``alpha[(k - c0) * stride] = eta + count`` for the filled slots of one sparse
+    term row whose factor k lies in ``c0:c0 + nc`` (the Dirichlet concentrations of a
+    column block; the caller has set the others to ``eta + 0.0``), reading from
+    slot ``p`` on; returns where the next block's factors begin.  The row's filled
+    slots are sorted by factor (pygbn.inference._blocked.sort_slots) and ``p`` is
+    at or before the first slot of a factor >= c0 (a cursor kept from an earlier
+    block of the same draw, see slot_cursors): a draw of K / B column blocks reads
+    each row's slots about once."""
+    while p < n_slots and s[p] != 0 and <Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 < c0:
+        p += 1
+    while p < n_slots and s[p] != 0 and <Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 < c0 + nc:
+        alpha[(<Py_ssize_t> (s[p] >> SLOT_SHIFT) - 1 - c0) * stride] = eta + <double> (s[p] & SLOT_COUNT)
+        p += 1
+    return p
+
+
+cdef inline void slot_cursors(int32_t *cur, Py_ssize_t V, Py_ssize_t block) noexcept nogil:
+    """A thread's cursors into the V sparse rows before it gathers column block
+    ``block`` (cur[V] holds the last block it gathered): back to every row's
+    first slot unless the blocks come in increasing order (so that every cursor
+    is at or before the block's first factor)."""
+    cdef Py_ssize_t v
+    if cur[V] > block:
+        for v in range(V):
+            cur[v] = 0
+    cur[V] = <int32_t> block
+
+
+ctypedef fused term_count_t:
+    # dense rows of layer one's term-factor counts (int32 where their range is proven)
+    int32_t
+    int64_t
+
+
+cdef inline void gather_concentrations(const term_count_t *dense, Py_ssize_t K, Py_ssize_t V,
+                                       const int32_t *rmap, const int64_t *sstart, const uint32_t *sl,
+                                       int32_t *cur, Py_ssize_t c0, Py_ssize_t nc, double eta,
+                                       double *alpha) noexcept nogil:
+    """``alpha[j * V + v] = eta + counts[v, c0 + j]`` for the column block ``c0:c0 + nc``
+    of the (V, K) counts: the C-ordered array ``dense`` when ``rmap`` is NULL, else a
+    TermCounts (term v's row ``rmap[v]`` of ``dense`` when that is >= 0, else its
+    sorted slots from ``sstart[v]``, read from the thread's cursor ``cur[v]``:
+    slot_gather, slot_cursors)."""
+    cdef Py_ssize_t v, j, row
+    for v in range(V):
+        row = rmap[v] if rmap != NULL else v
+        if row >= 0:
+            for j in range(nc):
+                alpha[j * V + v] = eta + <double> dense[row * K + c0 + j]
+        else:
+            for j in range(nc):
+                alpha[j * V + v] = eta + 0.0
+            cur[v] = <int32_t> slot_gather(&sl[sstart[v]], sstart[v + 1] - sstart[v], cur[v], c0, nc, eta,
+                                           &alpha[v], V)

@@ -43,8 +43,8 @@ from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.sufficient import SufficientStats
-from pygbn.inference.layer_one import (LazyThetaOne, after_split, count_dtype, kernel_csr, phi_from_labels,
-                                      stat_dtype)
+from pygbn.inference.layer_one import LazyThetaOne, after_split, count_dtype, kernel_csr, phi_from_labels
+from pygbn.inference.term_counts import TermLayout, draw_phi_columns, split_target, take_columns
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -193,8 +193,7 @@ class GibbsSampler:
         # blocked training draws theta^(1) of a document block when its split needs it
         # (same draws, same order): no (J, K_1) array between iterations
         self.lazy_theta_one = method == "blocked" and self.update_globals
-        # layer one's term-factor counts (blocked split): int32 where their range is proven
-        self.stat_dtype = stat_dtype(self.link, Y)
+        self._term_layout = None    # of the blocked split's term-factor counts (TermLayout.of_sampler)
         self._theta_one = LazyThetaOne(len(self.bounds) - 1)
         self.iteration = 0
         self.tokens: Optional[CollapsedState] = None
@@ -424,16 +423,17 @@ class GibbsSampler:
         layer = self.network.layers[0]
         bounds, streams = self._blocks(blocks)
         nt = self.n_threads
-        # one (V, K) array shared by the threads (exact atomic integer additions),
-        # int32 where no entry can pass 2**31 - 1 (layer_one.stat_dtype)
-        n_out = np.zeros((self.n_features, layer.width), dtype=self.stat_dtype)
+        # one set of (V, K) counts shared by the threads (exact atomic integer additions):
+        # a rare term's row as slots, int32 where no entry can pass 2**31 - 1 (term_counts)
+        n_out = TermLayout.of_sampler(self).zeros(layer.width)
+        dense, kw = split_target(n_out)
         b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
-        over = self._theta_one.split(self, b0, b1, n_out)      # theta^(1) pending: drawn there
+        over = self._theta_one.split(self, b0, b1, dense, kw)      # theta^(1) pending: drawn there
         if over is None:
             theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
             over = _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, theta,
                                          self.aux, int(self.link.latent_mode), bounds, streams,
-                                         self.m[0], n_out, np.empty(0, dtype=np.int64), nt)
+                                         self.m[0], dense, np.empty(0, dtype=np.int64), nt, **kw)
         after_split(self, over, bounds, streams)      # the overflow guard, then a_j (PRG)
         return n_out
 
@@ -480,14 +480,12 @@ class GibbsSampler:
                                     self.tokens if streams is None else None)
         else:
             counts = layer.counts
-            if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
-                counts = np.ascontiguousarray(counts, dtype=np.int64)
-            col_bounds = block_bounds(counts.shape[1], COLUMN_BLOCK)
             if streams is None:         # the chain's last draw goes before the new one is made
                 layer.phi = _placeholder(layer.phi.shape)
             phi = np.empty(counts.shape)
             # column by column from the counts (no (K, V) float64 concentrations or draws)
-            _blocked.dirichlet_columns(counts, float(layer.eta), col_bounds, st.addresses, phi, self.n_threads)
+            draw_phi_columns(counts, layer.eta, block_bounds(counts.shape[1], COLUMN_BLOCK), st.addresses, phi,
+                             self.n_threads)
         if streams is None:
             layer.phi = phi
         return phi
@@ -684,7 +682,7 @@ class GibbsSampler:
         else:
             top.phi = np.ascontiguousarray(top.phi[:, keep])
             if top.counts is not None:
-                top.counts = np.ascontiguousarray(top.counts[:, keep])
+                top.counts = take_columns(top.counts, keep)
             if top.theta is not None:
                 top.theta = np.ascontiguousarray(top.theta[:, keep])
             self.m[-1] = np.ascontiguousarray(self.m[-1][:, keep])

@@ -28,9 +28,10 @@ __all__ = ["kernel_csr", "count_dtype", "stat_dtype", "posterior_column_sums", "
 #: document blocks per kernel call when rows are made for a few blocks at a time
 #: (theta^(1) and the collapsed prior): a (32 x 128, K) buffer instead of (J, K)
 CHUNK_BLOCKS = 32
-#: document blocks per chunk of the blocked split with a pending theta^(1) (at least
-#: 8 per thread): a (8 x 128, K) buffer, small beside the (V, K) Phi^(1)
-SPLIT_CHUNK_BLOCKS = 8
+#: document blocks per chunk of the blocked split with a pending theta^(1) on one thread
+#: (8 per thread on several, for their balance): a (2 x 128, K) buffer, small beside the
+#: (V, K) Phi^(1)
+SPLIT_CHUNK_BLOCKS = 2
 #: where a document block's theta^(1) is
 HELD, PENDING, USED = 0, 1, 2
 
@@ -200,8 +201,10 @@ class LazyThetaOne:
             self.state[:] = HELD
         return layer.theta
 
-    def split(self, s, b0: int, b1: int, n_out: np.ndarray):
+    def split(self, s, b0: int, b1: int, n_out: np.ndarray, sparse_rows: dict):
         """The split of blocks ``b0:b1`` (eq:step1) with their pending theta^(1),
+        into the statistics ``n_out`` (dense rows) and ``sparse_rows`` (the other
+        rows' keyword arguments of :func:`~pygbn.inference._blocked.split_sparse`),
         drawn a chunk of blocks at a time just before the chunk's split (each
         block's stream: theta^(1)'s draws, then the split's).  Returns the
         number of documents whose latent total outgrew ``m[0]``'s type, or
@@ -214,7 +217,7 @@ class LazyThetaOne:
                 self.materialize(s)
             return None
         layer, nt = s.network.layers[0], s.n_threads
-        step = max(SPLIT_CHUNK_BLOCKS, 8 * nt)
+        step = SPLIT_CHUNK_BLOCKS if nt == 1 else 8 * nt
         longest_block = int(np.max(np.diff(s.bounds)))
         buf = np.empty((min(s.n_docs, step * longest_block), layer.width))
         over = 0
@@ -225,6 +228,6 @@ class LazyThetaOne:
             over += _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, layer.phi, theta,
                                           s.aux[lo:hi], int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo,
                                           s.doc_streams.addresses[c0:c1], s.m[0][lo:hi], n_out,
-                                          np.empty(0, dtype=np.int64), nt)
+                                          np.empty(0, dtype=np.int64), nt, **sparse_rows)
         self.state[b0:b1] = USED
         return over

@@ -27,10 +27,13 @@ independence Metropolis-Hastings steps when the documents' priors differ
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
 (int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
-than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` (V, K) int32 counted
-after each sweep (a token state holds fewer than 2^31 tokens) and Phi^(1)
-(V, K) float64, each drawn into the memory of the one it replaces when
-nothing else holds that (:meth:`PartialState.buffer`), and the prior
+than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` counted after each
+sweep and stored by term (:class:`~pygbn.inference.term_counts.TermCounts`:
+int32 rows for the terms with at least K / 4 tokens, a token state holding
+fewer than 2^31 tokens, and 4 bytes a token for the others) into the last
+sweep's counts when nothing else holds them, Phi^(1) (V, K) float64 drawn
+into the memory of the one it replaces when nothing else holds that
+(:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
 int16 labels) for each term that has one.
 """
@@ -47,6 +50,7 @@ import scipy.sparse as sp
 from pygbn.inference import _collapsed, _partial, _upper
 from pygbn.inference.collapsed_state import TokenLabels, doc_count_dtype, initial_labels, label_dtype, token_arrays
 from pygbn.inference.layer_one import CHUNK_BLOCKS
+from pygbn.inference.term_counts import TermCounts, TermLayout, split_target
 
 logger = logging.getLogger("pygbn")
 
@@ -75,7 +79,7 @@ class PartialState(TokenLabels):
         Labels of document j are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
     doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
         ``n_jk`` (the sampler's ``m[0]``).
-    term_counts : ndarray of int32, shape (n_terms, K)
+    term_counts : TermCounts or ndarray of int32, shape (n_terms, K)
         ``n_vk`` of the labels, counted when read (each sweep returns its own).
     acceptance : float
         Share of the last sweep's Metropolis-Hastings proposals accepted
@@ -98,6 +102,7 @@ class PartialState(TokenLabels):
         self._tables = None
         self._table_row = None
         self._pool = {}
+        self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
         #: bumped when Phi^(1) is drawn into the memory of the last one (the tables are then stale)
         self.phi_stamp = 0
         self.rebuild()
@@ -124,7 +129,8 @@ class PartialState(TokenLabels):
         part of a chain draws exactly the labels its blocks get in one process)."""
         K = int(n_components)
         indptr, indices, values = sampler.indptr, sampler.indices, sampler.values
-        doc_tokens = np.concatenate([[0.0], np.cumsum(values)])[indptr].astype(np.int64)
+        doc_tokens = np.empty(indptr.size, dtype=np.int64)
+        _partial.doc_token_offsets(indptr, values, doc_tokens)
         labels = np.empty(int(doc_tokens[-1]) if doc_tokens.size else 0, dtype=label_dtype(K))
         bounds = sampler.bounds
         for b, g in enumerate(sampler.doc_streams.generators[:max(len(bounds) - 1, 0)]):
@@ -145,12 +151,24 @@ class PartialState(TokenLabels):
         self._tables = None
 
     @property
-    def term_counts(self) -> np.ndarray:
-        """``n_vk`` of the labels (int32, (n_terms, K)), counted on each access: the
+    def term_counts(self):
+        """``n_vk`` of the labels ((n_terms, K): a :class:`~pygbn.inference.term_counts.TermCounts`,
+        rare terms' rows as slots, dense rows int32), counted on each access: the
         state keeps no copy (the sampler's ``layers[0].counts`` is the one in use)."""
-        out = np.empty((self.n_terms, self.n_components), dtype=np.int32)
-        _partial.count_term_labels(self.indptr, self.indices, self.values, self.labels, out)
+        out = self.new_term_counts()
+        dense, kw = split_target(out)
+        _partial.add_term_labels(0, self.indices.shape[0], 0, self.indices, self.values, self.labels, dense, 1, **kw)
         return out
+
+    def new_term_counts(self, current=None):
+        """Zero ``n_vk`` for this state's K: ``current`` (the counts it replaces,
+        cleared) when nothing but its holder and the caller hold it, else new
+        (:meth:`~pygbn.inference.term_counts.TermLayout.zeros`)."""
+        K = self.n_components
+        # references: the caller's, ``current`` and getrefcount's argument (the holder let it go)
+        if isinstance(current, TermCounts) and current.shape == (self.n_terms, K) and sys.getrefcount(current) <= 3:
+            return current.clear()
+        return self._layout.zeros(K)
 
     def keep(self, keep: np.ndarray) -> None:
         """Drop the factors where ``keep`` is False (no token may carry them), renumber
@@ -209,8 +227,7 @@ class PartialState(TokenLabels):
             return cached[3]
         V, K = phi.shape
         if self._table_row is None or self._table_row[1] != self.TABLE_MIN_TOKENS:
-            term_tokens = np.bincount(self.indices, weights=self.values, minlength=V)[:V]
-            has = term_tokens >= self.TABLE_MIN_TOKENS
+            has = self.term_tokens[:V] >= self.TABLE_MIN_TOKENS
             rows = np.full(V, -1, dtype=np.int64)
             rows[has] = np.arange(int(has.sum()), dtype=np.int64)
             self._table_row = (rows, self.TABLE_MIN_TOKENS)
@@ -260,16 +277,19 @@ def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int,
     ``layer.phi``'s own memory when nothing else holds it (else one of
     ``tokens``' buffers): the old Phi^(1) is not needed once the new one is
     drawn, and the tables made from it are marked stale."""
-    counts = layer.counts
+    counts, kw = split_target(layer.counts)
+    if kw:
+        kw = layer.counts.sorted_args(n_threads)
     if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
         counts = np.ascontiguousarray(counts, dtype=np.int64)
+    shape = layer.counts.shape
     if tokens is None:
-        phi = np.empty(counts.shape)
+        phi = np.empty(shape)
     else:
-        phi = tokens.buffer("phi", counts.shape, np.float64, layer.phi)
+        phi = tokens.buffer("phi", shape, np.float64, layer.phi)
         tokens.phi_stamp += 1
     _partial.dirichlet_columns(counts, float(layer.eta), np.ascontiguousarray(col_bounds, dtype=np.int64),
-                               streams.addresses, phi, n_threads)
+                               streams.addresses, phi, n_threads, **kw)
     return phi
 
 
@@ -282,9 +302,10 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time by
     :func:`pygbn.inference._upper.doc_prior`, the same BLAS calls per block
     wherever the block is).  Updates ``m[0] = n_jk`` in place and returns the
-    blocks' term-topic counts ``n_vk`` (int32, the statistic of Phi^(1); for all
-    blocks into the memory of ``layers[0].counts``, the last sweep's, when
-    nothing else holds that: it then holds the new counts).
+    blocks' term-topic counts ``n_vk`` (the statistic of Phi^(1), stored by
+    term: :meth:`PartialState.new_term_counts`; for all blocks into the counts
+    of ``layers[0].counts``, the last sweep's, when nothing else holds them:
+    it then holds the new counts).
     """
     net = sampler.network
     tokens: PartialState = sampler.tokens
@@ -328,9 +349,15 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     # n_vk of the blocks' new labels, counted after the sweep (a pass of its own: an
     # increment inside the token loop waits on a cache miss of the (V, K) array)
     # the whole chain's n_vk into the memory of the last one when nothing else holds that
-    n_vk = tokens.buffer("n_vk", phi.shape, np.int32, net.layers[0].counts if blocks is None else None)
-    n_vk.fill(0)
+    if blocks is None:
+        current, net.layers[0].counts = net.layers[0].counts, None
+        n_vk = tokens.new_term_counts(current)
+        net.layers[0].counts = n_vk if n_vk is current else current
+        del current
+    else:
+        n_vk = tokens.new_term_counts()
+    dense, kw = split_target(n_vk)
     lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     _partial.add_term_labels(int(tokens.indptr[lo]), int(tokens.indptr[hi]), int(tokens.doc_ptr[lo]),
-                             tokens.indices, tokens.values, tokens.labels, n_vk, nt)
+                             tokens.indices, tokens.values, tokens.labels, dense, nt, **kw)
     return n_vk

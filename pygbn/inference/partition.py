@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from pygbn.evaluation import perplexity_from_terms
 from pygbn.inference.gibbs import GibbsSampler
 from pygbn.inference.sufficient import SufficientStats
+from pygbn.inference.term_counts import TermCounts
 from pygbn.inference.invariants import check_global_invariants, check_local_invariants
 from pygbn.inference.partial import PartialState
 from pygbn.inference.streams import ChainSeeds
@@ -63,9 +64,13 @@ def encode_stats(stats: SufficientStats) -> dict:
         if c is None:
             counts.append(None)
             continue
-        flat = c.ravel()
-        idx = np.flatnonzero(flat)
-        counts.append((c.shape, _compact(idx), _compact(flat[idx])))
+        if isinstance(c, TermCounts):
+            idx, vals = c.nonzero_flat()
+        else:
+            flat = c.ravel()
+            idx = np.flatnonzero(flat)
+            vals = flat[idx]
+        counts.append((c.shape, _compact(idx), _compact(vals)))
     return {"counts": counts, "x_top": stats.x_top, "sum_L_blocks": stats.sum_L_blocks,
             "first_block": stats.first_block}
 

@@ -12,6 +12,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from pygbn.inference.term_counts import sum_counts
+
 __all__ = ["SufficientStats"]
 
 
@@ -47,7 +49,7 @@ class SufficientStats:
         counts = []
         for t in range(len(parts[0].counts)):
             cs = [p.counts[t] for p in parts]
-            counts.append(None if cs[0] is None else np.sum(cs, axis=0))
+            counts.append(None if cs[0] is None else sum_counts(cs))
         x_top = None if parts[0].x_top is None else np.sum([p.x_top for p in parts], axis=0)
         return SufficientStats(counts=counts, x_top=x_top,
                                sum_L_blocks=np.concatenate([p.sum_L_blocks for p in parts]),

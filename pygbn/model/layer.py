@@ -29,9 +29,12 @@ class Layer:
         Per-sample hidden units theta^(t) while a sampler runs on the layer.
     c : ndarray of shape (J,) or None
         Per-sample rates c_j^(t+1) while a sampler runs.
-    counts : ndarray of shape (K_{t-1}, K_t) or None
+    counts : ndarray of shape (K_{t-1}, K_t), TermCounts or None
         The latest latent counts ``x^(t)_{v.k}`` that Phi^(t)'s conditional
-        (eq:step2) is based on.
+        (eq:step2) is based on (layer one's counts of count data are stored by
+        term while a blocked or partial chain runs:
+        :class:`pygbn.inference.term_counts.TermCounts`, whose ``astype`` gives
+        the dense array).
     """
 
     phi: np.ndarray

@@ -106,7 +106,9 @@ class Network:
                     f"Phi^({t}) has {phi.shape[0]} rows but layer {t - 1} has width "
                     f"{self.layers[t - 2].width}"
                 )
-            if not np.isfinite(phi).all() or (phi < 0).any():
+            # min and max are reductions: no (K_{t-1}, K_t) temporary (a freed one stays resident);
+            # a NaN fails both comparisons
+            if phi.size and not (phi.min() >= 0 and phi.max() < np.inf):
                 raise ValueError(f"Phi^({t}) must be finite and nonnegative")
         if self.r.shape != (self.layers[-1].width,):
             raise ValueError(f"r must have shape ({self.layers[-1].width},), got {self.r.shape}")

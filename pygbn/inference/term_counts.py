@@ -1,0 +1,259 @@
+"""Layer one's term-factor counts ``x_{v.k}`` of the blocked split, stored by term.
+
+The blocked split adds each cell's latent counts to its term's row of the
+statistics of Phi^(1).  For counts (the Poisson link) a term with ``n_v``
+tokens in the data has at most ``min(n_v, K)`` non-zero entries, each at most
+``n_v``, both known before the split: :class:`TermCounts` keeps the rows of the
+terms with ``4 n_v >= K`` dense (int32 where the data's total fits, else int64)
+and the others as ``n_v`` slots of 4 bytes, ``(k + 1) << 16 | count``, filled in
+the order the split meets their factors (:func:`pygbn.inference._blocked.split_sparse`).
+So the statistics take about ``4 min(n_v, K)`` bytes a term where the corpus
+is small beside V x K (rare terms), instead of ``4 K``.
+
+The counts are the same integers as a dense array's; every reader forms from
+them exactly what it formed from the dense array (the Phi draw reads them in
+place, :func:`draw_phi_columns`; the posterior mean, the sums and the wire
+format from :meth:`TermCounts.toarray` or :meth:`TermCounts.nonzero_flat`).
+The slots' order within a row depends on the threads; nothing reads it.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from pygbn.inference import _blocked
+from pygbn.inference.layer_one import stat_dtype
+from pygbn.model.links import LATENT_COUNTS, Link
+
+__all__ = ["TermLayout", "TermCounts", "draw_phi_columns", "take_columns", "sum_counts",
+           "split_target"]
+
+#: slots of a sparse row: factor index + 1 in the high 16 bits, the count in the low 16
+_SHIFT, _COUNT = 16, 0xFFFF
+#: a term's row is dense when ``DENSE_FRACTION * n_v >= K`` (its slots would be a
+#: quarter of a dense int32 row or more; the scan of a sparse row stays under K/4)
+DENSE_FRACTION = 4
+#: the largest K the slots' 16-bit factor field holds (k + 1 <= 65535)
+MAX_SLOT_K = 65534
+
+
+class TermLayout:
+    """Which terms' rows are dense and where the other terms' slots are, per K.
+
+    Built from the data's term totals (``n_v``) for counts; for the other links
+    (latent counts unbounded) every row is dense and :meth:`zeros` is a plain
+    array.
+    """
+
+    def __init__(self, link: Link, Y: sp.csr_matrix):
+        totals = None
+        indices = np.ascontiguousarray(Y.indices, dtype=np.int32)
+        values = np.ascontiguousarray(Y.data, dtype=np.float64)
+        if link.latent_mode == LATENT_COUNTS and Y.nnz:
+            totals = np.zeros(Y.shape[1], dtype=np.int64)
+            _blocked.term_totals(indices, values, totals)
+        self._set(totals, int(Y.shape[1]), stat_dtype(link, Y))
+        #: the data arrays the layout was made from (its slots are as many as their tokens)
+        self.source = (indices, values)
+
+    @classmethod
+    def of_sampler(cls, s) -> "TermLayout":
+        """The layout of sampler ``s``'s data, made again when ``s`` was given other
+        data since (its ``indices`` or ``values`` arrays replaced, as the Geweke
+        test does): the slots must be as many as the tokens of the data split."""
+        layout = getattr(s, "_term_layout", None)
+        if layout is None or layout.source[0] is not s.indices or layout.source[1] is not s.values:
+            layout = s._term_layout = cls(s.link, s.Y)
+            layout.source = (s.indices, s.values)
+        return layout
+
+    @classmethod
+    def from_totals(cls, totals: np.ndarray, dtype=np.int32) -> "TermLayout":
+        """The layout of counts of tokens whose terms have ``totals`` tokens, dense
+        rows of ``dtype`` (the token-level layer one: :mod:`pygbn.inference.partial`)."""
+        layout = cls.__new__(cls)
+        layout._set(np.asarray(totals, dtype=np.int64), int(np.size(totals)), np.dtype(dtype))
+        layout.source = (None, None)
+        return layout
+
+    def _set(self, totals: Optional[np.ndarray], n_terms: int, dtype) -> None:
+        self.totals, self.n_terms, self.dtype = totals, n_terms, np.dtype(dtype)
+        self._key: Optional[int] = None
+        self._arrays: tuple = ()
+
+    def arrays(self, K: int):
+        """``(row_map, slot_start, n_dense)`` for ``K`` factors, or None where every row
+        is dense (another link, K above :data:`MAX_SLOT_K`, or no sparse term)."""
+        if self.totals is None or K > MAX_SLOT_K:
+            return None
+        if self._key != K:
+            sparse = (DENSE_FRACTION * self.totals < K) & (self.totals <= _COUNT)
+            if not sparse.any():
+                self._key, self._arrays = K, None
+                return None
+            row_map = np.full(self.n_terms, -1, dtype=np.int32)
+            dense = np.flatnonzero(~sparse)
+            row_map[dense] = np.arange(dense.size, dtype=np.int32)
+            slot_start = np.zeros(self.n_terms + 1, dtype=np.int64)
+            np.cumsum(np.where(sparse, self.totals, 0), out=slot_start[1:])
+            self._key, self._arrays = K, (row_map, slot_start, dense.size)
+        return self._arrays
+
+    def zeros(self, K: int):
+        """Empty statistics for ``K`` factors: a :class:`TermCounts`, or a dense
+        (V, K) array of the statistics' type where every row is dense."""
+        arrays = self.arrays(int(K))
+        if arrays is None:
+            return np.zeros((self.n_terms, int(K)), dtype=self.dtype)
+        row_map, slot_start, n_dense = arrays
+        return TermCounts(np.zeros((n_dense, int(K)), dtype=self.dtype), row_map, slot_start,
+                          np.zeros(int(slot_start[-1]), dtype=np.uint32))
+
+
+class TermCounts:
+    """The (V, K) term-factor counts as dense rows and slots (see the module).
+
+    Attributes
+    ----------
+    dense : ndarray of shape (n_dense, K)
+        The rows of the terms with ``row_map[v] >= 0``.
+    row_map : ndarray of int32, shape (V,)
+        Row of ``dense`` of each term, -1 where the term's counts are slots.
+    slot_start : ndarray of int64, shape (V + 1,)
+        Term v's slots are ``slots[slot_start[v]:slot_start[v + 1]]``.
+    slots : ndarray of uint32
+        ``(k + 1) << 16 | count``, 0 where empty; a row's filled slots come first.
+    """
+
+    def __init__(self, dense: np.ndarray, row_map: np.ndarray, slot_start: np.ndarray, slots: np.ndarray):
+        self.dense, self.row_map, self.slot_start, self.slots = dense, row_map, slot_start, slots
+
+    @property
+    def shape(self) -> tuple:
+        return (int(self.row_map.size), int(self.dense.shape[1]))
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.dense.nbytes + self.slots.nbytes)
+
+    def clear(self) -> "TermCounts":
+        """Set every count to 0 (to be filled again); returns self."""
+        self.dense.fill(0)
+        self.slots.fill(0)
+        return self
+
+    def sorted_args(self, n_threads: int = 1) -> dict:
+        """:meth:`kernel_args` with each sparse row's slots sorted by factor first
+        (what the Phi draws read: :func:`pygbn.inference._blocked.sort_slots`)."""
+        if self.slots.size:
+            _blocked.sort_slots(self.slot_start, self.slots, int(n_threads))
+        return self.kernel_args()
+
+    def kernel_args(self) -> dict:
+        """The keyword arguments of the kernels that read or fill these counts."""
+        return {"row_map": self.row_map, "slot_start": self.slot_start, "slots": self.slots}
+
+    def entries(self):
+        """The non-zero slot entries: ``(term, factor, count)`` (int64 arrays)."""
+        idx = np.flatnonzero(self.slots)
+        words = self.slots[idx].astype(np.int64)
+        terms = np.searchsorted(self.slot_start, idx, side="right") - 1
+        return terms, (words >> _SHIFT) - 1, words & _COUNT
+
+    def toarray(self, dtype=np.int64) -> np.ndarray:
+        """The dense (V, K) array of the counts in ``dtype``."""
+        out = np.zeros(self.shape, dtype=dtype)
+        dense_terms = np.flatnonzero(self.row_map >= 0)
+        out[dense_terms] = self.dense[self.row_map[dense_terms]]
+        terms, factors, counts = self.entries()
+        out[terms, factors] = counts
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        return self.toarray(np.int64 if dtype is None else dtype)
+
+    def astype(self, dtype) -> np.ndarray:
+        """A new dense array (what ``ndarray.astype`` gives for the dense counts)."""
+        return self.toarray(dtype)
+
+    def sum(self, axis=None):
+        return self.toarray().sum(axis=axis)
+
+    def nonzero_flat(self):
+        """``(flat indices, values)`` of the non-zero entries of the (V, K) array,
+        in increasing flat index (int64 arrays)."""
+        K = self.shape[1]
+        dense_terms = np.flatnonzero(self.row_map >= 0)
+        rows = self.dense[self.row_map[dense_terms]]
+        r, k = np.nonzero(rows)
+        terms, factors, counts = self.entries()
+        flat = np.concatenate([dense_terms[r] * K + k, terms * K + factors])
+        vals = np.concatenate([rows[r, k].astype(np.int64), counts])
+        order = np.argsort(flat, kind="stable")
+        return flat[order], vals[order]
+
+    def take_columns(self, keep: np.ndarray) -> "TermCounts":
+        """The counts of the factors where ``keep`` is True (renumbered in order);
+        each term keeps its layout (its slots still hold all its factors)."""
+        keep = np.asarray(keep, dtype=bool)
+        new_index = np.cumsum(keep) - 1
+        terms, factors, counts = self.entries()
+        kept = keep[factors]
+        terms, factors, counts = terms[kept], new_index[factors[kept]], counts[kept]
+        slots = np.zeros_like(self.slots)
+        if terms.size:      # entries are in slot order, so grouped by term: refill from each row's start
+            first = np.r_[0, np.flatnonzero(np.diff(terms)) + 1]
+            rank = np.arange(terms.size) - np.repeat(first, np.diff(np.r_[first, terms.size]))
+            slots[self.slot_start[terms] + rank] = (((factors + 1) << _SHIFT) | counts).astype(np.uint32)
+        return TermCounts(np.ascontiguousarray(self.dense[:, keep]), self.row_map, self.slot_start, slots)
+
+
+def split_target(n_out):
+    """``(dense array, keyword arguments)`` of :func:`pygbn.inference._blocked.split_sparse`
+    for the statistics ``n_out`` (a :class:`TermCounts` or a dense array)."""
+    if isinstance(n_out, TermCounts):
+        return n_out.dense, n_out.kernel_args()
+    return n_out, {}
+
+
+def draw_phi_columns(counts, eta: float, col_bounds: np.ndarray, addresses: np.ndarray,
+                     out: np.ndarray, n_threads: int) -> None:
+    """``out[:, k] ~ Dir(eta + counts[:, k])`` by column blocks (eq:step2,
+    :func:`pygbn.inference._blocked.dirichlet_columns`), ``counts`` dense or a
+    :class:`TermCounts` (the same draws from the same counts)."""
+    if isinstance(counts, TermCounts):
+        _blocked.dirichlet_columns(counts.dense, float(eta), col_bounds, addresses, out, n_threads,
+                                   **counts.sorted_args(n_threads))
+        return
+    if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+    _blocked.dirichlet_columns(counts, float(eta), col_bounds, addresses, out, n_threads)
+
+
+def take_columns(counts, keep: np.ndarray):
+    """``counts[:, keep]`` (a new C-ordered array, or a :class:`TermCounts`)."""
+    if isinstance(counts, TermCounts):
+        return counts.take_columns(keep)
+    return np.ascontiguousarray(counts[:, keep])
+
+
+def sum_counts(parts: Sequence) -> np.ndarray:
+    """The sum of several parts' counts (dense arrays or :class:`TermCounts`), int64."""
+    total = np.zeros(parts[0].shape, dtype=np.int64)
+    for c in parts:
+        if isinstance(c, TermCounts):
+            flat, vals = c.nonzero_flat()
+            total.reshape(-1)[flat] += vals
+        else:
+            total += c
+    return total
