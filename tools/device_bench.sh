@@ -57,11 +57,8 @@ fi
 
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-if ! $PY -c "import tomotopy" 2>/dev/null && ls "$ROOT"/.whl/tomotopy-*.whl >/dev/null 2>&1; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-        "$ROOT"/.whl/tomotopy-*.whl >"$work/pip.log" 2>&1 && export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-$PY -c "import tomotopy" 2>/dev/null || say "tomotopy is not available: its rows will say so"
+. "$ROOT/tools/_device_env.sh"
+device_tomotopy || say "tomotopy is not available: its rows will say so"
 
 # the 20.8M-token corpus is generated while the extensions build (single-threaded numpy)
 $PY - "$CACHE" "$T5" "$T20" >"$work/corpora.log" 2>&1 <<'EOF' &
@@ -72,11 +69,7 @@ for t in sys.argv[2:]:
     b.corpus_path(Path(sys.argv[1]), b.parse_tokens(t), 0)
 EOF
 gen_pid=$!
-if ! $PY -c "import pygbn.inference._collapsed, pygbn.inference._partial" 2>/dev/null; then
-    say "building pygbn ..."
-    PYGBN_CYTHON_JOBS=$(nproc) $PY setup.py -q build_ext --inplace >"$work/build.log" 2>&1 \
-        || { say "build failed"; tail -20 "$work/build.log"; exit 1; }
-fi
+device_build || exit 1
 say "built; $($PY -c 'import numpy, pygbn; print("pygbn", pygbn.__file__, "numpy", numpy.__version__)'); $(nproc) cores"
 lscpu 2>/dev/null | grep -E "Model name|^CPU\(s\)|Thread|NUMA node\(s\)" | sed 's/^/    /'
 

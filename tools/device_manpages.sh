@@ -100,23 +100,14 @@ fi
 
 # tomotopy for the LDA baselines: installed, or from carried wheels, or none (then --no-lda)
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-if ! $PY -c "import tomotopy" 2>/dev/null; then
-    if ls "$ROOT"/.whl/tomotopy-*.whl >/dev/null 2>&1; then
-        $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-            "$ROOT"/.whl/*.whl >"$work/pip.log" 2>&1 && export PYTHONPATH=$PYTHONPATH:/tmp/site
-    fi
-fi
-if ! $PY -c "import tomotopy" 2>/dev/null; then
+. "$ROOT/tools/_device_env.sh"
+if ! device_tomotopy; then
     echo "[device] tomotopy is not available: the ctl processes run without the LDA baseline"
     lda_flag="--no-lda"
 fi
 
 # build the extensions in place (they are not part of the checkout)
-if ! $PY -c "import pygbn.inference._collapsed, pygbn.inference._blocked" 2>/dev/null; then
-    echo "[device] building pygbn ..."
-    PYGBN_CYTHON_JOBS=$(nproc) $PY setup.py -q build_ext --inplace >"$work/build.log" 2>&1 \
-        || { echo "error: build failed (see build.log)"; tail -20 "$work/build.log"; exit 1; }
-fi
+device_build || exit 1
 echo "[device] build and setup took $(( $(date +%s) - start )) s; $($PY -c 'import pygbn; print(pygbn.__file__)')"
 
 # one single-threaded process per cell; all stop at the deadline less a margin for packing

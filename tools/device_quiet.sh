@@ -32,15 +32,9 @@ else
 fi
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-if ! $PY -c "import tomotopy" 2>/dev/null && ls "$ROOT"/.whl/tomotopy-*.whl >/dev/null 2>&1; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-        "$ROOT"/.whl/tomotopy-*.whl >"$work/pip.log" 2>&1 && export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-if ! $PY -c "import pygbn.inference._collapsed, pygbn.inference._partial" 2>/dev/null; then
-    say "building pygbn ..."
-    PYGBN_CYTHON_JOBS=$(nproc) $PY setup.py -q build_ext --inplace >"$work/build.log" 2>&1 \
-        || { say "build failed"; tail -20 "$work/build.log"; exit 1; }
-fi
+. "$ROOT/tools/_device_env.sh"
+device_tomotopy || say "tomotopy is not available: its rows will say so"
+device_build || exit 1
 say "built; $(git rev-parse --short HEAD 2>/dev/null); $(nproc) cores"
 show() { for f in "$@"; do [ -f "$f" ] && { echo "== $(basename "$f")"; grep -E '^\||error|Error' "$f" | grep -v '^|---'; }; done; }
 
