@@ -403,6 +403,7 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     cdef double *draw
     cdef int32_t *cur
     cdef int n_failed = 0
+    cur = NULL   # set by every thread below (Cython copies it in as firstprivate)
     with nogil, parallel(num_threads=n_threads):
         # each thread's cursors into the sparse rows (its blocks come in increasing order)
         cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL

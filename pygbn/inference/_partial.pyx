@@ -492,6 +492,7 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     cdef double c, Q, lo, hi, margin, inv
     cdef double *cs
     cdef int n_failed = 0
+    cs = NULL   # set by every thread below (Cython copies it in as firstprivate)
     with nogil, parallel(num_threads=n_threads):
         cs = <double *> malloc(K * sizeof(double))        # the row's sums C_k (per thread)
         for v in prange(V, schedule="dynamic", chunksize=64):
@@ -589,6 +590,8 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
         return
     for blk in range(n_blocks):
         width = max(width, bounds[blk + 1] - bounds[blk])
+    cur = NULL   # both set by every thread below (Cython copies them in as firstprivate)
+    work = NULL
     with nogil, parallel(num_threads=n_threads):
         # one scratch per thread: a block's shapes and gammas column by column, GS scratch, sums
         work = <double *> malloc((2 * width * V + 6 * V + width) * sizeof(double))
