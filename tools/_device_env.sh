@@ -21,3 +21,25 @@ device_build() {
             || { echo "error: build failed (see build.log)"; tail -20 "$work/build.log"; return 1; }
     fi
 }
+
+# What decides the speed of the kernels on a machine: the C compiler, the CPU's vector
+# extensions (the gamma row kernel's target_clones pick avx512f, avx2 or the baseline at run
+# time), numpy and scipy, and the BLAS behind scipy.linalg.cython_blas (the upper layers'
+# Phi theta products) with the kernel architecture OpenBLAS chose for this CPU.
+device_facts() {
+    echo "    compiler: $( (${CC:-cc} --version 2>/dev/null || gcc --version 2>/dev/null) | head -n 1)"
+    echo "    CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); flags:" \
+        "$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|fma|avx512_fp16)$' | tr '\n' ' ')"
+    $PY - <<'PY' 2>&1 | sed 's/^/    /'
+import numpy, scipy
+print("numpy", numpy.__version__, "scipy", scipy.__version__)
+try:
+    import scipy.linalg  # noqa: F401  (loads the BLAS that cython_blas uses)
+    from threadpoolctl import threadpool_info
+    for lib in threadpool_info():
+        print(lib.get("internal_api"), lib.get("version"), lib.get("architecture"),
+              "threads", lib.get("num_threads"), lib.get("filepath", "").rsplit("/", 1)[-1])
+except ImportError:
+    print("threadpoolctl not installed: no BLAS architecture")
+PY
+}

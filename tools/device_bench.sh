@@ -72,6 +72,7 @@ gen_pid=$!
 device_build || exit 1
 say "built; $($PY -c 'import numpy, pygbn; print("pygbn", pygbn.__file__, "numpy", numpy.__version__)'); $(nproc) cores"
 lscpu 2>/dev/null | grep -E "Model name|^CPU\(s\)|Thread|NUMA node\(s\)" | sed 's/^/    /'
+device_facts
 
 # A0. thread invariance at 1 and 16 threads (fixed seed: the same chain whatever n_jobs)
 timeout 120 $PY - <<'EOF' 2>&1 | tee "$work/invariance.txt"

@@ -36,6 +36,7 @@ export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 device_tomotopy || say "tomotopy is not available: its rows will say so"
 device_build || exit 1
 say "built; $(git rev-parse --short HEAD 2>/dev/null); $(nproc) cores"
+device_facts
 show() { for f in "$@"; do [ -f "$f" ] && { echo "== $(basename "$f")"; grep -E '^\||error|Error' "$f" | grep -v '^|---'; }; done; }
 
 # A. bench_gibbs, n_jobs 1 and 2, nothing else running
@@ -51,6 +52,16 @@ taskset -c 1,2 timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata
 p2=$!
 wait $p1 $p2
 show "$work"/gibbs_j*.txt
+# A2. the same chain at T = 3 part by part (the Phi theta product by BLAS and the gamma draws of
+# each theta^(t) apart), one thread: which part makes an upper layer slower here than on the
+# 2-core machine (docs/benchmarks.md, "Upper layers depth by depth")
+t=$(( $(left) - 100 ))
+if [ "$t" -ge 60 ] && [ "${QUICK:-0}" != "1" ]; then
+    say "A2: bench_gibbs --parts --T 3 (core 0)"
+    taskset -c 0 timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata" --jobs 1 --no-tomotopy \
+        --first 40 --per-layer 12 --T 3 --parts >"$work/gibbs_parts.txt" 2>&1
+    show "$work/gibbs_parts.txt"
+fi
 
 # B. the 8-thread rows and the one-thread rows at K = 400, one run after another
 n=$(nproc); half=$(( n / 2 ))
