@@ -48,7 +48,7 @@ from libc.float cimport DBL_MIN
 from libc.math cimport nextafter
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, slot_cursors, gather_concentrations
-from pygbn.random._inline cimport gamma_row_scaled
+from pygbn.random._gamma cimport gamma_row
 from pygbn.random._kernels cimport random_dirichlet
 
 
@@ -558,7 +558,7 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     Columns are grouped in fixed blocks, block ``b`` (columns
     ``bounds[b]:bounds[b + 1]``) drawing from ``streams[b]``: the draw does not
     depend on the thread count.  A column's gammas are drawn by
-    :c:func:`pygbn.random._inline.gamma_row_scaled` (floored at the smallest
+    :c:func:`pygbn.random._gamma.gamma_row` (floored at the smallest
     normal double) and normalised; if their sum is below 1e-280 (a tiny
     ``eta`` and few counts make gammas underflow) the column is redrawn by
     :c:func:`pygbn.random._kernels.random_dirichlet` (log space), which is
@@ -593,8 +593,8 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
     cur = NULL   # both set by every thread below (Cython copies them in as firstprivate)
     work = NULL
     with nogil, parallel(num_threads=n_threads):
-        # one scratch per thread: a block's shapes and gammas column by column, GS scratch, sums
-        work = <double *> malloc((2 * width * V + 6 * V + width) * sizeof(double))
+        # one scratch per thread: a block's shapes and gammas column by column, row kernel scratch, sums
+        work = <double *> malloc((2 * width * V + 7 * V + width) * sizeof(double))
         # and its cursors into the sparse rows (its blocks come in increasing order)
         cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL
         if cur != NULL:
@@ -610,11 +610,11 @@ def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1]
                 nk = bounds[blk + 1] - k0
                 a = work
                 out = work + width * V
-                tot = work + 2 * width * V + 6 * V
+                tot = work + 2 * width * V + 7 * V
                 # the block's columns in one pass over the rows
                 gather_concentrations(dense, K, V, rmap, sstart, sl, cur, k0, nk, eta, a)
                 for k in range(nk):
-                    tot[k] = gamma_row_scaled(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
+                    tot[k] = gamma_row(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
                     if tot[k] >= 1e-280:
                         tot[k] = 1.0 / tot[k]
                     else:
