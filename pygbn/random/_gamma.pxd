@@ -3,8 +3,8 @@
 
 :c:func:`gamma_row` draws ``out[i] = max(G_i / rate, DBL_MIN)``,
 ``G_i ~ Gam(a[i], 1)`` independent, for a row of shapes, as the upper layers'
-theta draws (eq:step4) and the partial method's Dirichlet draw of Phi^(1)
-(eq:step2, ``pygbn.inference._partial.dirichlet_columns``) need them: most
+theta draws (eq:step4) and the Dirichlet draws of every Phi (eq:step2,
+``pygbn.inference._blocked.dirichlet_columns``) need them: most
 shapes far below 1 (a prior ``Phi theta`` of 0.001-0.1 with no count, or
 ``eta`` where a term has no count in a topic), a few at or above 1.  The
 public row fill (``_kernel("gamma_row")``) draws through it too.  It is exact given ideal uniforms (up to the
