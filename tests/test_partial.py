@@ -10,7 +10,7 @@ from pygbn import GBN, load, save
 from pygbn.evaluation import split_tokens
 from pygbn._utils import BlockStreams
 from pygbn.inference import GibbsSampler, check_invariants
-from pygbn.inference import _partial
+from pygbn.inference import _blocked, _partial
 from pygbn.inference.collapsed_state import label_dtype
 from pygbn.inference.partial import PartialState, new_prior_tables, proposal_shape
 from pygbn.model import PoissonLink
@@ -312,7 +312,7 @@ def test_dirichlet_columns_draw_their_law():
     draws = np.empty((n, V, 3))
     for i in range(n):
         streams = BlockStreams(np.random.default_rng(i), 2)
-        _partial.dirichlet_columns(counts, eta, bounds, streams.addresses, draws[i], 1 + i % 2)
+        _blocked.dirichlet_columns(counts, eta, bounds, streams.addresses, draws[i], 1 + i % 2)
     np.testing.assert_allclose(draws.sum(axis=1), 1.0, rtol=1e-12)
     alpha = eta + counts
     a0 = alpha.sum(axis=0)
@@ -323,7 +323,7 @@ def test_dirichlet_columns_draw_their_law():
     assert np.all(np.abs(draws.var(axis=0) / var - 1) < 0.15)
     tiny = np.empty((V, 3))
     streams = BlockStreams(np.random.default_rng(1), 2)      # kept alive: the kernel uses its states
-    _partial.dirichlet_columns(counts, 1e-6, bounds, streams.addresses, tiny, 1)
+    _blocked.dirichlet_columns(counts, 1e-6, bounds, streams.addresses, tiny, 1)
     assert np.all(np.isfinite(tiny)) and np.all(tiny > 0)
     np.testing.assert_allclose(tiny.sum(axis=0), 1.0, rtol=1e-12)
     assert tiny[:, 2].max() > 0.99          # Dir(1e-6, ...): nearly all mass on one term

@@ -12,6 +12,8 @@ Usage::
 
     python tools/bench_samplers.py            # full table (about a minute)
     python tools/bench_samplers.py --quick    # fewer draws
+    python tools/bench_samplers.py --rows     # the gamma row kernel at the Dirichlet's
+                                              # and the theta draws' shapes
 
 Timings are the best of ``--repeat`` runs of this thread's CPU time,
 single-threaded (``n_jobs=1``), through the public Python API (validation and
@@ -48,11 +50,87 @@ def best_ns(fn, size, repeat):
     return best / size * 1e9
 
 
+def _dirichlet_counts(V, K, eta_frac, rng):
+    """(V, K) int32 counts: a fraction ``eta_frac`` of the entries 0 (their
+    shape is eta alone), the others log-uniform in 1..1000."""
+    n = np.exp(rng.uniform(0.0, np.log(1000.5), size=(V, K))).astype(np.int32)
+    n[rng.random((V, K)) < eta_frac] = 0
+    return np.ascontiguousarray(n)
+
+
+def gamma_row_table(repeat, scale):
+    """ns per gamma draw of the row kernels at the Dirichlet's shapes (eta + n_vk)
+    and the theta draws' shapes: ``_gamma.gamma_rows`` (the row kernel, rows of
+    the given length), the public fill ``_kernel("gamma_row")`` (rows of 64),
+    ``random_gamma_fast`` per entry (``_kernel("gamma_fast")``) and numpy's
+    ``standard_gamma``; then the two Dirichlet draws of Phi (partial's and
+    blocked's ``dirichlet_columns``) per entry on (V, K) counts."""
+    from pygbn._utils import BlockStreams, block_bounds
+    from pygbn.inference import _blocked, _partial
+    from pygbn.inference.gibbs import COLUMN_BLOCK
+    from pygbn.random import _gamma
+
+    rng = np.random.default_rng(5)
+    V, K = 20_000 // scale, 50
+    print(f"gamma rows (ns per draw, best of {repeat} CPU times; rows of {V})")
+    head = f"{'shapes':34s} {'row kernel':>10s} {'fill(64)':>9s} {'gamma_fast':>10s} {'numpy':>7s}"
+    print(head)
+    print("-" * len(head))
+    sets = [(f"a={a:g}", np.full((K, V), a)) for a in (1e-3, 0.01, 0.015, 0.05, 0.1, 0.3, 0.5, 0.9)]
+    sets += [(f"a={a:g}", np.full((K, V), a)) for a in (1.01, 10.01, 100.01, 1000.01)]
+    for eta in (0.01, 0.05):
+        for frac in (0.99, 0.9, 0.5):
+            sets.append((f"eta={eta:g}+n, {frac:.0%} n=0", eta + _dirichlet_counts(K, V, frac, rng)))
+    theta = np.exp(rng.uniform(np.log(1e-3), np.log(0.1), size=(K, V)))
+    sets.append(("theta prior 0.001-0.1", theta))
+    sets.append(("theta 0.001-0.1, 10% +1..1000", theta + _dirichlet_counts(K, V, 0.9, rng)))
+    for label, a in sets:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        flat = a.ravel()
+        bounds = np.array([0, K], dtype=np.int64)
+        rate = np.ones(K)
+        out, sums = np.empty_like(a), np.empty(K)
+
+        def rows(s, a=a, bounds=bounds, rate=rate, out=out, sums=sums):
+            st = BlockStreams(np.random.default_rng(2), 1)
+            _gamma.gamma_rows(a, rate, bounds, st.addresses, out, sums, 1)
+        t = [best_ns(rows, a.size, repeat)]
+        t.append(best_ns(lambda s, f=flat: _kernel("gamma_row", f, random_state=2, n_jobs=1), a.size, repeat))
+        t.append(best_ns(lambda s, f=flat: _kernel("gamma_fast", f, random_state=2, n_jobs=1), a.size, repeat))
+        t.append(best_ns(lambda s, f=flat: rng.standard_gamma(f), a.size, repeat))
+        print(f"{label:34s} {t[0]:10.1f} {t[1]:9.1f} {t[2]:10.1f} {t[3]:7.1f}")
+    print()
+    print(f"Dirichlet draws of Phi, ({V}, {K}) counts, blocks of {COLUMN_BLOCK} columns, one thread"
+          " (ns per entry)")
+    # partial's own dirichlet_columns where the build still has one (main before 2026-11-27)
+    mods = [m for m in (_partial, _blocked) if hasattr(m, "dirichlet_columns")]
+    head = f"{'counts':34s}" + "".join(f" {m.__name__.rsplit('.', 1)[-1]:>9s}" for m in mods)
+    print(head)
+    print("-" * len(head))
+    for eta in (0.01, 0.05):
+        for frac in (0.99, 0.9, 0.5):
+            c = _dirichlet_counts(V, K, frac, rng)
+            bounds = block_bounds(K, COLUMN_BLOCK)
+            phi = np.empty((V, K))
+            t = []
+            for mod in mods:
+                def draw(s, mod=mod, c=c, eta=eta, bounds=bounds, phi=phi):
+                    st = BlockStreams(np.random.default_rng(3), len(bounds) - 1)
+                    mod.dirichlet_columns(c, eta, bounds, st.addresses, phi, 1)
+                t.append(best_ns(draw, c.size, repeat))
+            print(f"{f'eta={eta:g}, {frac:.0%} n=0':34s}" + "".join(f" {x:9.1f}" for x in t))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="10x fewer draws")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--rows", action="store_true",
+                    help="only the gamma row kernels at the Dirichlet's and theta's shapes")
     args = ap.parse_args(argv)
+    if args.rows:
+        gamma_row_table(args.repeat, 10 if args.quick else 1)
+        return
     scale = 10 if args.quick else 1
     big = 200_000 // scale
     rng = np.random.default_rng(1)

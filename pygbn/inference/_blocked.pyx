@@ -28,6 +28,7 @@ from numpy.random.c_distributions cimport random_standard_uniform, random_standa
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors, gather_concentrations,
                                       SLOT_SHIFT, SLOT_COUNT)
+from pygbn.random._gamma cimport gamma_row
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
     random_crt, random_multinomial_split, random_dirichlet,
@@ -349,84 +350,130 @@ def top_crt(const count_t[:, ::1] m, const double[::1] r, const int64_t[::1] bou
                     out[b, i] += random_crt(g, c, r[i])
 
 
+cdef inline double _dirichlet_gammas(bitgen_t *g, const double *alpha, Py_ssize_t k, double *out,
+                                     double *scratch) noexcept nogil:
+    """A Dir(alpha) draw (``alpha > 0``) as ``out * factor``, the factor returned.
+
+    The gammas by the row kernel :c:func:`pygbn.random._gamma.gamma_row`
+    (floored at the smallest normal double, ``scratch`` of ``7 k`` doubles) and
+    the factor ``1 / sum``; if the sum is below 1e-280 (tiny concentrations
+    make gammas underflow) the draw is made again by
+    :c:func:`pygbn.random._kernels.random_dirichlet` (log space) and the factor
+    is 1.  Redrawing is exact: ``G / sum(G)`` is independent of ``sum(G)``.
+    """
+    cdef double tot = gamma_row(g, alpha, k, 1.0, out, scratch)
+    if tot >= 1e-280:
+        return 1.0 / tot
+    random_dirichlet(g, alpha, k, out)
+    return 1.0
+
+
 def dirichlet_rows(const double[:, ::1] alpha, const int64_t[::1] bounds,
                    const uintptr_t[::1] streams, double[:, ::1] out, int n_threads):
-    """``out[i, :] ~ Dirichlet(alpha[i, :])`` for each row (eq:step2 on Phi transposed).
+    """``out[i, :] ~ Dirichlet(alpha[i, :])`` for each row (eq:step2 on Phi transposed), ``alpha > 0``.
 
-    Rows are grouped in fixed blocks, block ``b`` drawing from ``streams[b]``.
-    Entries are floored at the smallest normal double (then the row is still
-    on the simplex to within one ulp).
+    Rows are grouped in fixed blocks, block ``b`` drawing from ``streams[b]``,
+    each row by :c:func:`_dirichlet_gammas`.  Entries are floored at the
+    smallest normal double (then the row is still on the simplex to within
+    one ulp).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = alpha.shape[1]
     cdef Py_ssize_t b, j, i
     cdef bitgen_t *g
+    cdef double *scratch
+    cdef double f, x
+    cdef int n_failed = 0
+    if n_blocks <= 0 or k == 0:
+        return
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
-        for j in range(bounds[b], bounds[b + 1]):
-            random_dirichlet(g, &alpha[j, 0], k, &out[j, 0])
-            for i in range(k):
-                if out[j, i] < DBL_MIN:
-                    out[j, i] = DBL_MIN
+        scratch = <double *> block_malloc(7 * k * sizeof(double))
+        if scratch == NULL:
+            n_failed += 1
+        else:
+            for j in range(bounds[b], bounds[b + 1]):
+                f = _dirichlet_gammas(g, &alpha[j, 0], k, &out[j, 0], scratch)
+                for i in range(k):
+                    x = out[j, i] * f
+                    out[j, i] = x if x > DBL_MIN else DBL_MIN
+        free(scratch)
+    if n_failed:
+        raise MemoryError("dirichlet_rows: scratch memory could not be allocated")
 
 
 def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
                       const uintptr_t[::1] streams, double[:, ::1] out, int n_threads,
                       const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
                       const uint32_t[::1] slots=None):
-    """``out[:, j] ~ Dirichlet(eta + counts[:, j])`` for each column (eq:step2).
+    """``out[:, j] ~ Dirichlet(eta + counts[:, j])`` for each column (eq:step2), ``eta > 0``.
 
     Equivalent to ``dirichlet_rows(eta + counts.T.astype(float64), bounds,
     streams, out_t)`` followed by ``out[:] = out_t.T``, draw for draw (the
     same concentrations, ``eta + counts[v, j]``, the same streams, the same
     floor), without the two (K, V) float64 arrays: block ``b`` (columns
     ``bounds[b]:bounds[b+1]``) gathers its columns' concentrations into a
-    scratch of ``columns x V`` doubles, draws them in order from
-    ``streams[b]`` and writes the draws back into ``out``'s columns.
-    With ``row_map``, ``slot_start`` and ``slots`` the counts are a
-    :class:`pygbn.inference.term_counts.TermCounts` (dense rows in ``counts``,
-    the other terms' in their slots: see :func:`split_sparse`); an entry in no
-    slot is 0, so its concentration is ``eta + 0.0``, as from a dense array.  Each sparse row's filled slots must be
-    sorted by factor (:func:`pygbn.inference._blocked.sort_slots`).
+    per-thread scratch of ``columns x V`` doubles in one pass over the rows,
+    draws them column by column from ``streams[b]`` (:c:func:`_dirichlet_gammas`:
+    the row gamma kernel, normalised) and writes the block's columns of
+    ``out`` in one pass over its rows.  The draw does not depend on the
+    thread count.  With ``row_map``, ``slot_start`` and ``slots`` the counts
+    are a :class:`pygbn.inference.term_counts.TermCounts` (dense rows in
+    ``counts``, the other terms' in their slots: see :func:`split_sparse`); an
+    entry in no slot is 0, so its concentration is ``eta + 0.0``, as from a
+    dense array.  Each sparse row's filled slots must be sorted by factor
+    (:func:`pygbn.inference._blocked.sort_slots`).
     """
-    cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
     cdef Py_ssize_t V = row_map.shape[0] if use_slots else counts.shape[0]
+    cdef Py_ssize_t K = counts.shape[1], n_blocks = bounds.shape[0] - 1
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
-    cdef Py_ssize_t b, j, i, nc, c0
-    cdef Py_ssize_t K = counts.shape[1]
+    cdef Py_ssize_t blk, k, v, k0, nk, width = 0
     cdef const stat_t *dense = &counts[0, 0] if counts.shape[0] > 0 else NULL
-    cdef bitgen_t *g
-    cdef double *alpha
-    cdef double *draw
     cdef int32_t *cur
+    cdef double *work
+    cdef double *a
+    cdef double *draw
+    cdef double *fac
+    cdef double x
+    cdef bitgen_t *g
     cdef int n_failed = 0
-    cur = NULL   # set by every thread below (Cython copies it in as firstprivate)
+    if V == 0 or n_blocks <= 0:
+        return
+    for blk in range(n_blocks):
+        width = max(width, bounds[blk + 1] - bounds[blk])
+    cur = NULL   # both set by every thread below (Cython copies them in as firstprivate)
+    work = NULL
     with nogil, parallel(num_threads=n_threads):
-        # each thread's cursors into the sparse rows (its blocks come in increasing order)
+        # one scratch per thread: a block's concentrations and draws column by column, the
+        # row kernel's scratch, the columns' factors
+        work = <double *> block_malloc((2 * width * V + 7 * V + width) * sizeof(double))
+        # and its cursors into the sparse rows (its blocks come in increasing order)
         cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL
         if cur != NULL:
             cur[V] = 2147483647
-        for b in prange(n_blocks, schedule="dynamic"):
-            g = <bitgen_t *> streams[b]
-            c0 = bounds[b]
-            nc = bounds[b + 1] - c0
-            alpha = <double *> block_malloc((nc * V + 1) * sizeof(double))
-            draw = <double *> block_malloc((V + 1) * sizeof(double))
-            if alpha == NULL or draw == NULL or (use_slots and cur == NULL):
+        for blk in prange(n_blocks, schedule="dynamic"):
+            if work == NULL or (use_slots and cur == NULL):
                 n_failed += 1
             else:
                 if use_slots:
-                    slot_cursors(cur, V, b)
-                gather_concentrations(dense, K, V, rmap, sstart, sl, cur, c0, nc, eta, alpha)
-                for j in range(nc):
-                    random_dirichlet(g, &alpha[j * V], V, draw)
-                    for i in range(V):
-                        out[i, c0 + j] = DBL_MIN if draw[i] < DBL_MIN else draw[i]
-            free(alpha)
-            free(draw)
+                    slot_cursors(cur, V, blk)
+                g = <bitgen_t *> streams[blk]
+                k0 = bounds[blk]
+                nk = bounds[blk + 1] - k0
+                a = work
+                draw = work + width * V
+                fac = work + 2 * width * V + 7 * V
+                gather_concentrations(dense, K, V, rmap, sstart, sl, cur, k0, nk, eta, a)
+                for k in range(nk):
+                    fac[k] = _dirichlet_gammas(g, a + k * V, V, draw + k * V, work + 2 * width * V)
+                for v in range(V):
+                    for k in range(nk):
+                        x = draw[k * V + v] * fac[k]
+                        out[v, k0 + k] = x if x > DBL_MIN else DBL_MIN
+        free(work)
         free(cur)
     if n_failed:
         raise MemoryError(f"dirichlet_columns: scratch memory of {n_failed} column block(s) could not be allocated")

@@ -44,12 +44,9 @@ from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
 
-from libc.float cimport DBL_MIN
 from libc.math cimport nextafter
 
-from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, slot_cursors, gather_concentrations
-from pygbn.random._inline cimport gamma_row_scaled
-from pygbn.random._kernels cimport random_dirichlet
+from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add
 
 
 cdef extern from *:
@@ -547,87 +544,6 @@ def prior_topics(const double[:, ::1] phi, const double[::1] b, const int64_t[::
         t = table_row[v]
         out[i] = _pick_prior(&phi[v, 0], &b[0], K, u[i], mass[v],
                              &cum[t, 0] if t >= 0 else NULL, &guide[t, 0] if t >= 0 else NULL)
-
-
-def dirichlet_columns(const nvk_t[:, ::1] counts, double eta, const int64_t[::1] bounds,
-                      const uintptr_t[::1] streams, double[:, ::1] phi, int n_threads,
-                      const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
-                      const uint32_t[::1] slots=None):
-    """Phi^(1) column by column: ``phi[:, k] ~ Dir(eta + counts[:, k])`` (eq:step2).
-
-    Columns are grouped in fixed blocks, block ``b`` (columns
-    ``bounds[b]:bounds[b + 1]``) drawing from ``streams[b]``: the draw does not
-    depend on the thread count.  A column's gammas are drawn by
-    :c:func:`pygbn.random._inline.gamma_row_scaled` (floored at the smallest
-    normal double) and normalised; if their sum is below 1e-280 (a tiny
-    ``eta`` and few counts make gammas underflow) the column is redrawn by
-    :c:func:`pygbn.random._kernels.random_dirichlet` (log space), which is
-    exact because ``G / sum(G)`` is independent of ``sum(G)``.  Entries are
-    floored at the smallest normal double, as ``dirichlet_rows`` does.
-    ``eta > 0``.  With ``row_map``, ``slot_start`` and ``slots`` the counts are a
-    :class:`pygbn.inference.term_counts.TermCounts` (dense rows in ``counts``, the
-    other terms' in their slots; an entry in no slot is 0, its concentration
-    ``eta + 0.0`` as from a dense array).  Each sparse row's filled slots must be
-    sorted by factor (:func:`pygbn.inference._blocked.sort_slots`).
-    """
-    cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
-    cdef Py_ssize_t V = row_map.shape[0] if use_slots else counts.shape[0]
-    cdef Py_ssize_t K = counts.shape[1], n_blocks = bounds.shape[0] - 1
-    cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
-    cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
-    cdef const uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
-    cdef Py_ssize_t blk, k, v, k0, nk, width = 0
-    cdef const nvk_t *dense = &counts[0, 0] if counts.shape[0] > 0 else NULL
-    cdef int32_t *cur
-    cdef double *work
-    cdef double *a
-    cdef double *out
-    cdef double *tot
-    cdef double x
-    cdef bitgen_t *g
-    cdef int n_failed = 0
-    if V == 0 or n_blocks <= 0:
-        return
-    for blk in range(n_blocks):
-        width = max(width, bounds[blk + 1] - bounds[blk])
-    cur = NULL   # both set by every thread below (Cython copies them in as firstprivate)
-    work = NULL
-    with nogil, parallel(num_threads=n_threads):
-        # one scratch per thread: a block's shapes and gammas column by column, GS scratch, sums
-        work = <double *> malloc((2 * width * V + 6 * V + width) * sizeof(double))
-        # and its cursors into the sparse rows (its blocks come in increasing order)
-        cur = <int32_t *> malloc((V + 1) * sizeof(int32_t)) if use_slots else NULL
-        if cur != NULL:
-            cur[V] = 2147483647
-        for blk in prange(n_blocks, schedule="dynamic"):
-            if work == NULL or (use_slots and cur == NULL):
-                n_failed += 1
-            else:
-                if use_slots:
-                    slot_cursors(cur, V, blk)
-                g = <bitgen_t *> streams[blk]
-                k0 = bounds[blk]
-                nk = bounds[blk + 1] - k0
-                a = work
-                out = work + width * V
-                tot = work + 2 * width * V + 6 * V
-                # the block's columns in one pass over the rows
-                gather_concentrations(dense, K, V, rmap, sstart, sl, cur, k0, nk, eta, a)
-                for k in range(nk):
-                    tot[k] = gamma_row_scaled(g, a + k * V, V, 1.0, out + k * V, work + 2 * width * V)
-                    if tot[k] >= 1e-280:
-                        tot[k] = 1.0 / tot[k]
-                    else:
-                        random_dirichlet(g, a + k * V, V, out + k * V)
-                        tot[k] = 1.0
-                for v in range(V):
-                    for k in range(nk):
-                        x = out[k * V + v] * tot[k]
-                        phi[v, k0 + k] = x if x > DBL_MIN else DBL_MIN
-        free(work)
-        free(cur)
-    if n_failed:
-        raise MemoryError("dirichlet_columns: scratch memory could not be allocated")
 
 
 def count_doc_labels(const int64_t[::1] doc_ptr, const topic_t[::1] labels, doc_count_t[:, ::1] njk):

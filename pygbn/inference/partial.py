@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from pygbn.inference import _collapsed, _partial, _upper
 from pygbn.inference.collapsed_state import TokenLabels, doc_count_dtype, initial_labels, label_dtype, token_arrays
 from pygbn.inference.layer_one import CHUNK_BLOCKS
-from pygbn.inference.term_counts import TermCounts, TermLayout, split_target
+from pygbn.inference.term_counts import TermCounts, TermLayout, draw_phi_columns, split_target
 
 logger = logging.getLogger("pygbn")
 
@@ -271,25 +271,21 @@ def dirichlet_phi_one(layer, col_bounds: np.ndarray, streams, n_threads: int,
                       tokens: Optional[PartialState] = None) -> np.ndarray:
     """Phi^(1) of the partial method from its Dirichlet (eq:step2),
     ``Phi_:k ~ Dir(eta + n_:k)`` given ``layer.counts = n_vk``, column block b
-    drawing from ``streams`` b (:func:`pygbn.inference._partial.dirichlet_columns`:
-    the (V, K) counts are read and Phi written directly, no transposed copies).
+    drawing from ``streams`` b (:func:`pygbn.inference.term_counts.draw_phi_columns`, as
+    for every other Phi: the (V, K) counts are read and Phi written directly, no
+    transposed copies).
     With ``tokens`` (a draw of the chain that replaces ``layer.phi``) into
     ``layer.phi``'s own memory when nothing else holds it (else one of
     ``tokens``' buffers): the old Phi^(1) is not needed once the new one is
     drawn, and the tables made from it are marked stale."""
-    counts, kw = split_target(layer.counts)
-    if kw:
-        kw = layer.counts.sorted_args(n_threads)
-    if counts.dtype not in (np.int32, np.int64) or not counts.flags.c_contiguous:
-        counts = np.ascontiguousarray(counts, dtype=np.int64)
     shape = layer.counts.shape
     if tokens is None:
         phi = np.empty(shape)
     else:
         phi = tokens.buffer("phi", shape, np.float64, layer.phi)
         tokens.phi_stamp += 1
-    _partial.dirichlet_columns(counts, float(layer.eta), np.ascontiguousarray(col_bounds, dtype=np.int64),
-                               streams.addresses, phi, n_threads, **kw)
+    draw_phi_columns(layer.counts, layer.eta, np.ascontiguousarray(col_bounds, dtype=np.int64),
+                     streams.addresses, phi, n_threads)
     return phi
 
 

@@ -1,10 +1,13 @@
 # cython: language_level=3
-"""The row gamma kernel of the theta draws (eq:step4), inline (nogil, no validation).
+"""The row gamma kernel, inline (nogil, no validation): the library's one kernel for rows of gammas.
 
 :c:func:`gamma_row` draws ``out[i] = max(G_i / rate, DBL_MIN)``,
-``G_i ~ Gam(a[i], 1)`` independent, for a row of shapes, as the upper layers
-need them: most shapes far below 1 (a prior ``Phi theta`` of 0.001-0.1 with
-no count), a few at or above 1.  It is exact given ideal uniforms (up to the
+``G_i ~ Gam(a[i], 1)`` independent, for a row of shapes, as the upper layers'
+theta draws (eq:step4) and the Dirichlet draws of every Phi (eq:step2,
+``pygbn.inference._blocked.dirichlet_columns``) need them: most
+shapes far below 1 (a prior ``Phi theta`` of 0.001-0.1 with no count, or
+``eta`` where a term has no count in a topic), a few at or above 1.  The
+public row fill (``_kernel("gamma_row")``) draws through it too.  It is exact given ideal uniforms (up to the
 rounding of a few floating-point operations per draw), like the other
 kernels of :mod:`pygbn.random`, and draws from one numpy ``bitgen_t``
 stream, so a row's draws depend only on its stream.

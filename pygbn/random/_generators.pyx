@@ -16,6 +16,7 @@ from numpy.random.c_distributions cimport binomial_t
 
 from pygbn.random cimport _kernels as K
 from pygbn.random cimport _inline as I
+from pygbn.random._gamma cimport gamma_row
 
 ctypedef int64_t (*kern_i_d)(bitgen_t *, double) noexcept nogil
 ctypedef int64_t (*kern_i_dd)(bitgen_t *, double, double) noexcept nogil
@@ -65,13 +66,13 @@ cdef double _gamma_fast(bitgen_t *bitgen, double a) noexcept nogil:
 
 
 cdef void _block_gamma_row(bitgen_t *rng, Py_ssize_t lo, Py_ssize_t hi, const Fill *f) noexcept nogil:
-    # rows of at most 64 items through the row kernel (rate 1): the theta kernel's draws
-    cdef double scratch[384]
+    # rows of at most 64 items through the row kernel (rate 1), as the theta and Phi draws use it
+    cdef double scratch[7 * 64]
     cdef Py_ssize_t i, n
     i = lo
     while i < hi:
         n = hi - i if hi - i < 64 else 64
-        I.gamma_row_scaled(rng, f.a + i, n, 1.0, f.out_d + i, scratch)
+        gamma_row(rng, f.a + i, n, 1.0, f.out_d + i, scratch)
         i += n
 
 

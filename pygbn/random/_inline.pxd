@@ -10,10 +10,10 @@ Each one is exact given ideal uniforms (``docs/samplers.md``, "Gamma" and
 * :c:func:`random_gamma_fast`: Gam(a, 1) for every ``a >= 0``: Ahrens &
   Dieter's GS for small shapes, the Marsaglia-Tsang draw of Gam(a + 1) times
   ``U^(1/a)`` up to 1, Marsaglia-Tsang with a cancellation-free test above.
-* :c:func:`gamma_row_scaled`: ``max(G_i / rate, DBL_MIN)`` for a row of
-  shapes (the theta draws of eq:step4): GS's first proposals formed by one
-  vectorised pass of exp and log (:c:func:`gs_first`), quotients in log
-  space where a draw underflows on its own.
+* :c:func:`vexp_neg` and :c:func:`vlog_pos`: exp and log that vectorise in
+  a loop, for the row gamma kernel of :mod:`pygbn.random._gamma`
+  (:c:func:`pygbn.random._gamma.gamma_row`, every row of gamma draws: the
+  theta draws of eq:step4 and the Dirichlet draws of Phi^(1), eq:step2).
 * :c:func:`crt_inversion`: CRT(n, r) by inversion over the index of the next
   new table (one uniform per table, O(n) multiplications).
 * :c:func:`crt_skip`: CRT(n, r) by thinning a dominating process whose next
@@ -44,8 +44,6 @@ cdef extern from *:
     #define PYGBN_INV_E 0.36787944117144233
     /* shapes below this use GS, shapes in [this, 1) the Marsaglia-Tsang boost (speed only) */
     #define PYGBN_GS_MAX_SHAPE 0.5
-    /* below this a gamma draw is rescaled in log space (its own value may be subnormal) */
-    #define PYGBN_GAMMA_TINY 1e-280
     /* log(DBL_MIN): below it a quotient is floored without being formed */
     #define PYGBN_LOG_DBL_MIN -708.3964185322641
     /* 2^600 and 2^-600: exact rescaling of the CRT inversion's running products */
@@ -61,7 +59,6 @@ cdef extern from *:
     const double EPS53 "PYGBN_EPS53"
     const double INV_E "PYGBN_INV_E"
     const double GS_MAX_SHAPE "PYGBN_GS_MAX_SHAPE"
-    const double GAMMA_TINY "PYGBN_GAMMA_TINY"
     const double LOG_DBL_MIN "PYGBN_LOG_DBL_MIN"
     const double TWO600 "PYGBN_TWO600"
     const double TWO_M600 "PYGBN_TWO_M600"
@@ -151,33 +148,12 @@ cdef extern from *:
         return x > 0.0 ? y : -1.0 / 0.0;
     }
 
-    /* GS's first proposal for k shapes at once (vectorised): P = (1 + a/e) U,
-       log(x) = log(P) / a and x = exp(log x) (used where P <= 1).  With GCC on
-       x86-64 Linux an AVX2 version is chosen at run time where the processor has
-       it: the same operations in the same order (no FMA), so the same results. */
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    __attribute__((target_clones("avx2", "default")))
-    #endif
-    static void pygbn_gs_first(const double *a, const double *u, double *p, double *lx, double *x,
-                               Py_ssize_t k) {
-        Py_ssize_t i;
-        for (i = 0; i < k; i++) {
-            double pi = (1.0 + a[i] * PYGBN_INV_E) * u[i];
-            double li = pygbn_log_pos(pi) / a[i];
-            p[i] = pi;
-            lx[i] = li;
-            x[i] = pygbn_exp_neg(li);
-        }
-    }
-
     #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC pop_options
     #endif
     """
     double vexp_neg "pygbn_exp_neg"(double x) noexcept nogil
     double vlog_pos "pygbn_log_pos"(double x) noexcept nogil
-    void gs_first "pygbn_gs_first"(const double *a, const double *u, double *p, double *lx,
-                                   double *x, Py_ssize_t k) noexcept nogil
 
 
 cdef inline double gamma_mt(bitgen_t *g, double a) noexcept nogil:
@@ -273,67 +249,6 @@ cdef inline double random_gamma_fast(bitgen_t *g, double a) noexcept nogil:
     if a < 1.0:
         return gamma_small(g, a, &lx)
     return gamma_mt(g, a)
-
-
-cdef inline double _scaled(double x, double log_x, double inv_rate, double log_rate) noexcept nogil:
-    """``max(x / rate, DBL_MIN)`` as ``x * (1 / rate)``, or from ``log_x`` where x < 1e-280."""
-    cdef double v
-    if x >= GAMMA_TINY:
-        v = x * inv_rate
-    elif log_x - log_rate > LOG_DBL_MIN:
-        v = exp(log_x - log_rate)
-    else:
-        return DBL_MIN
-    return v if v > DBL_MIN else DBL_MIN
-
-
-cdef inline double gamma_row_scaled(bitgen_t *g, const double *a, Py_ssize_t k, double rate,
-                                   double *out, double *scratch) noexcept nogil:
-    """``out[i] = max(G_i / rate, DBL_MIN)``, ``G_i ~ Gam(a[i], 1)`` independent, ``a[i] > 0``,
-    ``0 < rate < inf``; returns ``sum(out)`` (left to right).
-
-    Drawn a row at a time: shapes from 1 up by :c:func:`gamma_mt` and those in
-    [GS_MAX_SHAPE, 1) by :c:func:`gamma_boost` as they come; the smaller
-    shapes are gathered and the first GS proposal of each is
-    formed by one vectorised pass (:c:func:`gs_first`: their uniforms drawn
-    first, then all logs and exps), its test and any further proposal one
-    shape at a time (a rejected first proposal is followed by
-    :c:func:`gamma_small`, an independent exact draw).  The quotient is
-    ``G * (1 / rate)``; where a draw below 1e-280 would lose precision (or
-    underflow) before that, it is formed from its log.  ``scratch`` holds
-    ``6 k`` doubles.
-    """
-    cdef double *ac = scratch
-    cdef double *u = scratch + k
-    cdef double *p = scratch + 2 * k
-    cdef double *lx = scratch + 3 * k
-    cdef double *x = scratch + 4 * k
-    cdef Py_ssize_t *idx = <Py_ssize_t *> (scratch + 5 * k)
-    cdef Py_ssize_t i, q, n = 0
-    cdef double v, xi, li = 0.0, total = 0.0
-    cdef double inv_rate = 1.0 / rate, log_rate = log(rate)
-    for i in range(k):
-        if a[i] < GS_MAX_SHAPE:
-            idx[n] = i
-            ac[n] = a[i]
-            u[n] = random_standard_uniform(g)
-            n += 1
-        else:
-            if a[i] >= 1.0:
-                v = gamma_mt(g, a[i]) * inv_rate
-                out[i] = v if v > DBL_MIN else DBL_MIN
-            else:
-                xi = gamma_boost(g, a[i], &li)
-                out[i] = _scaled(xi, li, inv_rate, log_rate)
-    gs_first(ac, u, p, lx, x, n)
-    for q in range(n):
-        xi = _gs_try(g, ac[q], p[q], lx[q], x[q], &li)
-        if xi < 0.0:
-            xi = gamma_small(g, ac[q], &li)
-        out[idx[q]] = _scaled(xi, li, inv_rate, log_rate)
-    for i in range(k):
-        total = total + out[i]
-    return total
 
 
 cdef inline int64_t crt_inversion(bitgen_t *g, int64_t n, double r) noexcept nogil:
