@@ -50,6 +50,8 @@ CONFIGS = {
     "poisson-blocked-2": dict(link="poisson", method="blocked", n_jobs=2),
     "bernoulli-blocked": dict(link="bernoulli", method="blocked", n_jobs=2),
     "prg-blocked": dict(link="prg", method="blocked", n_jobs=1),
+    "poisson-partial-1": dict(link="poisson", method="partial", n_jobs=1),
+    "poisson-partial-2": dict(link="poisson", method="partial", n_jobs=2),
 }
 
 
@@ -102,6 +104,10 @@ def main(argv=None) -> int:
             for a, b in zip(want, lines):
                 if a != b:
                     print("  was:", a, "\n  now:", b, file=sys.stderr)
+            for extra in lines[len(want):]:
+                print("  new:", extra, file=sys.stderr)
+            for gone in want[len(lines):]:
+                print("  gone:", gone, file=sys.stderr)
             return 1
         print("fit_digest: identical to", args.check, file=sys.stderr)
     return 0
