@@ -20,14 +20,14 @@ it targets the same posterior as the collapsed and blocked samplers.
 A token's draw costs O(topics of its document), not O(K): a document bucket
 over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
 shared by all documents) drawn by inversion, from indexed-search tables for
-the terms with at least ``TABLE_MIN_TOKENS`` tokens and by a scan of Phi's
-row for the others (the same topic for the same uniform), corrected by
+the terms with at least ``TABLE_MIN_TOKENS`` tokens and at least K / 4 (those
+whose ``n_vk`` row is dense) and by a scan of Phi's row for the others (the same topic for the same uniform), corrected by
 independence Metropolis-Hastings steps when the documents' priors differ
 (T >= 2); see the kernel module and ``docs/engine.md``.
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
-(int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
-than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` counted after each
+(int16 when K <= 32767), ``n_jk`` (J, K) uint8 (uint16 for documents of more
+than 255 tokens, int32 beyond 65535) = the sampler's ``m[0]``, ``n_vk`` counted after each
 sweep and stored by term (:class:`~pygbn.inference.term_counts.TermCounts`:
 int32 rows for the terms with at least K / 4 tokens, a token state holding
 fewer than 2^31 tokens, and 4 bytes a token for the others) into the last
@@ -35,7 +35,8 @@ sweep's counts when nothing else holds them, Phi^(1) (V, K) float64 drawn
 into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
-int16 labels) for each term that has one.
+int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
+place (:attr:`PartialState.phi_stamp`).
 """
 from __future__ import annotations
 
@@ -234,8 +235,9 @@ class PartialState(TokenLabels):
         """The prior bucket's tables over ``phi_v. b`` (built when Phi^(1) or ``b``
         changed since the last call; no randomness): ``(table_row, cum, guide,
         mass)`` for :func:`pygbn.inference._partial.partial_sweep`.  Terms with
-        at least ``TABLE_MIN_TOKENS`` tokens in this state's data get an
-        inversion table; the others' prior draws scan their row of Phi (the
+        at least ``TABLE_MIN_TOKENS`` tokens in this state's data, and at least
+        ``K / TABLE_DENSE_FRACTION``, get an inversion table; the others' prior
+        draws scan their row of Phi (the
         same topic for the same uniform, so the chain does not depend on
         which terms have tables)."""
         cached = self._tables
