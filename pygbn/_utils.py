@@ -23,6 +23,7 @@ __all__ = [
     "generators_from_entropy",
     "BlockStreams",
     "bitgen_address",
+    "trim_heap",
     "check_int",
     "effective_n_jobs",
     "check_array",
@@ -103,6 +104,28 @@ def generators_from_entropy(entropy, first: int, stop: int) -> list[np.random.Ge
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _find_malloc_trim():
+    try:
+        fn = ctypes.CDLL(None).malloc_trim       # glibc only
+    except (AttributeError, OSError, TypeError):
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+    return fn
+
+
+_malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
+
+
+def trim_heap() -> None:
+    """Give the C heap's free memory back to the system (glibc's ``malloc_trim``;
+    nothing elsewhere).  Arrays below glibc's mmap threshold, which rises to
+    the size of the largest one freed so far, come from the heap and stay
+    resident once freed: a chain that drops its per-document state before
+    making its last, large results calls this between the two."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 def bitgen_address(gen) -> int:

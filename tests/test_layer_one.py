@@ -31,7 +31,13 @@ def _counts(J=60, V=25, seed=0, scale=3.0):
 def test_layer_one_counts_take_the_smallest_type(method):
     Y = _counts()
     s = GibbsSampler.for_training(Y, 6, method=method, random_state=0)
+    assert s.m[0].dtype == np.uint8          # no document of more than 255 tokens
+    mid_doc = Y.copy()
+    mid_doc.data[0] = 300.0             # a document of more than 255 tokens
+    s = GibbsSampler.for_training(mid_doc, 6, method=method, random_state=0)
     assert s.m[0].dtype == np.uint16
+    s.sweep()
+    assert s.m[0].sum() == mid_doc.sum()
     long_doc = Y.copy()
     long_doc.data[0] = 70000.0          # a document of more than 65535 tokens
     s = GibbsSampler.for_training(long_doc, 6, method=method, random_state=0)
@@ -63,10 +69,10 @@ def test_large_K_takes_int32_labels():
 
 @pytest.mark.parametrize("T", [1, 2])
 def test_blocked_chain_does_not_depend_on_the_type_of_m(T):
-    """The kernels read uint16, int32 and int64 counts alike: the same chain."""
+    """The kernels read uint8, uint16, int32 and int64 counts alike: the same chain."""
     Y = _counts()
     nets = []
-    for dtype in (None, np.int64, np.int32):
+    for dtype in (None, np.int64, np.int32, np.uint16):
         s = GibbsSampler.for_training(Y, 6, method="blocked", random_state=3)
         if T == 2:
             s.add_layer(0.05)

@@ -154,3 +154,27 @@ def test_import_pygbn_leaves_text_io_and_optional_packages_unloaded(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(pygbn.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
+
+
+def test_one_layer_fit_leaves_scipy_linalg_unloaded(tmp_path):
+    """BLAS (scipy.linalg.cython_blas) is taken on the first product: import pygbn and
+    a one-layer fit never load scipy.linalg; a second layer's products do."""
+    code = ("import sys, numpy as np, pygbn\n"
+            "from pygbn._utils import trim_heap\n"
+            "X = np.random.default_rng(0).poisson(1.0, size=(40, 30))\n"
+            "assert 'scipy.linalg' not in sys.modules\n"
+            "for m in ('collapsed', 'blocked', 'partial'):\n"
+            "    pygbn.GBN(n_components=4, n_layers=1, burn_in=3, n_collect=1, method=m, random_state=0).fit(X)\n"
+            "trim_heap()\n"
+            "assert 'scipy.linalg' not in sys.modules, 'one layer'\n"
+            "from pygbn.inference import GibbsSampler\n"
+            "import scipy.sparse as sp\n"
+            "s = GibbsSampler.for_training(sp.csr_matrix(X.astype(float)), 4, method='partial', random_state=0)\n"
+            "s.sweep()\n"
+            "assert 'scipy.linalg' not in sys.modules, 'one layer (sampler)'\n"
+            "s.add_layer(0.05)\n"
+            "s.sweep()\n"
+            "assert 'scipy.linalg' in sys.modules, 'two layers'\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(pygbn.__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)

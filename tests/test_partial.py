@@ -202,6 +202,23 @@ def _corpus(J=400, V=40, seed=1):
     return rng.poisson(rng.gamma(0.3, 3, size=(J, 4)) @ rng.dirichlet(np.full(V, 0.2), size=4))
 
 
+def test_prior_tables_only_for_the_terms_with_dense_counts():
+    """Tables for the terms with at least TABLE_MIN_TOKENS and K / 4 tokens (their
+    n_vk rows are dense), none for the others; redrawing Phi^(1) in place
+    (a new ``phi_stamp``) drops them."""
+    Y = PoissonLink().check_data(_corpus(J=300, V=60))     # terms of 0 to 97 tokens
+    K = 120
+    s = GibbsSampler.for_training(Y, K, method="partial", random_state=2)
+    n_v = np.asarray(Y.sum(axis=0)).ravel()
+    want = (n_v >= PartialState.TABLE_MIN_TOKENS) & (4 * n_v >= K)
+    assert want.any() and (~want & (n_v >= PartialState.TABLE_MIN_TOKENS)).any()
+    rows, cum, guide, mass = s.tokens.prior_tables(s.network.layers[0].phi, proposal_shape(s.network), 1)
+    np.testing.assert_array_equal(rows >= 0, want)
+    assert cum.shape == (want.sum(), K) and guide.shape == (want.sum(), _partial.GUIDE_CELLS * K)
+    s.tokens.phi_stamp += 1
+    assert s.tokens._tables is None
+
+
 def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch):
     """The same chain for 1 and 2 threads, and whether the prior bucket draws
     from tables (every term, 2 threads) or by scans (no term, 1 thread)."""
@@ -209,6 +226,7 @@ def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch):
     chains = []
     for nj in (1, 2):
         monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", 10**9 if nj == 1 else 0)
+        monkeypatch.setattr(PartialState, "TABLE_DENSE_FRACTION", 1 if nj == 1 else 10**9)
         s = GibbsSampler.for_training(Y, 8, method="partial", n_jobs=nj, random_state=4)
         for T in (1, 2, 3):
             if T > 1:

@@ -10,7 +10,7 @@ Count statistics that are summed across documents are integers: layer
 one's term-factor counts go to one shared array by atomic integer additions
 (:func:`split_sparse`), the upper layers' are accumulated per thread and
 summed afterwards; integer sums are exact whatever the order.  The per-document
-counts ``m`` may be uint16, int32 or int64 (the sampler picks the smallest
+counts ``m`` may be uint8, uint16, int32 or int64 (the sampler picks the smallest
 type their range allows).  A block whose scratch memory cannot be allocated
 does no work and the kernel raises ``MemoryError`` after the loop.
 
@@ -254,7 +254,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     ``n_out[v, :]`` (one array shared by the threads, atomic integer
     additions); ``x_out[cell] = x`` when ``x_out`` is not empty.  ``m_out``
     rows of the documents are overwritten; ``n_out`` is added to.  ``m_out``
-    may be uint16, int32 or int64; ``n_out`` int32 (the caller has proven that
+    may be uint8, uint16, int32 or int64; ``n_out`` int32 (the caller has proven that
     no entry can pass 2**31 - 1: Poisson counts of fewer tokens than that,
     :func:`pygbn.inference.layer_one.stat_dtype`) or int64.  Returns the number of documents whose
     latent total exceeds what ``m_out`` holds (their rows are then wrong).

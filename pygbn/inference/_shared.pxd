@@ -2,11 +2,12 @@
 # (pygbn.inference._blocked, _upper, _collapsed, _partial).
 
 from libc.math cimport log, exp, INFINITY
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 ctypedef fused count_t:
-    # per-document counts m of a layer (uint16 where every document's total fits;
+    # per-document counts m of a layer (uint8 / uint16 where every document's total fits;
     # the sampler picks the type, pygbn.inference.layer_one.count_dtype)
+    uint8_t
     uint16_t
     int32_t
     int64_t
@@ -17,7 +18,9 @@ ctypedef fused topic_t:
     int32_t
 
 ctypedef fused doc_count_t:
-    # n_jk of a token-level layer one: uint16 when no document holds more than 65535 tokens
+    # n_jk of a token-level layer one: uint8 / uint16 when no document holds more than
+    # 255 / 65535 tokens (pygbn.inference.collapsed_state.doc_count_dtype)
+    uint8_t
     uint16_t
     int32_t
 
@@ -25,7 +28,9 @@ ctypedef fused doc_count_t:
 cdef inline int64_t count_max(const count_t *like) noexcept nogil:
     """The largest count an array of ``count_t`` holds (the cap of the layer-one
     splits' overflow guard); ``like`` only selects the type (NULL is fine)."""
-    if count_t is uint16_t:
+    if count_t is uint8_t:
+        return 255
+    elif count_t is uint16_t:
         return 65535
     elif count_t is int32_t:
         return 2147483647

@@ -15,7 +15,8 @@ fixed blocks of documents, block ``b`` drawing only from stream
   with it.
 * :func:`doc_prior`: the same prior rows, for the collapsed layer-one sweep.
 
-The products go through ``scipy.linalg.cython_blas.dgemm`` in calls of at
+The products go through ``scipy.linalg.cython_blas.dgemm`` (imported on the first
+product: a one-layer fit never loads ``scipy.linalg``) in calls of at
 most ``PRODUCT_LIMIT`` = 2^18 multiply-adds: OpenBLAS (scipy's) runs a call
 that small on the calling thread, so the library's thread count is the only
 one in play, and a block's rows are always computed by the same calls (the
@@ -33,7 +34,7 @@ from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
-from scipy.linalg.cython_blas cimport dgemm
+from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
@@ -52,6 +53,24 @@ cdef enum:
     # rows are scaled by 2^S, S <= SCALE_MAX, so that their largest entry is at most 2^SCALE_TOP
     SCALE_TOP = 900
     SCALE_MAX = 1000
+
+
+ctypedef void (*dgemm_t)(char *transa, char *transb, int *m, int *n, int *k, double *alpha, double *a,
+                         int *lda, double *b, int *ldb, double *beta, double *c, int *ldc) noexcept nogil
+
+# scipy.linalg.cython_blas.dgemm, taken on the first product (_load_blas): importing
+# scipy.linalg costs about 6 MB resident, and a one-layer fit forms no product
+cdef dgemm_t dgemm = NULL
+
+
+cdef int _load_blas() except -1:
+    """Set ``dgemm`` from ``scipy.linalg.cython_blas`` (imported here, once)."""
+    global dgemm
+    if dgemm == NULL:
+        from scipy.linalg import cython_blas
+        cap = cython_blas.__pyx_capi__["dgemm"]
+        dgemm = <dgemm_t> PyCapsule_GetPointer(cap, PyCapsule_GetName(cap))
+    return 0
 
 
 def _fail_next_allocations(int n):
@@ -169,6 +188,7 @@ def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const 
     cdef int n_failed = 0
     if n_blocks <= 0 or kin == 0:
         return
+    _load_blas()
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         if bounds[b + 1] > bounds[b]:
             work = <double *> block_malloc((bounds[b + 1] - bounds[b]) * (kup + 1) * sizeof(double))
@@ -218,6 +238,8 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
             max_rows = bounds[b + 1] - bounds[b]
     if n_blocks <= 0 or k == 0:
         return
+    if not shared:
+        _load_blas()
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         nrows = bounds[b + 1] - bounds[b]

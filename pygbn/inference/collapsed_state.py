@@ -39,7 +39,10 @@ def label_dtype(n_components: int) -> np.dtype:
 
 
 def doc_count_dtype(max_doc_tokens: int) -> np.dtype:
-    """dtype of ``n_jk`` when no document holds more than ``max_doc_tokens`` tokens."""
+    """dtype of ``n_jk`` when no document holds more than ``max_doc_tokens`` tokens:
+    uint8 up to 255, uint16 up to 65535, else int32."""
+    if max_doc_tokens <= np.iinfo(np.uint8).max:
+        return np.dtype(np.uint8)
     return np.dtype(np.uint16 if max_doc_tokens <= _MAX_SMALL_DOC else np.int32)
 
 
@@ -121,9 +124,9 @@ class CollapsedState(TokenLabels):
         ``n_vk``, tokens of term v labelled k (layer one's ``counts``).
     totals : ndarray of int64, shape (K,)
         ``n_.k``.
-    doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
+    doc_counts : ndarray of uint8, uint16 or int32, shape (n_docs, K)
         ``n_jk``, tokens of document j labelled k (the sampler's ``m[0]``;
-        uint16 when no document holds more than 65535 tokens).
+        uint8 / uint16 when no document holds more than 255 / 65535 tokens).
     word_ptr, word_lists, word_len, word_dense : ndarray
         The kernel's sorted per-term lists of the non-zero ``n_vk``, kept for
         the terms that use few factors (``word_dense[v] = 0``).

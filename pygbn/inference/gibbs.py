@@ -37,7 +37,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators
+from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators, trim_heap
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
@@ -766,9 +766,12 @@ class GibbsSampler:
             arrays = (tokens.indptr, tokens.indices, tokens.values, tokens.doc_ptr, tokens.labels)
             V, K = tokens.n_terms, tokens.n_components
             del tokens      # its counts and word lists go with it
+            trim_heap()     # (freed below glibc's mmap threshold, they would stay resident)
             return phi_from_labels(*arrays, V, K, layer.eta)
+        del tokens
         if layer.counts is not None:      # the chain's last draw: the snapshot is the posterior mean
             layer.phi = _placeholder(layer.phi.shape)
+        trim_heap()
         return None
 
     def layer_one_sample(self, streams: Optional[BlockStreams] = None,

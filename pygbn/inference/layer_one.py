@@ -51,12 +51,15 @@ def count_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
     """The smallest integer type of layer one's per-document counts ``m[0]``.
 
     For counts (the Poisson link) a document's latent counts add up to its
-    total, known from the data: uint16 up to 65535, int32 up to 2**31 - 1.
+    total, known from the data: uint8 up to 255, uint16 up to 65535, int32 up
+    to 2**31 - 1.
     The latent counts of the other links are random and unbounded: int64.
     """
     if link.latent_mode != LATENT_COUNTS or Y.shape[0] == 0 or Y.nnz == 0:
         return np.dtype(np.int64)
     longest = float(np.max(np.add.reduceat(Y.data, Y.indptr[:-1][np.diff(Y.indptr) > 0])))
+    if longest <= np.iinfo(np.uint8).max:
+        return np.dtype(np.uint8)
     if longest <= np.iinfo(np.uint16).max:
         return np.dtype(np.uint16)
     return np.dtype(np.int32 if longest <= np.iinfo(np.int32).max else np.int64)

@@ -20,14 +20,14 @@ it targets the same posterior as the collapsed and blocked samplers.
 A token's draw costs O(topics of its document), not O(K): a document bucket
 over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
 shared by all documents) drawn by inversion, from indexed-search tables for
-the terms with at least ``TABLE_MIN_TOKENS`` tokens and by a scan of Phi's
-row for the others (the same topic for the same uniform), corrected by
+the terms with at least ``TABLE_MIN_TOKENS`` tokens and at least K / 4 (those
+whose ``n_vk`` row is dense) and by a scan of Phi's row for the others (the same topic for the same uniform), corrected by
 independence Metropolis-Hastings steps when the documents' priors differ
 (T >= 2); see the kernel module and ``docs/engine.md``.
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
-(int16 when K <= 32767), ``n_jk`` (J, K) uint16 (int32 for documents of more
-than 65535 tokens) = the sampler's ``m[0]``, ``n_vk`` counted after each
+(int16 when K <= 32767), ``n_jk`` (J, K) uint8 (uint16 for documents of more
+than 255 tokens, int32 beyond 65535) = the sampler's ``m[0]``, ``n_vk`` counted after each
 sweep and stored by term (:class:`~pygbn.inference.term_counts.TermCounts`:
 int32 rows for the terms with at least K / 4 tokens, a token state holding
 fewer than 2^31 tokens, and 4 bytes a token for the others) into the last
@@ -35,7 +35,8 @@ sweep's counts when nothing else holds them, Phi^(1) (V, K) float64 drawn
 into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
-int16 labels) for each term that has one.
+int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
+place (:attr:`PartialState.phi_stamp`).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ import scipy.sparse as sp
 from pygbn.inference import _collapsed, _partial, _upper
 from pygbn.inference.collapsed_state import TokenLabels, doc_count_dtype, initial_labels, label_dtype, token_arrays
 from pygbn.inference.layer_one import CHUNK_BLOCKS
-from pygbn.inference.term_counts import TermCounts, TermLayout, draw_phi_columns, split_target
+from pygbn.inference.term_counts import DENSE_FRACTION, TermCounts, TermLayout, draw_phi_columns, split_target
 
 logger = logging.getLogger("pygbn")
 
@@ -77,7 +78,7 @@ class PartialState(TokenLabels):
     labels : ndarray of int16 or int32, shape (n_tokens,)
     doc_ptr : ndarray of int64, shape (n_docs + 1,)
         Labels of document j are ``labels[doc_ptr[j]:doc_ptr[j + 1]]``.
-    doc_counts : ndarray of uint16 or int32, shape (n_docs, K)
+    doc_counts : ndarray of uint8, uint16 or int32, shape (n_docs, K)
         ``n_jk`` (the sampler's ``m[0]``).
     term_counts : TermCounts or ndarray of int32, shape (n_terms, K)
         ``n_vk`` of the labels, counted when read (each sweep returns its own).
@@ -92,9 +93,14 @@ class PartialState(TokenLabels):
     MH_STEPS = MH_STEPS
     #: test hook planting a wrong conditional: the urn without Phi^(1) (a uniform Phi in its place)
     IGNORE_PHI = False
-    #: terms with at least this many tokens get a prior-bucket table (speed and memory only:
-    #: the others scan their row of Phi^(1) and draw the same topics)
+    #: terms with at least this many tokens, and at least K / TABLE_DENSE_FRACTION, get a
+    #: prior-bucket table (speed and memory only: the others scan their row of Phi^(1) and
+    #: draw the same topics)
     TABLE_MIN_TOKENS = 16
+    #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (the terms whose
+    #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
+    #: 8 K bytes for a rarer term would outweigh its counts' slots, 4 n_v bytes)
+    TABLE_DENSE_FRACTION = DENSE_FRACTION
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
@@ -103,8 +109,7 @@ class PartialState(TokenLabels):
         self._table_row = None
         self._pool = {}
         self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
-        #: bumped when Phi^(1) is drawn into the memory of the last one (the tables are then stale)
-        self.phi_stamp = 0
+        self._phi_stamp = 0
         self.rebuild()
 
     @classmethod
@@ -138,6 +143,19 @@ class PartialState(TokenLabels):
             labels[lo:hi] = g.integers(0, K, size=hi - lo, dtype=labels.dtype)
         return cls(indptr, indices, values, initial_labels(values, K, labels, None, "partial"),
                    sampler.n_features, K)
+
+    @property
+    def phi_stamp(self) -> int:
+        """Bumped when Phi^(1) is drawn into the memory of the last one: the prior
+        tables made from it are then stale, and setting it drops them (their
+        memory is free again before the draw's scratch is taken; the next sweep
+        builds new ones)."""
+        return self._phi_stamp
+
+    @phi_stamp.setter
+    def phi_stamp(self, value: int) -> None:
+        self._phi_stamp = int(value)
+        self._tables = None
 
     @property
     def n_docs(self) -> int:
@@ -217,8 +235,9 @@ class PartialState(TokenLabels):
         """The prior bucket's tables over ``phi_v. b`` (built when Phi^(1) or ``b``
         changed since the last call; no randomness): ``(table_row, cum, guide,
         mass)`` for :func:`pygbn.inference._partial.partial_sweep`.  Terms with
-        at least ``TABLE_MIN_TOKENS`` tokens in this state's data get an
-        inversion table; the others' prior draws scan their row of Phi (the
+        at least ``TABLE_MIN_TOKENS`` tokens in this state's data, and at least
+        ``K / TABLE_DENSE_FRACTION``, get an inversion table; the others' prior
+        draws scan their row of Phi (the
         same topic for the same uniform, so the chain does not depend on
         which terms have tables)."""
         cached = self._tables
@@ -226,11 +245,13 @@ class PartialState(TokenLabels):
                 and np.array_equal(cached[2], b):
             return cached[3]
         V, K = phi.shape
-        if self._table_row is None or self._table_row[1] != self.TABLE_MIN_TOKENS:
-            has = self.term_tokens[:V] >= self.TABLE_MIN_TOKENS
+        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K)
+        if self._table_row is None or self._table_row[1] != key:
+            n_v = self.term_tokens[:V]
+            has = (n_v >= self.TABLE_MIN_TOKENS) & (self.TABLE_DENSE_FRACTION * n_v >= K)
             rows = np.full(V, -1, dtype=np.int64)
             rows[has] = np.arange(int(has.sum()), dtype=np.int64)
-            self._table_row = (rows, self.TABLE_MIN_TOKENS)
+            self._table_row = (rows, key)
         rows = self._table_row[0]
         old = cached[3] if cached is not None else None
         self._tables = None
