@@ -54,8 +54,8 @@ turns dense and, for the terms still listed, once after the sweep (so a
 token of a listed term touches no (V, K) row, which is seldom in cache when
 V is large).  The next term's row or list is prefetched while the tokens of
 the current one are drawn.  The document-topic counts ``n_jk`` are
-written to a compact (J, K) array (uint16 when no document holds more than
-65535 tokens) and held, while a document is swept, in a dense K-vector.
+written to a compact (J, K) array (uint8 when no document holds more than
+255 tokens, uint16 up to 65535) and held, while a document is swept, in a dense K-vector.
 
 One helper per step: ``_start_document`` / ``_end_document`` (the
 per-document set-up and write-back), ``_refresh_masses``, ``_remove_token``
@@ -688,7 +688,7 @@ def collapsed_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const
         The documents to sweep, in order.
     nk : int64 array (K,)
         Topic counts, consistent with ``labels``.
-    njk : uint16 or int32 array (J, K)
+    njk : uint8, uint16 or int32 array (J, K)
         Document-topic counts, consistent with ``labels`` (rows ``first:stop``
         are rewritten).
     nwk : int32 array (V, K)

@@ -21,9 +21,10 @@ A token's draw costs O(topics of its document), not O(K): a document bucket
 over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
 shared by all documents) drawn by inversion, from indexed-search tables for
 the terms with at least ``TABLE_MIN_TOKENS`` tokens and at least K / 4 (those
-whose ``n_vk`` row is dense) and by a scan of Phi's row for the others (the same topic for the same uniform), corrected by
-independence Metropolis-Hastings steps when the documents' priors differ
-(T >= 2); see the kernel module and ``docs/engine.md``.
+whose ``n_vk`` row is dense) and by a scan of Phi's row for the others (the
+same topic for the same uniform), corrected by independence
+Metropolis-Hastings steps when the documents' priors differ (T >= 2); see
+the kernel module and ``docs/engine.md``.
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
 (int16 when K <= 32767), ``n_jk`` (J, K) uint8 (uint16 for documents of more
