@@ -1,7 +1,8 @@
 # Sourced by the tools/device_*.sh scripts (needs ROOT, PY and work set): the environment of a
 # lent machine's run.
 #   device_tomotopy   tomotopy importable: installed, or from the carried wheel in .whl/ (to
-#                     /tmp/site, added to PYTHONPATH); returns 1 where it is not available
+#                     /tmp/site, added to PYTHONPATH), and threadpoolctl likewise where its wheel
+#                     is there; returns 1 where tomotopy is not available
 #   device_build      the extensions built in place unless they import already (the log in
 #                     $work/build.log); returns 1 where the build fails
 
@@ -10,6 +11,11 @@ device_tomotopy() {
         $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
             "$ROOT"/.whl/tomotopy-*.whl >"$work/pip.log" 2>&1 && export PYTHONPATH=$PYTHONPATH:/tmp/site
     fi
+    if ! $PY -c "import threadpoolctl" 2>/dev/null && ls "$ROOT"/.whl/threadpoolctl-*.whl >/dev/null 2>&1; then
+        $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+            "$ROOT"/.whl/threadpoolctl-*.whl >>"$work/pip.log" 2>&1
+        case ":$PYTHONPATH:" in *:/tmp/site:*) ;; *) export PYTHONPATH=$PYTHONPATH:/tmp/site;; esac
+    fi
     $PY -c "import tomotopy" 2>/dev/null
 }
 
@@ -17,7 +23,7 @@ device_build() {
     if ! $PY -c "import pygbn.inference._collapsed, pygbn.inference._partial, pygbn.inference._blocked" \
             2>/dev/null; then
         echo "[device] building pygbn ..."
-        PYGBN_CYTHON_JOBS=$(nproc) $PY setup.py -q build_ext --inplace >"$work/build.log" 2>&1 \
+        PYGBN_CYTHON_JOBS=$(nproc) $PY setup.py -q build_ext --inplace -j "$(nproc)" >"$work/build.log" 2>&1 \
             || { echo "error: build failed (see build.log)"; tail -20 "$work/build.log"; return 1; }
     fi
 }

@@ -7,6 +7,13 @@
 # (K = 100 and 400) and with one (K = 400), one run after another (issue 17); then (C) the
 # collapsed sweep and tomotopy's one worker side by side at 5.2M tokens, K = 100 (issue 11).
 #
+# Stages: STAGES (default "A A2 B C"); "P" first times the upper layers' Phi theta product on this
+# machine's BLAS (tools/bench_product.py, also with OPENBLAS_CORETYPE=$ALT_CORE when ALT_CORE is
+# set) beside the gamma row kernel against numpy (tools/bench_samplers.py --rows); with ALT_CORE
+# set, A2 also runs under OPENBLAS_CORETYPE=$ALT_CORE (on core 3, beside the default on core 0).
+# B_SPECS ("K:runs;K:runs", default the 8-thread rows below) sets B's runs; B runs on CPUs
+# 0-(n/2 - 1), or on every CPU when a run asks for more threads than that.
+#
 # Variables: OUT (default ./device_out), BUDGET (seconds, default 400), CACHE (default
 # .devdata/scale), PYTHON (default python3), QUICK=1 (tiny sizes: a smoke run).
 # Before the call: as for tools/device_bench.sh (.devdata with debian-descriptions and the 5.2M
@@ -37,50 +44,83 @@ device_tomotopy || say "tomotopy is not available: its rows will say so"
 device_build || exit 1
 say "built; $(git rev-parse --short HEAD 2>/dev/null); $(nproc) cores"
 device_facts
-show() { for f in "$@"; do [ -f "$f" ] && { echo "== $(basename "$f")"; grep -E '^\||error|Error' "$f" | grep -v '^|---'; }; done; }
+show() { for f in "$@"; do [ -f "$f" ] && { echo "== $(basename "$f")"; grep -E '^\||^#|error|Error' "$f" | grep -v '^|---'; }; done; }
+STAGES=" ${STAGES:-A A2 B C} "
+has() { case "$STAGES" in *" $1 "*) return 0;; esac; return 1; }
+ncpu=$(nproc)
+cpu() { echo $(( $1 % ncpu )); }
+
+# P. the Phi theta product on this BLAS (and another OpenBLAS kernel), beside the gamma row kernel
+if has P; then
+    say "P: bench_product (core 0) and bench_samplers --rows (core $(cpu 3))"
+    taskset -c "$(cpu 3)" timeout -k 5 120 $PY tools/bench_samplers.py --rows >"$work/samplers_rows.txt" 2>&1 &
+    ps=$!
+    taskset -c 0 timeout -k 5 60 $PY tools/bench_product.py >"$work/product.txt" 2>&1
+    if [ -n "${ALT_CORE:-}" ]; then
+        OPENBLAS_CORETYPE=$ALT_CORE taskset -c 0 timeout -k 5 60 $PY tools/bench_product.py \
+            >"$work/product_$ALT_CORE.txt" 2>&1
+    fi
+    wait $ps
+    show "$work"/product*.txt
+    echo "== samplers_rows.txt"; cat "$work/samplers_rows.txt"
+fi
 
 # A. bench_gibbs, n_jobs 1 and 2, nothing else running
 t=$(( $(left) - 100 ))
+if has A; then
 say "A: bench_gibbs --jobs 1 (core 0) and --jobs 2 (cores 1-2)"
 # shellcheck disable=SC2086
 taskset -c 0 timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata" --jobs 1 --no-tomotopy \
     $GIBBS >"$work/gibbs_j1.txt" 2>&1 &
 p1=$!
 # shellcheck disable=SC2086
-taskset -c 1,2 timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata" --jobs 2 --no-tomotopy \
+taskset -c "$(cpu 1),$(cpu 2)" timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata" --jobs 2 --no-tomotopy \
     $GIBBS >"$work/gibbs_j2.txt" 2>&1 &
 p2=$!
 wait $p1 $p2
 show "$work"/gibbs_j*.txt
+fi
 # A2. the same chain at T = 3 part by part (the Phi theta product by BLAS and the gamma draws of
 # each theta^(t) apart), one thread: which part makes an upper layer slower here than on the
 # 2-core machine (docs/benchmarks.md, "Upper layers depth by depth")
 t=$(( $(left) - 100 ))
-if [ "$t" -ge 60 ] && [ "${QUICK:-0}" != "1" ]; then
-    say "A2: bench_gibbs --parts --T 3 (core 0)"
-    taskset -c 0 timeout -k 5 "$t" $PY tools/bench_gibbs.py --data "$ROOT/.devdata" --jobs 1 --no-tomotopy \
-        --first 40 --per-layer 12 --T 3 --parts >"$work/gibbs_parts.txt" 2>&1
-    show "$work/gibbs_parts.txt"
+if has A2 && [ "$t" -ge 60 ] && [ "${QUICK:-0}" != "1" ]; then
+    say "A2: bench_gibbs --parts --T 3 (core 0${ALT_CORE:+; OPENBLAS_CORETYPE=$ALT_CORE on core $(cpu 3)})"
+    A2="--data $ROOT/.devdata --jobs 1 --no-tomotopy --first 40 --per-layer 12 --T 3 --parts"
+    if [ -n "${ALT_CORE:-}" ]; then
+        # shellcheck disable=SC2086
+        OPENBLAS_CORETYPE=$ALT_CORE taskset -c "$(cpu 3)" timeout -k 5 "$t" $PY tools/bench_gibbs.py $A2 \
+            >"$work/gibbs_parts_$ALT_CORE.txt" 2>&1 &
+    fi
+    # shellcheck disable=SC2086
+    taskset -c 0 timeout -k 5 "$t" $PY tools/bench_gibbs.py $A2 >"$work/gibbs_parts.txt" 2>&1
+    wait
+    show "$work"/gibbs_parts*.txt
 fi
 
 # B. the 8-thread rows and the one-thread rows at K = 400, one run after another
-n=$(nproc); half=$(( n / 2 ))
-for spec in "100 partial-$half tomotopy-$half" "400 partial-1 tomotopy-1 partial-$half tomotopy-$half"; do
-    read -r K runs <<<"$spec"
+half=$(( ncpu / 2 )); [ "$half" -ge 1 ] || half=1
+B_SPECS=${B_SPECS:-"100:partial-$half tomotopy-$half;400:partial-1 tomotopy-1 partial-$half tomotopy-$half"}
+IFS=';' read -r -a specs <<<"$B_SPECS"
+for spec in "${specs[@]}"; do
+    has B || break
+    IFS=: read -r K runs <<<"$spec"
     t=$(( $(left) - 5 ))
     if [ "$t" -lt 30 ]; then say "skipped K=$K (budget)"; continue; fi
-    say "B: $T5 K=$K on CPUs 0-$(( half - 1 )): $runs"
+    most=$(echo "$runs" | tr ' ' '\n' | sed -n 's/.*-\([0-9]*\)$/\1/p' | sort -n | tail -n 1)
+    cpus="0-$(( half - 1 ))"; [ "${most:-1}" -gt "$half" ] && cpus="0-$(( ncpu - 1 ))"
+    say "B: $T5 K=$K on CPUs $cpus: $runs"
     # shellcheck disable=SC2086
-    taskset -c "0-$(( half - 1 ))" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$T5" --K "$K" \
+    taskset -c "$cpus" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$T5" --K "$K" \
         --runs $runs $IT --cache "$CACHE" --json "$work/scale_K$K.json" >"$work/scale_K$K.txt" 2>&1
     show "$work/scale_K$K.txt"
 done
 # C. the collapsed sweep against tomotopy's one worker at 5.2M, K = 100 (issue 11), side by side on
 # two cores, nothing else running
 t=$(( $(left) - 5 ))
-if [ "$t" -ge 40 ]; then
+if has C && [ "$t" -ge 40 ]; then
     say "C: $T5 K=100 collapsed (core 0) and tomotopy-1 (core 1)"
-    for c in "0 collapsed" "1 tomotopy-1"; do
+    for c in "0 collapsed" "$(cpu 1) tomotopy-1"; do
         read -r core run <<<"$c"
         # shellcheck disable=SC2086
         taskset -c "$core" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$T5" --K 100 --runs "$run" \
