@@ -60,9 +60,15 @@ cdef extern from *:
     #define PYGBN_LOG_EPS53 -36.7368005696771
     /* x is formed as exp(max(log x, this)): e^-700 = 9.9e-305 is normal */
     #define PYGBN_LOG_X_MIN -700.0
+    /* build-time knobs (CFLAGS): -DPYGBN_GS_LEAD_NO_AVX512 leaves out the AVX-512
+       version, -DPYGBN_GS_LEAD_NO_CLONES builds the baseline version alone */
+    #if defined(PYGBN_GS_LEAD_NO_AVX512)
+    #define PYGBN_GS_LEAD_CLONES "avx2", "default"
+    #else
     #define PYGBN_GS_LEAD_CLONES "avx512f", "avx2", "default"
+    #endif
 
-    #if defined(__GNUC__) && !defined(__clang__)
+    #if defined(__GNUC__) && !defined(__clang__) && !defined(PYGBN_NO_OPT_PRAGMA)
     #pragma GCC push_options
     #pragma GCC optimize ("no-trapping-math")
     #endif
@@ -71,15 +77,15 @@ cdef extern from *:
        subnormals (each a microcode assist of about a hundred cycles on x86).
        A select between integers is left alone.  For doubles of one sign the
        order of their bits is their order (reversed for negative ones). */
-    static inline double pygbn_bits_max(double x, double c) {     /* x, c >= 0 */
+    PYGBN_VINLINE double pygbn_bits_max(double x, double c) {     /* x, c >= 0 */
         uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
         return pygbn_from_bits(bx > bc ? bx : bc);
     }
-    static inline double pygbn_bits_floor(double x, double c) {   /* max(x, c), c < 0 */
+    PYGBN_VINLINE double pygbn_bits_floor(double x, double c) {   /* max(x, c), c < 0 */
         uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
-        return pygbn_from_bits(bx < bc || (int64_t) bx >= 0 ? bx : bc);
+        return pygbn_from_bits((bx < bc) | ((int64_t) bx >= 0) ? bx : bc);
     }
-    static inline double pygbn_bits_above(double x, double c) {   /* x > c ? x : 1, x, c >= 0 */
+    PYGBN_VINLINE double pygbn_bits_above(double x, double c) {   /* x > c ? x : 1, x, c >= 0 */
         uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
         return pygbn_from_bits(bx > bc ? bx : 0x3FF0000000000000ULL);
     }
@@ -96,14 +102,15 @@ cdef extern from *:
        no multiply-add is fused (AVX-512 has FMA), so every version gives the
        same results.  The optimize pragma is _inline's, so that its log and exp
        are inlined here. */
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+        && !defined(PYGBN_GS_LEAD_NO_CLONES)
     __attribute__((target_clones(PYGBN_GS_LEAD_CLONES)))
     #endif
     static void pygbn_gs_lead(const double *a, double *p, const double *h, double *lx, double *val,
                               Py_ssize_t n, double inv_rate, double log_rate, double lim) {
         Py_ssize_t i;
         for (i = 0; i < n; i++) {
-            double ai = a[i];
+            double ai = a[i], hv = h[i];
             double pi = (1.0 + ai * PYGBN_INV_E) * p[i];
             double li = pygbn_log_pos(pi) / ai;
             double xi = pygbn_exp_neg(pygbn_bits_floor(li, PYGBN_LOG_X_MIN));
@@ -119,14 +126,16 @@ cdef extern from *:
             v = li < PYGBN_LOG_X_MIN ? DBL_MIN : v;
             v = v > DBL_MIN ? v : DBL_MIN;
             v = pi <= 1.0 ? v : -1.0;
-            v = (li <= PYGBN_LOG_EPS53 || h[i] + 1.0 <= lo) ? v : -1.0;
-            v = (li < PYGBN_LOG_X_MIN && li - log_rate > PYGBN_LOG_DBL_MIN) ? -1.0 : v;
+            /* | and & rather than || and &&: no branch (and h[i] read whatever li is),
+               which GCC 13 needs to vectorise the loop ("control flow in loop") */
+            v = ((li <= PYGBN_LOG_EPS53) | (hv + 1.0 <= lo)) ? v : -1.0;
+            v = ((li < PYGBN_LOG_X_MIN) & (li - log_rate > PYGBN_LOG_DBL_MIN)) ? -1.0 : v;
             p[i] = pi;
             lx[i] = li;
             val[i] = v;
         }
     }
-    #if defined(__GNUC__) && !defined(__clang__)
+    #if defined(__GNUC__) && !defined(__clang__) && !defined(PYGBN_NO_OPT_PRAGMA)
     #pragma GCC pop_options
     #endif
 
