@@ -1,23 +1,21 @@
 #!/usr/bin/env bash
 # The gamma row kernel (pygbn/random/_gamma.pxd) built several ways on a lent machine, for a
 # machine whose compiler makes its shapes-below-one path slow (issue 13: on a 16-core machine with
-# GCC 13.3 the row kernel took 75-121 ns a draw at a < 1 where GCC 12.2 on the 2-core machine gives
-# 15-47): tools/bench_samplers.py --rows for each build, one core each, side by side, and the
-# disassembly of the first-proposal pass (pygbn_gs_lead) of the default build.
+# GCC 13.3 the row kernel took 75-121 ns a draw at a < 1, before commit 85bc445, where GCC 12.2 on
+# the 2-core machine gives 15-47): tools/bench_samplers.py --rows for each build, one core each,
+# side by side, and how each build compiled the first-proposal pass (pygbn_gs_lead).
 #
 #   default      as setup.py builds it (target_clones avx512f, avx2, default)
 #   noavx512     CFLAGS=-DPYGBN_GS_LEAD_NO_AVX512 (avx2 and default only)
 #   noclones     CFLAGS=-DPYGBN_GS_LEAD_NO_CLONES (the baseline x86-64 version only)
-#   forceinline  CFLAGS=-DPYGBN_FORCE_INLINE (the vectorisable log, exp and selects always inlined)
 #   notrap       CFLAGS=-fno-trapping-math (for the whole module, beside the kernels' pragma)
-#   nopragma     CFLAGS="-DPYGBN_NO_OPT_PRAGMA -fno-trapping-math" (the option for the whole module
-#                instead of the kernels' "#pragma GCC optimize")
-#   info         (built, not timed) GCC's -fopt-info reports on the lines of pygbn_gs_lead in
-#                pygbn/random/_gamma.c: whether its loop was vectorised, and why not
+#   info         (built, not timed) GCC's -fopt-info reports: the loops vectorised per module, and
+#                on the lines of pygbn_gs_lead in pygbn/random/_gamma.c whether its loop was
+#                vectorised, and why not
 # For each build: the instructions of each version of pygbn_gs_lead (objdump), how many use
 # ymm/zmm registers (0: not vectorised).
 #
-# Variables: OUT (default ./device_out), PYTHON (default python3), VARIANTS (default all four).
+# Variables: OUT (default ./device_out), PYTHON (default python3), VARIANTS (default all five).
 # Run from a checkout's root; every variant builds in its own copy under /tmp.
 set -u
 cd "$(dirname "$0")/.."
@@ -32,9 +30,8 @@ say() { echo "[device $(( $(date +%s) - start ))s] $*"; }
 device_build || exit 1
 say "built default; $(nproc) cores; $( (${CC:-cc} --version 2>/dev/null || gcc --version) | head -n 1)"
 declare -A FLAGS=([noavx512]="-DPYGBN_GS_LEAD_NO_AVX512" [noclones]="-DPYGBN_GS_LEAD_NO_CLONES"
-                  [forceinline]="-DPYGBN_FORCE_INLINE" [notrap]="-fno-trapping-math"
-                  [nopragma]="-DPYGBN_NO_OPT_PRAGMA -fno-trapping-math" [info]="-fopt-info-vec-all")
-VARIANTS=${VARIANTS:-"default notrap nopragma forceinline noavx512 info"}
+                  [notrap]="-fno-trapping-math" [info]="-fopt-info-vec-all")
+VARIANTS=${VARIANTS:-"default notrap noavx512 noclones info"}
 for v in $VARIANTS; do
     [ "$v" = default ] && continue
     rm -rf "/tmp/gv_$v" && mkdir -p "/tmp/gv_$v"

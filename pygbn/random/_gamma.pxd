@@ -68,7 +68,7 @@ cdef extern from *:
     #define PYGBN_GS_LEAD_CLONES "avx512f", "avx2", "default"
     #endif
 
-    #if defined(__GNUC__) && !defined(__clang__) && !defined(PYGBN_NO_OPT_PRAGMA)
+    #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC push_options
     #pragma GCC optimize ("no-trapping-math")
     #endif
@@ -77,15 +77,15 @@ cdef extern from *:
        subnormals (each a microcode assist of about a hundred cycles on x86).
        A select between integers is left alone.  For doubles of one sign the
        order of their bits is their order (reversed for negative ones). */
-    PYGBN_VINLINE double pygbn_bits_max(double x, double c) {     /* x, c >= 0 */
+    static inline double pygbn_bits_max(double x, double c) {     /* x, c >= 0 */
         uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
         return pygbn_from_bits(bx > bc ? bx : bc);
     }
-    PYGBN_VINLINE double pygbn_bits_floor(double x, double c) {   /* max(x, c), c < 0 */
+    static inline double pygbn_bits_floor(double x, double c) {   /* max(x, c), c < 0 */
         uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
         return pygbn_from_bits((bx < bc) | ((int64_t) bx >= 0) ? bx : bc);
     }
-    PYGBN_VINLINE double pygbn_bits_above(double x, double c) {   /* x > c ? x : 1, x, c >= 0 */
+    static inline double pygbn_bits_above(double x, double c) {   /* x > c ? x : 1, x, c >= 0 */
         uint64_t bx = pygbn_to_bits(x), bc = pygbn_to_bits(c);
         return pygbn_from_bits(bx > bc ? bx : 0x3FF0000000000000ULL);
     }
@@ -135,7 +135,7 @@ cdef extern from *:
             val[i] = v;
         }
     }
-    #if defined(__GNUC__) && !defined(__clang__) && !defined(PYGBN_NO_OPT_PRAGMA)
+    #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC pop_options
     #endif
 

@@ -72,31 +72,24 @@ cdef extern from *:
     #include <stdint.h>
     #include <string.h>
 
-    #if defined(__GNUC__) && !defined(__clang__) && !defined(PYGBN_NO_OPT_PRAGMA)
+    #if defined(__GNUC__) && !defined(__clang__)
     /* FP exceptions are never trapped here; saying so lets GCC turn the selects
        below into vector blends (the results do not change) */
     #pragma GCC push_options
     #pragma GCC optimize ("no-trapping-math")
     #endif
 
-    /* -DPYGBN_FORCE_INLINE (a build-time knob): the helpers below always inlined */
-    #if defined(PYGBN_FORCE_INLINE) && defined(__GNUC__)
-    #define PYGBN_VINLINE static inline __attribute__((always_inline))
-    #else
-    #define PYGBN_VINLINE static inline
-    #endif
-
     /* exp and log written so that a loop over an array vectorises (no calls, no
        tables, no branches; bit casts by memcpy).  Both are within about one ulp
        (tests/test_random_large.py checks them against mpmath). */
-    PYGBN_VINLINE double pygbn_from_bits(uint64_t b) { double d; memcpy(&d, &b, 8); return d; }
-    PYGBN_VINLINE uint64_t pygbn_to_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
+    static inline double pygbn_from_bits(uint64_t b) { double d; memcpy(&d, &b, 8); return d; }
+    static inline uint64_t pygbn_to_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
 
     /* exp(x) for x <= 0: exp(r) 2^k with x = k ln2 + r, |r| <= ln2/2 (Cody-Waite
        reduction, ln2 in two parts), exp(r) = 1 + r + r^2 (1/2! + ... + r^11/13!)
        (truncation below 5e-18), 2^k applied as two normal factors so that a
        subnormal result is rounded once.  x < -746 (and -inf) gives 0. */
-    PYGBN_VINLINE double pygbn_exp_neg(double x) {
+    static inline double pygbn_exp_neg(double x) {
         const double shift = 6755399441055744.0;             /* 1.5 * 2^52 */
         double xc = x < -746.0 ? -746.0 : (x > 0.0 ? 0.0 : x);
         double kd = xc * 1.4426950408889634 + shift;
@@ -128,7 +121,7 @@ cdef extern from *:
        log m = log(1 + f) = 2 atanh(s), s = f / (2 + f), evaluated as
        f - s (f - 2 T), T = s^2/3 + s^4/5 + ... + s^20/21 (|s| <= 0.172: truncation
        below 1e-18); e ln2 in two parts. */
-    PYGBN_VINLINE double pygbn_log_pos(double x) {
+    static inline double pygbn_log_pos(double x) {
         uint64_t bx = pygbn_to_bits(x);
         int64_t e = (int64_t) (bx >> 52) - 1023;
         double m = pygbn_from_bits((bx & 0x000FFFFFFFFFFFFFULL) | 0x3FF0000000000000ULL);
@@ -155,7 +148,7 @@ cdef extern from *:
         return x > 0.0 ? y : -1.0 / 0.0;
     }
 
-    #if defined(__GNUC__) && !defined(__clang__) && !defined(PYGBN_NO_OPT_PRAGMA)
+    #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC pop_options
     #endif
     """
