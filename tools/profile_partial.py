@@ -13,8 +13,10 @@ the other layer-one bookkeeping (``n_vk`` counted after the sweep), the top-laye
 ``sample_top``, ``local_downward``); what is left of the sweep is Python
 overhead.  CPU seconds of the process (``time.process_time``, all threads),
 the smallest over the timed sweeps.  Also the token statistics of the state
-at the end: topics per document, the share of draws whose proposal is the
-document bucket.  Prints one Markdown table row per part.
+at the end: topics per document (the document bucket's length), the
+Metropolis-Hastings acceptance (T >= 2), tokens per stored cell (the
+document bucket is formed once a cell) and the share of tokens whose term
+has a prior-bucket table.  Prints one Markdown table row per part.
 """
 from __future__ import annotations
 
@@ -100,6 +102,10 @@ def main(argv=None):
     print(f"# topics per document: mean {topics.mean():.1f}, token-weighted "
           f"{np.average(topics, weights=tok.doc_counts.sum(axis=1)):.1f}; "
           f"MH acceptance {tok.acceptance:.3f}")
+    rows = tok._table_row[0] if getattr(tok, "_table_row", None) is not None else None
+    tabled = (f"; tokens of terms with a prior table {tok.term_tokens[rows >= 0].sum() / n_tok:.3f}"
+              if rows is not None else "")
+    print(f"# tokens per stored cell {n_tok / max(tok.indices.size, 1):.2f}{tabled}")
     order = list(rows)
     order.remove("whole sweep")
     for k in order + ["whole sweep"]:

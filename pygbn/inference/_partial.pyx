@@ -516,8 +516,9 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                         cum[t, k] = <float> (cs[k] / Q) if Q > 0.0 else 0.0
                 margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
                 k = 0
+                hi = 0.0                                    # Q 0 / M
                 for i in range(M):
-                    lo = Q * i / M
+                    lo = hi                                 # Q i / M, the last cell's upper end
                     hi = Q * (i + 1) / M
                     while k < K - 1 and not (cs[k] > lo):
                         k = k + 1
