@@ -407,13 +407,15 @@ def test_top_crt_block_sums_follow_the_exact_law(dtype):
     sums of many identical blocks against the exact PMF of ``sum_j CRT(m_jk, r_k)``,
     one topic per branch (tiny r, skips, binomial levels, a count above the histogram,
     r = inf, r = 0, all zeros) sharing each block's stream."""
-    block = np.array([[1, 2, 0, 3, 70, 5, 0],
-                      [3, 5, 9, 2, 1, 5, 0],
-                      [7, 1, 9, 6, 2, 1, 0],
-                      [2, 9, 9, 6, 0, 0, 0],
-                      [12, 4, 9, 6, 3, 2, 0],
-                      [1, 2, 9, 40, 1, 0, 0]], dtype=dtype)
-    r = np.array([0.01, 0.7, 25.0, 3.0, 0.4, np.inf, 0.0])
+    block = np.array([[1, 2, 0, 3, 70, 5, 0, 2, 20],
+                      [3, 5, 9, 2, 1, 5, 0, 0, 0],
+                      [7, 1, 9, 6, 2, 1, 0, 0, 0],
+                      [2, 9, 9, 6, 0, 0, 0, 0, 0],
+                      [12, 4, 9, 6, 3, 2, 0, 0, 0],
+                      [1, 2, 9, 40, 1, 0, 0, 0, 0]], dtype=dtype)
+    # the last two: a binomial level just above the switch, then skips whose law
+    # depends on the exponential carried over (biased if it were not fresh)
+    r = np.array([0.01, 0.7, 25.0, 3.0, 0.4, np.inf, 0.0, 65.7, 1.0])
     n_blocks, per = 20000, block.shape[0]
     m = np.tile(block, (n_blocks, 1))
     bounds = np.arange(0, n_blocks * per + 1, per, dtype=np.int64)
@@ -428,6 +430,9 @@ def test_top_crt_block_sums_follow_the_exact_law(dtype):
     assert _chisq_p(np.bincount(out[:, 4], minlength=pmf.size), pmf) > ALPHA
     assert np.all(out[:, 5] == block[:, 5].sum())      # r = inf: every customer a table
     assert np.all(out[:, 6] == 0)
+    for i in (7, 8):
+        pmf = _crt_sum_pmf(block[:, i], r[i])
+        assert _chisq_p(np.bincount(out[:, i], minlength=pmf.size), pmf) > ALPHA, i
     r0 = r.copy()
     r0[4] = 0.0                                          # r = 0: one table per non-zero count
     _blocked.top_crt(m, r0, bounds, streams.addresses, out, 1)

@@ -356,7 +356,8 @@ def top_crt(const count_t[:, ::1] m, const double[::1] r, const int64_t[::1] bou
     else the first success is trial ``floor(E / h_i) + 1`` and a fresh ``E``
     continues after it.  A level with ``D(i) h_i > TOP_BINOMIAL_HAZARD``
     (many expected successes) is one ``random_binomial_exact`` draw instead
-    (``E`` is untouched).  The cost is the block's counts scanned once plus
+    (decided before ``E`` is compared, so that ``E`` stays a unit exponential
+    independent of the draws so far; it is untouched).  The cost is the block's counts scanned once plus
     O(levels + tables) per block and topic, rather than one CRT per count.
     Conventions as ``random_crt``: ``r = inf`` counts every trial, ``r <= 0``
     only ``D(1)``.
@@ -427,11 +428,12 @@ cdef int _top_crt_block(bitgen_t *g, const count_t[:, ::1] m, const double[::1] 
             d = d + hk[lev]
             h = hzk[lev]
             x = <double> d * h
-            if x <= e:
-                e = e - x
-            elif x > TOP_BINOMIAL_HAZARD:
+            if x > TOP_BINOMIAL_HAZARD:
+                # decided before e is looked at, so that e stays a fresh unit exponential
                 p = 1.0 if isinf(r[i]) else r[i] / (r[i] + <double> (lev - 1))
                 tables = tables + random_binomial_exact(g, d, p, &bstate)
+            elif x <= e:
+                e = e - x
             else:
                 used = 0
                 while used < d:
