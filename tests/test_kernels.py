@@ -456,6 +456,30 @@ def test_top_crt_does_not_depend_on_the_thread_count():
     np.testing.assert_array_equal(outs[0], outs[2])
 
 
+def test_top_crt_raises_memory_error_when_block_scratch_fails():
+    """A block whose histogram cannot be allocated: MemoryError naming the kernel,
+    and the next call gives the same sums as if nothing had failed."""
+    rng = np.random.default_rng(2)
+    m = rng.poisson(1.5, size=(600, 7)).astype(np.uint8)
+    r = rng.gamma(1.0, size=7)
+    bounds = np.arange(0, 601, 100, dtype=np.int64)
+
+    def call():
+        streams = BlockStreams(np.random.default_rng(4), len(bounds) - 1)
+        out = np.zeros((len(bounds) - 1, 7), dtype=np.int64)
+        _blocked.top_crt(m, r, bounds, streams.addresses, out, 2)
+        return out
+
+    reference = call()
+    try:
+        _blocked._fail_next_allocations(2)
+        with pytest.raises(MemoryError, match="top_crt"):
+            call()
+    finally:
+        _blocked._fail_next_allocations(0)
+    np.testing.assert_array_equal(call(), reference)
+
+
 def test_dirichlet_rows_tiny_concentrations_stay_on_simplex():
     alpha = np.full((6, 50), 1e-4)
     alpha[0, :3] = [1e-6, 1e-6, 5.0]
