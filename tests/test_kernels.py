@@ -392,6 +392,94 @@ def test_top_crt_sums():
     assert abs(tot[0] - J * mean) < 5 * np.sqrt(J * var)
 
 
+def _crt_sum_pmf(counts, r):
+    """Exact PMF of ``sum_j CRT(counts[j], r)`` (a convolution of CRT PMFs)."""
+    pmf = np.ones(1)
+    for n in counts:
+        pmf = np.convolve(pmf, _crt_pmf(int(n), r) if n > 0 else np.ones(1))
+    return pmf
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int64])
+def test_top_crt_block_sums_follow_the_exact_law(dtype):
+    """Each block's sum is drawn by its law (levels of a count histogram, exponential
+    skips or binomials; counts from 64 up alone), not one CRT per count: the per-block
+    sums of many identical blocks against the exact PMF of ``sum_j CRT(m_jk, r_k)``,
+    one topic per branch (tiny r, skips, binomial levels, a count above the histogram,
+    r = inf, r = 0, all zeros) sharing each block's stream."""
+    block = np.array([[1, 2, 0, 3, 70, 5, 0, 2, 20],
+                      [3, 5, 9, 2, 1, 5, 0, 0, 0],
+                      [7, 1, 9, 6, 2, 1, 0, 0, 0],
+                      [2, 9, 9, 6, 0, 0, 0, 0, 0],
+                      [12, 4, 9, 6, 3, 2, 0, 0, 0],
+                      [1, 2, 9, 40, 1, 0, 0, 0, 0]], dtype=dtype)
+    # the last two: a binomial level just above the switch, then skips whose law
+    # depends on the exponential carried over (biased if it were not fresh)
+    r = np.array([0.01, 0.7, 25.0, 3.0, 0.4, np.inf, 0.0, 65.7, 1.0])
+    n_blocks, per = 20000, block.shape[0]
+    m = np.tile(block, (n_blocks, 1))
+    bounds = np.arange(0, n_blocks * per + 1, per, dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(11), n_blocks)
+    out = np.full((n_blocks, block.shape[1]), -1, dtype=np.int64)
+    _blocked.top_crt(m, r, bounds, streams.addresses, out, 2)
+    for i in range(4):
+        pmf = _crt_sum_pmf(block[:, i], r[i])
+        assert out[:, i].max() < pmf.size
+        assert _chisq_p(np.bincount(out[:, i], minlength=pmf.size), pmf) > ALPHA, i
+    pmf = _crt_sum_pmf(block[:, 4], r[4])
+    assert _chisq_p(np.bincount(out[:, 4], minlength=pmf.size), pmf) > ALPHA
+    assert np.all(out[:, 5] == block[:, 5].sum())      # r = inf: every customer a table
+    assert np.all(out[:, 6] == 0)
+    for i in (7, 8):
+        pmf = _crt_sum_pmf(block[:, i], r[i])
+        assert _chisq_p(np.bincount(out[:, i], minlength=pmf.size), pmf) > ALPHA, i
+    r0 = r.copy()
+    r0[4] = 0.0                                          # r = 0: one table per non-zero count
+    _blocked.top_crt(m, r0, bounds, streams.addresses, out, 1)
+    assert np.all(out[:, 4] == np.count_nonzero(block[:, 4]))
+
+
+def test_top_crt_does_not_depend_on_the_thread_count():
+    rng = np.random.default_rng(5)
+    m = rng.poisson(0.8, size=(900, 30)) * rng.integers(1, 30, size=(900, 30))
+    m[7, 3] = 300
+    r = rng.gamma(0.5, 1.0, size=30)
+    bounds = np.arange(0, 901, 128, dtype=np.int64)
+    bounds[-1] = 900
+    outs = []
+    for nt in (1, 2, 3):
+        streams = BlockStreams(np.random.default_rng(8), len(bounds) - 1)
+        out = np.zeros((len(bounds) - 1, 30), dtype=np.int64)
+        _blocked.top_crt(m, r, bounds, streams.addresses, out, nt)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def test_top_crt_raises_memory_error_when_block_scratch_fails():
+    """A block whose histogram cannot be allocated: MemoryError naming the kernel,
+    and the next call gives the same sums as if nothing had failed."""
+    rng = np.random.default_rng(2)
+    m = rng.poisson(1.5, size=(600, 7)).astype(np.uint8)
+    r = rng.gamma(1.0, size=7)
+    bounds = np.arange(0, 601, 100, dtype=np.int64)
+
+    def call():
+        streams = BlockStreams(np.random.default_rng(4), len(bounds) - 1)
+        out = np.zeros((len(bounds) - 1, 7), dtype=np.int64)
+        _blocked.top_crt(m, r, bounds, streams.addresses, out, 2)
+        return out
+
+    reference = call()
+    try:
+        _blocked._fail_next_allocations(2)
+        with pytest.raises(MemoryError, match="top_crt"):
+            call()
+    finally:
+        _blocked._fail_next_allocations(0)
+    np.testing.assert_array_equal(call(), reference)
+
+
 def test_dirichlet_rows_tiny_concentrations_stay_on_simplex():
     alpha = np.full((6, 50), 1e-4)
     alpha[0, :3] = [1e-6, 1e-6, 5.0]

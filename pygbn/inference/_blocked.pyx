@@ -18,12 +18,14 @@ The kernels trust their input (shapes, dtypes, positivity): the Python layer
 in :mod:`pygbn.inference.gibbs` prepares it.
 """
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport log, exp, INFINITY
+from libc.math cimport log, log1p, exp, isinf, INFINITY
 from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_uniform, random_standard_gamma
+from numpy.random.c_distributions cimport (random_standard_uniform, random_standard_gamma,
+                                           random_standard_exponential, binomial_t)
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors, gather_concentrations,
@@ -31,7 +33,7 @@ from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, 
 from pygbn.random._gamma cimport gamma_row
 from pygbn.random._inline cimport random_gamma_fast
 from pygbn.random._kernels cimport (
-    random_crt, random_multinomial_split, random_dirichlet,
+    random_crt, random_multinomial_split, random_dirichlet, random_binomial_exact,
 )
 
 # How the latent count of a cell is obtained from its observation
@@ -324,30 +326,130 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     return n_over
 
 
+# Top-layer CRT sums (top_crt): counts below TOP_HIST_CAP go to a per-block
+# histogram and are drawn level by level; a level whose expected number of new
+# tables (at most its hazard D(i) h_i) exceeds TOP_BINOMIAL_HAZARD is drawn as
+# one binomial, the others by exponential skips.
+DEF TOP_HIST_CAP = 64
+cdef double TOP_BINOMIAL_HAZARD = 4.0
+
+
 def top_crt(const count_t[:, ::1] m, const double[::1] r, const int64_t[::1] bounds,
             const uintptr_t[::1] streams, int64_t[:, ::1] out, int n_threads):
     """``out[b, k] = sum_{j in block b} CRT(m[j, k], r[k])`` (eq:CRT at the top layer).
 
-    ``CRT(1, r) = 1`` whatever r, and ``random_crt`` returns it without a draw,
-    so a count of one adds one here without the call (the same stream, the
-    same result): with the sparse counts of short documents most non-zero
-    counts are ones."""
+    Only these per-block sums are drawn, by the law of the sum rather than
+    one CRT per count.  ``CRT(n, r)`` is the sum of independent
+    ``Bernoulli(r / (r + i - 1))``, ``i = 1..n``; grouping the Bernoullis of
+    all the documents of block b by ``i``,
+
+    ``sum_j CRT(m_jk, r_k) = D(1) + sum_{i >= 2} Binomial(D(i), r_k / (r_k + i - 1))``,
+
+    with ``D(i)`` the number of documents of the block with ``m_jk >= i``.
+    ``D`` comes from a histogram of the block's counts (per topic, counts
+    below ``TOP_HIST_CAP``; a larger count is drawn alone by ``random_crt``).
+    The binomials are drawn walking the levels ``i`` from the largest count
+    down to 2, with a unit exponential ``E`` (memoryless, carried over
+    levels and topics): each Bernoulli of level ``i`` has hazard
+    ``h_i = -ln(1 - p_i) = ln(1 + r_k / (i - 1))``, so the ``D(i)`` trials
+    of a level hold no success when ``E >= D(i) h_i`` (then ``E -= D(i) h_i``),
+    else the first success is trial ``floor(E / h_i) + 1`` and a fresh ``E``
+    continues after it.  A level with ``D(i) h_i > TOP_BINOMIAL_HAZARD``
+    (many expected successes) is one ``random_binomial_exact`` draw instead
+    (decided before ``E`` is compared, so that ``E`` stays a unit exponential
+    independent of the draws so far; it is untouched).  The cost is the block's counts scanned once plus
+    O(levels + tables) per block and topic, rather than one CRT per count.
+    Conventions as ``random_crt``: ``r = inf`` counts every trial, ``r <= 0``
+    only ``D(1)``.
+    """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = m.shape[1]
-    cdef Py_ssize_t b, j, i
-    cdef int64_t c
-    cdef bitgen_t *g
+    cdef Py_ssize_t b, kk, lev
+    cdef double *hz
+    cdef int n_failed = 0
+    if n_blocks <= 0 or k == 0:
+        return
+    # hazards hz[kk, lev] = ln(1 + r_kk / (lev - 1)) of the levels lev = 2..TOP_HIST_CAP - 1
+    hz = <double *> malloc(k * TOP_HIST_CAP * sizeof(double))
+    if hz == NULL:
+        raise MemoryError("top_crt: the hazard table could not be allocated")
+    for kk in range(k):
+        for lev in range(TOP_HIST_CAP):
+            if lev < 2 or not r[kk] > 0.0:
+                hz[kk * TOP_HIST_CAP + lev] = 0.0
+            elif isinf(r[kk]):
+                hz[kk * TOP_HIST_CAP + lev] = INFINITY
+            else:
+                hz[kk * TOP_HIST_CAP + lev] = log1p(r[kk] / <double> (lev - 1))
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        g = <bitgen_t *> streams[b]
+        if _top_crt_block(<bitgen_t *> streams[b], m, r, hz, bounds[b], bounds[b + 1], &out[b, 0]):
+            n_failed += 1
+    free(hz)
+    if n_failed:
+        raise MemoryError(f"top_crt: scratch memory of {n_failed} document block(s) could not be allocated")
+
+
+cdef int _top_crt_block(bitgen_t *g, const count_t[:, ::1] m, const double[::1] r, const double *hz,
+                        int64_t j0, int64_t j1, int64_t *out) noexcept nogil:
+    """The sums of one block for :func:`top_crt` (``out`` its row); 1 if its scratch
+    memory could not be allocated, else 0."""
+    cdef Py_ssize_t k = m.shape[1]
+    cdef Py_ssize_t j, i, lev
+    cdef int64_t c, d, rem, used, tables
+    cdef int32_t *hist = <int32_t *> block_malloc(k * (TOP_HIST_CAP + 1) * sizeof(int32_t))
+    cdef int32_t *mx
+    cdef int32_t *hk
+    cdef const double *hzk
+    cdef double e, x, h, p
+    cdef binomial_t bstate
+    if hist == NULL:
+        return 1
+    memset(hist, 0, k * (TOP_HIST_CAP + 1) * sizeof(int32_t))
+    mx = hist + k * TOP_HIST_CAP
+    bstate.has_binomial = 0
+    for i in range(k):
+        out[i] = 0
+    for j in range(j0, j1):
         for i in range(k):
-            out[b, i] = 0
-        for j in range(bounds[b], bounds[b + 1]):
-            for i in range(k):
-                c = <int64_t> m[j, i]
-                if c == 1:
-                    out[b, i] += 1
-                elif c > 1:
-                    out[b, i] += random_crt(g, c, r[i])
+            c = <int64_t> m[j, i]
+            if c < TOP_HIST_CAP:
+                hist[i * TOP_HIST_CAP + c] += 1
+                if c > mx[i]:
+                    mx[i] = <int32_t> c
+            else:
+                out[i] += random_crt(g, c, r[i])
+    e = random_standard_exponential(g)
+    for i in range(k):
+        hk = hist + i * TOP_HIST_CAP
+        hzk = hz + i * TOP_HIST_CAP
+        d = 0
+        tables = 0
+        for lev in range(mx[i], 1, -1):
+            d = d + hk[lev]
+            h = hzk[lev]
+            x = <double> d * h
+            if x > TOP_BINOMIAL_HAZARD:
+                # decided before e is looked at, so that e stays a fresh unit exponential
+                p = 1.0 if isinf(r[i]) else r[i] / (r[i] + <double> (lev - 1))
+                tables = tables + random_binomial_exact(g, d, p, &bstate)
+            elif x <= e:
+                e = e - x
+            else:
+                used = 0
+                while used < d:
+                    # the next success is trial floor(e / h) + 1 of the rest, if it lies among them
+                    rem = d - used
+                    x = e / h
+                    if x >= <double> rem:
+                        x = e - <double> rem * h
+                        e = x if x > 0.0 else 0.0
+                        break
+                    used = used + <int64_t> x + 1
+                    tables = tables + 1
+                    e = random_standard_exponential(g)
+        out[i] += tables + d + hk[1]
+    free(hist)
+    return 0
 
 
 cdef inline double _dirichlet_gammas(bitgen_t *g, const double *alpha, Py_ssize_t k, double *out,
