@@ -102,9 +102,9 @@ def main(argv=None):
     print(f"# topics per document: mean {topics.mean():.1f}, token-weighted "
           f"{np.average(topics, weights=tok.doc_counts.sum(axis=1)):.1f}; "
           f"MH acceptance {tok.acceptance:.3f}")
-    rows = tok._table_row[0] if getattr(tok, "_table_row", None) is not None else None
-    tabled = (f"; tokens of terms with a prior table {tok.term_tokens[rows >= 0].sum() / n_tok:.3f}"
-              if rows is not None else "")
+    table_row = tok._table_row[0] if getattr(tok, "_table_row", None) is not None else None
+    tabled = (f"; tokens of terms with a prior table {tok.term_tokens[table_row >= 0].sum() / n_tok:.3f}"
+              if table_row is not None else "")
     print(f"# tokens per stored cell {n_tok / max(tok.indices.size, 1):.2f}{tabled}")
     order = list(rows)
     order.remove("whole sweep")
