@@ -84,7 +84,8 @@ def stat_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
     For counts (the Poisson link) every entry is at most the data's total,
     known in advance: int32 when that total is at most 2**31 - 1 (a
     partition's total bounds its own sums; sums over partitions are formed in
-    int64).  The latent counts of the other links are random and unbounded: int64.
+    int64).  The latent counts of the other links are random and unbounded: int64
+    (their counts start int32 and are widened when needed: :func:`start_stat_dtype`).
     """
     if link.latent_mode == LATENT_COUNTS and float(np.sum(Y.data)) <= np.iinfo(np.int32).max:
         return np.dtype(np.int32)
