@@ -6,6 +6,7 @@ Usage::
     python tools/bench_scale.py --tokens 20.8M --K 100 --late 50
     python tools/bench_scale.py --tokens 1.3M --runs collapsed blocked-1 tomotopy-1 --late 0
     python tools/bench_scale.py --dask                          # DaskGBN rows too (1 and 2 workers)
+    python tools/bench_scale.py --link bernoulli --runs blocked-1 tomotopy-1 --late 0
 
 The tool generates seeded synthetic LDA-like corpora (``V = 20,000`` terms,
 about 65 tokens per document, 50 true topics; see :func:`make_corpus`) and
@@ -28,6 +29,12 @@ interpreter, numpy/scipy and the loaded corpus) is one library's alone:
   the workers' (each holds its partition and a Dask worker's own ~100 MB),
   and the table's last column gives its overhead per iteration beside the
   one-process ``blocked-1`` fit of the same corpus and K (when measured).
+
+``--link`` picks the pygbn fits' link (``poisson`` by default).  With
+``bernoulli`` every run, tomotopy's included, gets the binarised corpus
+(``X.data[:] = 1``: one token per non-zero); with ``prg`` the counts as they
+are (tomotopy's tokens are the counts).  Only the blocked method fits these
+links.
 
 Reported per row: the mean wall-clock seconds per iteration over the first
 ``--early`` iterations and over ``--late-iters`` iterations after ``--late``
@@ -195,14 +202,14 @@ def _summary(wall, cpu, early, late, late_iters):
     return out
 
 
-def run_pygbn(X, K, method, n_jobs, early, late, late_iters):
-    """``GBN(n_layers=1).fit(X)`` for ``max(early, late + late_iters)`` iterations."""
+def run_pygbn(X, K, method, n_jobs, early, late, late_iters, link="poisson"):
+    """``GBN(n_layers=1, link=link).fit(X)`` for ``max(early, late + late_iters)`` iterations."""
     from pygbn import GBN
 
     n_iter = max(early, late + late_iters if late else 0)
     clock = _Clock()
     GBN(n_components=K, n_layers=1, burn_in=n_iter, n_collect=0, prune=False, method=method,
-        n_jobs=n_jobs, random_state=0, callback=lambda info: clock.tick()).fit(X)
+        link=link, n_jobs=n_jobs, random_state=0, callback=lambda info: clock.tick()).fit(X)
     return clock.summary(early, late, late_iters)
 
 
@@ -243,6 +250,8 @@ def run_dask(X, K, n_workers, early, late, late_iters):
 def child_main(args) -> None:
     """Run one measurement and print one JSON line."""
     X = sp.load_npz(args.corpus).tocsr()
+    if args.link == "bernoulli":
+        X.data[:] = 1                 # the binarised corpus: one token per non-zero
     rss_loaded = _peak_rss_mb()
     kind, n = parse_run(args.child)
     if kind == "tomotopy":
@@ -250,7 +259,7 @@ def child_main(args) -> None:
     elif kind == "dask":
         res = run_dask(X, args.k, n, args.early, args.late, args.late_iters)
     else:
-        res = run_pygbn(X, args.k, kind, n, args.early, args.late, args.late_iters)
+        res = run_pygbn(X, args.k, kind, n, args.early, args.late, args.late_iters, args.link)
     res.update(rss_loaded=rss_loaded, peak_rss=res.pop("workers_peak_rss", None) or _peak_rss_mb(),
                tokens=int(X.sum()), nnz=int(X.nnz), docs=int(X.shape[0]))
     print(json.dumps(res), flush=True)
@@ -264,7 +273,7 @@ def _fmt_tokens(n: int) -> str:
 def measure(run: str, path: Path, K: int, args) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", run, "--corpus", str(path),
            "--k", str(K), "--early", str(args.early), "--late", str(args.late),
-           "--late-iters", str(args.late_iters)]
+           "--late-iters", str(args.late_iters), "--link", args.link]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -281,6 +290,8 @@ def main(argv=None):
     ap.add_argument("--runs", nargs="+", type=_run_name, default=DEFAULT_RUNS,
                     help="collapsed, blocked-N, partial-N, tomotopy-N, dask-N (N threads, "
                          "workers or worker processes); default: %(default)s")
+    ap.add_argument("--link", choices=("poisson", "bernoulli", "prg"), default="poisson",
+                    help="the pygbn fits' link; bernoulli binarises the corpus for every run")
     ap.add_argument("--dask", action="store_true", help="add the DaskGBN rows (1 and 2 workers)")
     ap.add_argument("--early", type=int, default=12, help="iterations of the early figure")
     ap.add_argument("--late", type=int, default=50,
@@ -300,7 +311,7 @@ def main(argv=None):
     runs = list(args.runs) + (list(DASK_RUNS) if args.dask else [])
     load = os.getloadavg()
     print(f"# pygbn bench_scale: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {load[0]:.2f} at start; wall-clock seconds per iteration, "
+          f"load average {load[0]:.2f} at start; link {args.link}; wall-clock seconds per iteration, "
           f"the smallest of {args.repeats} run(s)")
     late = f"after {args.late}" if args.late else "late"
     print()
@@ -315,7 +326,7 @@ def main(argv=None):
             one_process = {}
             for run in runs:
                 r = _best([measure(run, path, K, args) for _ in range(args.repeats)])
-                r.update(run=run, K=K)
+                r.update(run=run, K=K, link=args.link)
                 records.append(r)
                 if "error" in r:
                     print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 10, flush=True)

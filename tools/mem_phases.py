@@ -3,6 +3,7 @@
 Usage::
 
     python tools/mem_phases.py CORPUS.npz --K 400 --method collapsed --iters 3
+    python tools/mem_phases.py CORPUS.npz --K 400 --method blocked --link bernoulli
 
 Loads the corpus (a ``scipy.sparse.save_npz`` file, e.g. one of
 ``tools/bench_scale.py``'s), then runs ``GBN(n_layers=1, n_components=K,
@@ -111,6 +112,8 @@ def main():
     ap.add_argument("--method", default="collapsed")
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--n-jobs", type=int, default=1)
+    ap.add_argument("--link", default="poisson", choices=("poisson", "bernoulli", "prg"),
+                    help="the fit's link (bernoulli binarises the corpus)")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--no-trace", action="store_true", help="RSS phases only (no tracemalloc)")
     ap.add_argument("--at", help="also list the live allocations at this point (e.g. 'enter G.snapshot'; the last time)")
@@ -136,12 +139,14 @@ def main():
     if not args.no_trace:
         tracemalloc.start(4)
     X = sp.load_npz(args.corpus).tocsr()
+    if args.link == "bernoulli":
+        X.data[:] = 1
     print(f"loaded: {X.shape}, nnz {X.nnz}, tokens {int(X.sum())}, data {X.data.dtype}, "
           f"indices {X.indices.dtype}, indptr {X.indptr.dtype}; RSS {rss_mb():.1f} MB")
 
     from pygbn import estimator
     from pygbn.inference import gibbs, layerwise, trace, _blocked, _upper, _collapsed, collapsed_state
-    from pygbn.inference import layer_one
+    from pygbn.inference import latent_split, layer_one
     from pygbn.model import layer as layer_mod
     G = gibbs.GibbsSampler
     probe.wrap(estimator, "_check_data", "validate")
@@ -166,6 +171,7 @@ def main():
     probe.wrap(collapsed_state.CollapsedState, "__init__", "CollapsedState.__init__")
     probe.wrap(collapsed_state.CollapsedState, "rebuild", "CollapsedState.rebuild")
     probe.wrap(layer_one.LazyThetaOne, "split", "LazyThetaOne.split")
+    probe.wrap(latent_split.LayerOneSplit, "chunk", "LayerOneSplit.chunk")
     probe.wrap(layer_mod.Layer, "posterior_mean_phi", "Layer.posterior_mean_phi")
     probe.wrap(trace, "document_loglik", "trace.document_loglik")
     probe.wrap(layerwise.SamplerChain, "loglik_per_token", "loglik_per_token")
@@ -179,7 +185,7 @@ def main():
     rss_loaded = rss_mb()
     probe.stack = ["fit"]
     GBN(n_components=args.K, n_layers=1, burn_in=args.iters, n_collect=0, prune=False,
-        method=args.method, n_jobs=args.n_jobs, random_state=0).fit(X)
+        method=args.method, link=args.link, n_jobs=args.n_jobs, random_state=0).fit(X)
     probe.stack = ["end"]
     time.sleep(0.05)
     probe._stop = True

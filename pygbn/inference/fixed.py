@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from pygbn.inference import _fixed
+from pygbn.inference.latent_split import split_fixed_widening
 from pygbn.inference.layer_one import after_split
 
 __all__ = ["sweep_fixed", "FeatureAverage"]
@@ -43,8 +44,7 @@ def split_layer_one_fixed(s) -> np.ndarray:
     bounds, streams = s._blocks(None)
     theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
     totals = _latent_totals(s)
-    over = _fixed.split_fixed(s.indptr, s.indices, s.values, layer.phi, theta, s.aux,
-                              int(s.link.latent_mode), bounds, streams, s.m[0], s.n_threads, totals)
+    over = split_fixed_widening(s, bounds, streams, theta, totals)     # m[0] widened where outgrown
     after_split(s, over, bounds, streams, totals)
     return totals
 

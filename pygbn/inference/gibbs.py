@@ -43,8 +43,9 @@ from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.sufficient import SufficientStats
-from pygbn.inference.layer_one import LazyThetaOne, after_split, count_dtype, kernel_csr, phi_from_labels
-from pygbn.inference.term_counts import TermLayout, draw_phi_columns, split_target, take_columns
+from pygbn.inference.latent_split import LayerOneSplit
+from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr, phi_from_labels
+from pygbn.inference.term_counts import draw_phi_columns, take_columns
 from pygbn.model.layer import Layer
 from pygbn.model.links import Link, get_link
 from pygbn.model.network import Hyperparameters, Network
@@ -420,22 +421,9 @@ class GibbsSampler:
         updated (eq:c_g).  Sets ``m[0]`` for the documents of ``blocks`` and
         returns their term-factor counts (the statistic of Phi^(1)).
         """
-        layer = self.network.layers[0]
-        bounds, streams = self._blocks(blocks)
-        nt = self.n_threads
-        # one set of (V, K) counts shared by the threads (exact atomic integer additions):
-        # a rare term's row as slots, int32 where no entry can pass 2**31 - 1 (term_counts)
-        n_out = TermLayout.of_sampler(self).zeros(layer.width)
-        dense, kw = split_target(n_out)
+        self._blocks(blocks)        # one set of (V, K) counts shared by the threads, compact types
         b0, b1 = (0, len(self.bounds) - 1) if blocks is None else blocks
-        over = self._theta_one.split(self, b0, b1, dense, kw)      # theta^(1) pending: drawn there
-        if over is None:
-            theta = layer.theta[:1] if layer.theta.strides[0] == 0 else layer.theta    # one shared row
-            over = _blocked.split_sparse(self.indptr, self.indices, self.values, layer.phi, theta,
-                                         self.aux, int(self.link.latent_mode), bounds, streams,
-                                         self.m[0], dense, np.empty(0, dtype=np.int64), nt, **kw)
-        after_split(self, over, bounds, streams)      # the overflow guard, then a_j (PRG)
-        return n_out
+        return LayerOneSplit(self).run(b0, b1)
 
     def propagate_up(self, t: int, blocks=None) -> np.ndarray:
         """Propagate the counts of layer t-1 into layer t (eq:CRT then eq:step1).

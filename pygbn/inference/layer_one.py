@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from pygbn.inference import _blocked, _upper
 from pygbn.model.links import LATENT_COUNTS, Link
 
-__all__ = ["kernel_csr", "count_dtype", "stat_dtype", "posterior_column_sums", "phi_from_labels",
+__all__ = ["kernel_csr", "count_dtype", "stat_dtype", "start_stat_dtype", "posterior_column_sums", "phi_from_labels",
            "after_split", "LazyThetaOne"]
 
 #: document blocks per kernel call when rows are made for a few blocks at a time
@@ -53,16 +53,28 @@ def count_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
     For counts (the Poisson link) a document's latent counts add up to its
     total, known from the data: uint8 up to 255, uint16 up to 65535, int32 up
     to 2**31 - 1.
-    The latent counts of the other links are random and unbounded: int64.
+    The latent counts of the other links are random and unbounded (each stored
+    cell's at least 1): the type their totals start in, from the longest
+    document's ``sum(max(y, 1))``, widened when a split outgrows it
+    (:mod:`pygbn.inference.latent_split`).
     """
-    if link.latent_mode != LATENT_COUNTS or Y.shape[0] == 0 or Y.nnz == 0:
+    if Y.shape[0] == 0 or Y.nnz == 0:
         return np.dtype(np.int64)
-    longest = float(np.max(np.add.reduceat(Y.data, Y.indptr[:-1][np.diff(Y.indptr) > 0])))
+    data = Y.data if link.latent_mode == LATENT_COUNTS else np.maximum(Y.data, 1.0)
+    longest = float(np.max(np.add.reduceat(data, Y.indptr[:-1][np.diff(Y.indptr) > 0])))
     if longest <= np.iinfo(np.uint8).max:
         return np.dtype(np.uint8)
     if longest <= np.iinfo(np.uint16).max:
         return np.dtype(np.uint16)
     return np.dtype(np.int32 if longest <= np.iinfo(np.int32).max else np.int64)
+
+
+def start_stat_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
+    """The type layer one's term-factor counts start in: :func:`stat_dtype`'s for
+    counts; int32 for the random latent counts of the other links, widened to
+    int64 when a split's latent total passes 2**31 - 1
+    (:class:`pygbn.inference.latent_split.LayerOneSplit`)."""
+    return stat_dtype(link, Y) if link.latent_mode == LATENT_COUNTS else np.dtype(np.int32)
 
 
 def stat_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
@@ -72,7 +84,8 @@ def stat_dtype(link: Link, Y: sp.csr_matrix) -> np.dtype:
     For counts (the Poisson link) every entry is at most the data's total,
     known in advance: int32 when that total is at most 2**31 - 1 (a
     partition's total bounds its own sums; sums over partitions are formed in
-    int64).  The latent counts of the other links are random and unbounded: int64.
+    int64).  The latent counts of the other links are random and unbounded: int64
+    (their counts start int32 and are widened when needed: :func:`start_stat_dtype`).
     """
     if link.latent_mode == LATENT_COUNTS and float(np.sum(Y.data)) <= np.iinfo(np.int32).max:
         return np.dtype(np.int32)
@@ -204,15 +217,16 @@ class LazyThetaOne:
             self.state[:] = HELD
         return layer.theta
 
-    def split(self, s, b0: int, b1: int, n_out: np.ndarray, sparse_rows: dict):
+    def split(self, s, b0: int, b1: int, split_chunk):
         """The split of blocks ``b0:b1`` (eq:step1) with their pending theta^(1),
-        into the statistics ``n_out`` (dense rows) and ``sparse_rows`` (the other
-        rows' keyword arguments of :func:`~pygbn.inference._blocked.split_sparse`),
         drawn a chunk of blocks at a time just before the chunk's split (each
-        block's stream: theta^(1)'s draws, then the split's).  Returns the
-        number of documents whose latent total outgrew ``m[0]``'s type, or
-        None, having drawn nothing, unless every block of the range is pending
-        (the caller then splits with ``layers[0].theta``, made complete here)."""
+        block's stream: theta^(1)'s draws, then the split's), which is
+        ``split_chunk(c0, c1, theta_rows)`` (returning the number of documents whose
+        latent total outgrew ``m[0]``'s type:
+        :meth:`pygbn.inference.latent_split.LayerOneSplit.chunk`).  Returns the sum
+        of those numbers, or None, having drawn nothing, unless every block of the
+        range is pending (the caller then splits with ``layers[0].theta``, made
+        complete here)."""
         self._check_not_used(b0, b1)
         pending = self.state[b0:b1] == PENDING
         if not pending.all() or b1 <= b0:
@@ -227,10 +241,6 @@ class LazyThetaOne:
         for c0 in range(b0, b1, step):
             c1 = min(c0 + step, b1)
             lo, hi = int(s.bounds[c0]), int(s.bounds[c1])
-            theta = self.draw(s, c0, c1, buf[:hi - lo])
-            over += _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, layer.phi, theta,
-                                          s.aux[lo:hi], int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo,
-                                          s.doc_streams.addresses[c0:c1], s.m[0][lo:hi], n_out,
-                                          np.empty(0, dtype=np.int64), nt, **sparse_rows)
+            over += split_chunk(c0, c1, self.draw(s, c0, c1, buf[:hi - lo]))
         self.state[b0:b1] = USED
         return over

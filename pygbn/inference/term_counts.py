@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.inference import _blocked
-from pygbn.inference.layer_one import stat_dtype
+from pygbn.inference.layer_one import start_stat_dtype
 from pygbn.model.links import LATENT_COUNTS, Link
 
 __all__ = ["TermLayout", "TermCounts", "draw_phi_columns", "take_columns", "sum_counts",
@@ -54,7 +54,7 @@ class TermLayout:
         if link.latent_mode == LATENT_COUNTS and Y.nnz:
             totals = np.zeros(Y.shape[1], dtype=np.int64)
             _blocked.term_totals(indices, values, totals)
-        self._set(totals, int(Y.shape[1]), stat_dtype(link, Y))
+        self._set(totals, int(Y.shape[1]), start_stat_dtype(link, Y))
         #: the data arrays the layout was made from (its slots are as many as their tokens)
         self.source = (indices, values)
 

@@ -1,0 +1,148 @@
+"""Layer one's blocked split in compact integer types, for every link, exactly.
+
+For counts (the Poisson link) the types of ``m[0]`` and of the term-factor
+counts ``x_{v.k}`` are proven from the data before the chain starts
+(:func:`pygbn.inference.layer_one.count_dtype`, ``stat_dtype``).  The latent
+counts of the Bernoulli-Poisson and PRG links are random and unbounded, so
+their types are a starting guess, widened when a split outgrows them:
+
+* ``m[0]`` starts in the type of the data's longest document
+  (:func:`~pygbn.inference.layer_one.count_dtype`).  When the split reports
+  documents whose latent total outgrew it, ``m[0]`` is widened
+  (uint8 -> uint16 -> int32 -> int64, its values kept) and the rows of the
+  blocks just split are drawn again from the blocks' stream states saved before
+  the split (:func:`pygbn.inference._fixed.split_fixed`: the same draws, no
+  term-factor counts, which were right already).
+* ``x_{v.k}`` starts int32 (:func:`~pygbn.inference.layer_one.start_stat_dtype`).
+  Every entry is at most the split's latent total, known after each chunk of
+  blocks from its ``m[0]`` rows; once that total passes 2**31 - 1 the chunk's
+  additions may have wrapped around, so the chunk is split again from its saved
+  states into int64 counts ``D`` alone, and the counts become
+  ``((x - D) mod 2**32) + D`` in int64 (before the chunk every entry was below
+  2**31, so the difference is exact), int64 from then on.
+
+Either way the redrawn values are the ones the wider type would have held from
+the start, and the streams end where they would have: the chain is the int64
+chain, draw for draw, whatever the types and the thread count.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pygbn.inference import _blocked, _fixed
+from pygbn.inference.layer_one import after_split
+from pygbn.inference.term_counts import TermLayout, split_target
+from pygbn.model.links import LATENT_COUNTS
+
+__all__ = ["WIDER", "widen_rows", "LayerOneSplit", "split_fixed_widening"]
+
+#: the next type of ``m[0]`` when its latent totals outgrow it
+WIDER = {np.dtype(np.uint8): np.dtype(np.uint16), np.dtype(np.uint16): np.dtype(np.int32),
+         np.dtype(np.int32): np.dtype(np.int64)}
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _states(s, b0: int, b1: int) -> list:
+    """The stream states of the sampler's document blocks ``b0:b1``."""
+    return [g.bit_generator.state for g in s.doc_streams.generators[b0:b1]]
+
+
+def _restore(s, b0: int, b1: int, states: list) -> None:
+    for g, state in zip(s.doc_streams.generators[b0:b1], states):
+        g.bit_generator.state = state
+
+
+def widen_rows(s, b0: int, b1: int, states: list, redraw) -> None:
+    """Widen ``s.m[0]`` one type and call ``redraw()`` (which returns the number of
+    documents still too long) from the restored ``states`` of blocks ``b0:b1``,
+    until no document is."""
+    over = 1
+    while over:
+        s.m[0] = s.m[0].astype(WIDER[s.m[0].dtype])
+        _restore(s, b0, b1, states)
+        over = redraw()
+
+
+class LayerOneSplit:
+    """The blocked split of layer one (eq:step1 with the link's latent counts,
+    eq:Ber-PGBN, eq:Gam-PGBN) over the documents of some blocks, a chunk of
+    blocks at a time, into one set of term-factor counts shared by the threads.
+
+    ``counts`` holds them (a dense array or a
+    :class:`~pygbn.inference.term_counts.TermCounts`); ``total`` is the latent
+    total split so far (random latent counts only).
+    """
+
+    def __init__(self, s):
+        self.s = s
+        self.layout = TermLayout.of_sampler(s)
+        self.counts = self.layout.zeros(s.network.layers[0].width)
+        self.widening = s.link.latent_mode != LATENT_COUNTS
+        self.total = 0
+
+    def chunk(self, c0: int, c1: int, theta: np.ndarray) -> int:
+        """Split the documents of blocks ``c0:c1`` with their theta^(1) rows
+        ``theta`` (or one row shared by all); returns the number of documents whose
+        latent total outgrew ``m[0]`` (0 for random latent counts: widened here)."""
+        s = self.s
+        lo, hi = int(s.bounds[c0]), int(s.bounds[c1])
+        saved = _states(s, c0, c1) if self.widening else None
+
+        def split(m_rows, counts, kw):
+            return _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi,
+                                         theta, s.aux[lo:hi], int(s.link.latent_mode),
+                                         s.bounds[c0:c1 + 1] - lo, s.doc_streams.addresses[c0:c1], m_rows,
+                                         counts, np.empty(0, dtype=np.int64), s.n_threads, **kw)
+
+        over = split(s.m[0][lo:hi], *split_target(self.counts))
+        if not self.widening:
+            return over
+        if over:
+            widen_rows(s, c0, c1, saved, lambda: _fixed.split_fixed(
+                s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi, theta, s.aux[lo:hi],
+                int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo, s.doc_streams.addresses[c0:c1],
+                s.m[0][lo:hi], s.n_threads))
+        if self.counts.dtype == np.int32:
+            self.total += int(s.m[0][lo:hi].sum(dtype=np.int64))
+            if self.total > _INT32_MAX:            # every entry was below 2**31 before this chunk
+                _restore(s, c0, c1, saved)
+                D = np.zeros(self.counts.shape, dtype=np.int64)
+                split(s.m[0][lo:hi], D, {})        # the same rows again, and the chunk's counts alone
+                self.counts = ((self.counts.astype(np.int64) - D) % (1 << 32)) + D
+                self.layout.dtype = np.dtype(np.int64)      # from now on
+        return 0
+
+    def run(self, b0: int, b1: int) -> object:
+        """Split blocks ``b0:b1`` (theta^(1) drawn there when pending, else
+        ``layers[0].theta``), then the overflow guard and the PRG link's a_j
+        (:func:`~pygbn.inference.layer_one.after_split`); returns the counts."""
+        s = self.s
+        over = s._theta_one.split(s, b0, b1, self.chunk)       # theta^(1) pending: drawn there
+        if over is None:
+            theta = s.network.layers[0].theta
+            lo, hi = int(s.bounds[b0]), int(s.bounds[b1])
+            theta = theta[:1] if theta.strides[0] == 0 else theta[lo:hi]      # one shared row
+            over = self.chunk(b0, b1, theta)
+        after_split(s, over, np.ascontiguousarray(s.bounds[b0:b1 + 1]),
+                    np.ascontiguousarray(s.doc_streams.addresses[b0:b1]))
+        return self.counts
+
+
+def split_fixed_widening(s, bounds: np.ndarray, streams: np.ndarray, theta: np.ndarray,
+                         totals: np.ndarray) -> int:
+    """:func:`pygbn.inference._fixed.split_fixed` of every document of the
+    test-time chain ``s`` into ``m[0]`` (widened and redrawn from the saved
+    stream states where a random latent total outgrew it); returns the kernel's
+    count of documents too long (0 once widened)."""
+    nb = len(s.bounds) - 1
+    saved = _states(s, 0, nb) if s.link.latent_mode != LATENT_COUNTS else None
+
+    def split():
+        return _fixed.split_fixed(s.indptr, s.indices, s.values, s.network.layers[0].phi, theta, s.aux,
+                                  int(s.link.latent_mode), bounds, streams, s.m[0], s.n_threads, totals)
+
+    over = split()
+    if over and saved is not None:
+        widen_rows(s, 0, nb, saved, split)
+        over = 0
+    return over
