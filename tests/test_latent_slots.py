@@ -12,10 +12,11 @@ import scipy.sparse as sp
 
 from pygbn.inference import GibbsSampler, _blocked, gibbs, latent_split, term_counts
 from pygbn.inference.latent_split import LayerOneSplit
-from pygbn.inference.layerwise import Schedule, fit_layerwise, run_layerwise
-from pygbn.inference.partition import LocalPart, PartitionedChain
+from pygbn.inference.layerwise import Schedule, fit_layerwise
 from pygbn.inference.term_counts import TermCounts
 from pygbn.model.links import get_link
+from test_latent_split import (_assert_states_equal, _state, assert_same_networks,  # the widening tests
+                               two_part_fit)
 
 
 def _rare_terms(link, J=300, V=500, seed=1):
@@ -36,14 +37,6 @@ def _dense_int64(mp):
     mp.setattr(gibbs, "count_dtype", lambda link, Y: np.dtype(np.int64))
 
 
-def _state(s):
-    net = s.network
-    out = [layer.phi.copy() for layer in net.layers] + [net.r.copy(), s.aux.copy()]
-    out += [m.astype(np.int64) for m in s.m]
-    theta = s.theta_one() if s.depth == 1 else net.layers[-1].theta
-    return out + [theta.copy()]
-
-
 def _chain(link, n_threads, T, sweeps=4, K=40):
     """States after each sweep of a blocked training chain on :func:`_rare_terms`
     (the first split with theta^(1) held, the later ones drawing it lazily) and
@@ -59,12 +52,6 @@ def _chain(link, n_threads, T, sweeps=4, K=40):
         promoting += s._term_layout.promotions > before >= 0
         states.append(_state(s))
     return s, states, promoting
-
-
-def _assert_states_equal(a, b):
-    for sa, sb in zip(a, b):
-        for x, y in zip(sa, sb):
-            np.testing.assert_array_equal(x, y)
 
 
 def test_rare_terms_get_slots():
@@ -113,15 +100,9 @@ def test_partitioned_chain_with_spilled_slots_is_the_int64_chain(monkeypatch, li
         _dense_int64(mp)
         ref = fit_layerwise(Y, schedule, link=link, n_components=30, method="blocked", random_state=9)
     monkeypatch.setattr(term_counts, "LATENT_SLOTS", (0, 1))
-    parts = [LocalPart(Y[:128], first_block=0), LocalPart(Y[128:], first_block=1)]
-    chain = PartitionedChain.for_training(lambda m: [p.run(m) for p in parts], Y.shape[1], 30,
-                                          link=get_link(link), random_state=9)
-    res = run_layerwise(chain, schedule, [0.05] * 2, heldout=False, check=True)
-    assert ref.widths == res.widths
-    for na, nb in zip(ref.networks, res.networks):
-        for la, lb in zip(na.layers, nb.layers):
-            np.testing.assert_array_equal(la.phi, lb.phi)
-        np.testing.assert_array_equal(na.r, nb.r)
+    res, parts = two_part_fit(Y, link, 30, schedule)
+    assert all(p.sampler._term_layout.promotions > 0 for p in parts)
+    assert_same_networks(ref, res)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
