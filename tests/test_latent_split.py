@@ -152,10 +152,20 @@ def test_partitioned_chain_with_widening_is_the_int64_chain(monkeypatch, link):
         ref = fit_layerwise(Y, schedule, link=link, n_components=8, method="blocked", random_state=9)
     monkeypatch.setattr(gibbs, "count_dtype", lambda link, Y: np.dtype(np.uint8))
     monkeypatch.setattr(latent_split, "_INT32_MAX", 5000)
+    res, _ = two_part_fit(Y, link, 8, schedule)
+    assert_same_networks(ref, res)
+
+
+def two_part_fit(Y, link, K, schedule):
+    """The fit of a partitioned chain of two local parts (documents 0:128 and the
+    rest) and its parts."""
     parts = [LocalPart(Y[:128], first_block=0), LocalPart(Y[128:], first_block=1)]
-    chain = PartitionedChain.for_training(lambda m: [p.run(m) for p in parts], Y.shape[1], 8,
+    chain = PartitionedChain.for_training(lambda m: [p.run(m) for p in parts], Y.shape[1], K,
                                           link=get_link(link), random_state=9)
-    res = run_layerwise(chain, schedule, [0.05] * 2, heldout=False, check=True)
+    return run_layerwise(chain, schedule, [0.05] * 2, heldout=False, check=True), parts
+
+
+def assert_same_networks(ref, res):
     assert ref.widths == res.widths
     for na, nb in zip(ref.networks, res.networks):
         for la, lb in zip(na.layers, nb.layers):

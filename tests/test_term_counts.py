@@ -11,7 +11,8 @@ from pygbn._utils import BlockStreams, block_bounds
 from pygbn.inference import _blocked, term_counts
 from pygbn.inference.gibbs import GibbsSampler
 from pygbn.inference.sufficient import SufficientStats
-from pygbn.inference.term_counts import TermCounts, TermLayout, draw_phi_columns, sum_counts, take_columns
+from pygbn.inference.term_counts import (TermCounts, TermLayout, draw_phi_columns, latent_slots, sum_counts,
+                                         take_columns)
 from pygbn.model.links import get_link
 
 
@@ -73,7 +74,13 @@ def test_default_layout_keeps_frequent_terms_dense_and_rare_ones_in_slots():
     n = layout.zeros(60)
     assert n.nbytes == 4 * (n_dense * 60 + totals[row_map < 0].sum()) < 500 * 60 * 4
     assert TermLayout(get_link("bernoulli"), (Y > 0).astype(np.float64)).zeros(60).shape == (500, 60)
-    assert isinstance(TermLayout(get_link("bernoulli"), (Y > 0).astype(np.float64)).zeros(60), np.ndarray)
+    # random latent counts (the Bernoulli-Poisson link): the rule on the stored cells, latent_slots slots
+    cells = np.diff((Y > 0).astype(np.float64).tocsc().indptr)
+    latent = TermLayout(get_link("bernoulli"), (Y > 0).astype(np.float64))
+    row_map, slot_start, n_dense = latent.arrays(60)
+    np.testing.assert_array_equal(row_map >= 0, 4 * cells >= 60)
+    np.testing.assert_array_equal(np.diff(slot_start), np.where(row_map >= 0, 0, latent_slots(cells, 60)))
+    assert latent.zeros(60).nbytes < 500 * 60 * 4
 
 
 def _filled(monkeypatch, fraction=4, n_threads=2):

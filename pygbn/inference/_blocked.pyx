@@ -21,14 +21,14 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport log, log1p, exp, isinf, INFINITY
 from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (random_standard_uniform, random_standard_gamma,
                                            random_standard_exponential, binomial_t)
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors, gather_concentrations,
+from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_cursors, gather_concentrations,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._gamma cimport gamma_row
 from pygbn.random._inline cimport random_gamma_fast
@@ -62,6 +62,12 @@ cdef extern from *:
         return (uint32_t) _InterlockedCompareExchange((volatile long *) p, (long) desired,
                                                       (long) expected) == expected;
     }
+    static inline uintptr_t pygbn_load_ptr(uintptr_t *p) {
+        return (uintptr_t) _InterlockedCompareExchangePointer((void *volatile *) p, NULL, NULL);
+    }
+    static inline int pygbn_cas_ptr(uintptr_t *p, uintptr_t desired) {
+        return _InterlockedCompareExchangePointer((void *volatile *) p, (void *) desired, NULL) == NULL;
+    }
     #elif defined(__GNUC__) || defined(__clang__)
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
         __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
@@ -74,6 +80,13 @@ cdef extern from *:
     }
     static inline int pygbn_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
         return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+    static inline uintptr_t pygbn_load_ptr(uintptr_t *p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    }
+    static inline int pygbn_cas_ptr(uintptr_t *p, uintptr_t desired) {
+        uintptr_t expected = 0;
+        return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
     #elif defined(_OPENMP)
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) {
@@ -98,6 +111,20 @@ cdef extern from *:
         }
         return done;
     }
+    static inline uintptr_t pygbn_load_ptr(uintptr_t *p) {
+        uintptr_t v;
+        #pragma omp critical (pygbn_cas_ptr)
+        v = *p;
+        return v;
+    }
+    static inline int pygbn_cas_ptr(uintptr_t *p, uintptr_t desired) {
+        int done = 0;
+        #pragma omp critical (pygbn_cas_ptr)
+        {
+            if (*p == 0) { *p = desired; done = 1; }
+        }
+        return done;
+    }
     #else
     static inline void pygbn_atomic_add_i64(int64_t *p, int64_t v) { *p += v; }  /* serial build */
     static inline void pygbn_atomic_add_i32(int32_t *p, int32_t v) { *p += v; }
@@ -107,12 +134,20 @@ cdef extern from *:
         *p = desired;
         return 1;
     }
+    static inline uintptr_t pygbn_load_ptr(uintptr_t *p) { return *p; }
+    static inline int pygbn_cas_ptr(uintptr_t *p, uintptr_t desired) {
+        if (*p != 0) return 0;
+        *p = desired;
+        return 1;
+    }
     #endif
     """
     void atomic_add_i64 "pygbn_atomic_add_i64"(int64_t *p, int64_t v) noexcept nogil
     void atomic_add_i32 "pygbn_atomic_add_i32"(int32_t *p, int32_t v) noexcept nogil
     uint32_t atomic_load_u32 "pygbn_atomic_load_u32"(uint32_t *p) noexcept nogil
     bint cas_u32 "pygbn_cas_u32"(uint32_t *p, uint32_t expected, uint32_t desired) noexcept nogil
+    uintptr_t load_ptr "pygbn_load_ptr"(uintptr_t *p) noexcept nogil
+    bint cas_ptr "pygbn_cas_ptr"(uintptr_t *p, uintptr_t desired) noexcept nogil
 
 
 # the shared term-factor counts of layer one's split: int32 where their total is
@@ -183,44 +218,92 @@ cdef inline double _cell_weights(const double *phi_row, const double *theta_row,
     return 0.0  # signals "the true total underflowed"
 
 
-cdef inline void _slot_add(uint32_t *s, uint32_t c, uint32_t n, bint atomic) noexcept nogil:
-    """:c:func:`slot_add` (``_shared.pxd``) for threads that share the row when
-    ``atomic``: the first empty slot is claimed by compare-and-swap (another
-    thread that claims it first is looked at again) and counts are added atomically."""
+cdef inline bint _slot_add(uint32_t *s, Py_ssize_t n_slots, uint32_t c, uint32_t n, bint atomic) noexcept nogil:
+    """Add ``n`` to factor ``c``'s count in the ``n_slots`` slots ``s`` of one sparse
+    term row (as :c:func:`slot_add`, ``_shared.pxd``: the slot holding ``c``, else
+    the first empty one), by compare-and-swap when ``atomic`` (threads share the
+    row: a slot another thread changed first is looked at again).  Returns False,
+    having written nothing, where the row has no slot left for a new factor or
+    the count would pass 65535 (the caller's layout is then too small)."""
     cdef Py_ssize_t i = 0
     cdef uint32_t w, key = (c + 1) << SLOT_SHIFT
+    if n > <uint32_t> SLOT_COUNT:
+        return False
     if not atomic:
-        slot_add(s, c, n)
-        return
-    while True:
+        while i < n_slots and s[i] != 0 and (s[i] & ~(<uint32_t> SLOT_COUNT)) != key:
+            i += 1
+        if i == n_slots:
+            return False
+        if s[i] == 0:
+            s[i] = key | n
+        elif (s[i] & SLOT_COUNT) + n > <uint32_t> SLOT_COUNT:
+            return False
+        else:
+            s[i] += n
+        return True
+    while i < n_slots:
         w = atomic_load_u32(&s[i])
         if w == 0:
             if cas_u32(&s[i], 0, key | n):
-                return
+                return True
             continue          # another thread claimed slot i: look at it again
         if (w & ~(<uint32_t> SLOT_COUNT)) == key:
-            atomic_add_i32(<int32_t *> &s[i], <int32_t> n)
-            return
+            if (w & SLOT_COUNT) + n > <uint32_t> SLOT_COUNT:
+                return False
+            if cas_u32(&s[i], w, w + n):
+                return True
+            continue          # another thread added first: again
         i += 1
+    return False
 
 
-cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
-                            Py_ssize_t k, int64_t *tmp, count_t *m_row, stat_t *n_row,
-                            uint32_t *slots, bint atomic) noexcept nogil:
+cdef inline int _spill_add(uintptr_t *p, Py_ssize_t k, Py_ssize_t c, int64_t n, bint atomic) noexcept nogil:
+    """Add ``n`` to entry ``c`` of one term's spill row ``*p`` (``k`` int64 counts,
+    allocated zeroed by the first thread that needs it; 0 while there is none);
+    returns 1 where it could not be allocated (nothing added), else 0."""
+    cdef int64_t *row = <int64_t *> (load_ptr(p) if atomic else p[0])
+    cdef int64_t *mine
+    if row == NULL:
+        mine = <int64_t *> calloc(k, sizeof(int64_t))
+        if mine == NULL:
+            return 1
+        if not atomic:
+            p[0] = <uintptr_t> mine
+            row = mine
+        elif cas_ptr(p, <uintptr_t> mine):
+            row = mine
+        else:           # another thread put its row there first
+            free(mine)
+            row = <int64_t *> load_ptr(p)
+    if atomic:
+        atomic_add_i64(&row[c], n)
+    else:
+        row[c] += n
+    return 0
+
+
+cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
+                           Py_ssize_t k, int64_t *tmp, count_t *m_row, stat_t *n_row,
+                           uint32_t *slots, Py_ssize_t n_slots, uintptr_t *spill, bint atomic) noexcept nogil:
     """Multinomial split of x units over k cells (eq:step1); adds to m_row and to the
-    term's statistics: the dense row ``n_row``, or the sparse row ``slots`` when not
-    NULL (by atomic additions when ``atomic``: they are shared by the threads)."""
+    term's statistics: the dense row ``n_row`` when not NULL, else the ``n_slots``
+    slots of the sparse row ``slots`` (by atomic additions when ``atomic``: they are
+    shared by the threads).  A count the slots cannot take goes to the term's spill
+    row ``*spill`` (:c:func:`_spill_add`) when ``spill`` is not NULL; returns the
+    number of counts that went nowhere (no spill, or its row not allocated)."""
     cdef int64_t i
     cdef Py_ssize_t c
     cdef double total = cw[k - 1]
+    cdef int lost = 0
     if x <= 0:
-        return
+        return 0
     if x < SMALL_SPLIT:
         for i in range(x):
             c = _search(cw, k, random_standard_uniform(g) * total)
             m_row[c] += 1
-            if slots != NULL:
-                _slot_add(slots, <uint32_t> c, 1, atomic)
+            if n_row == NULL:
+                if not _slot_add(slots, n_slots, <uint32_t> c, 1, atomic):
+                    lost += 1 if spill == NULL else _spill_add(spill, k, c, 1, atomic)
             elif atomic:
                 _atomic_add(&n_row[c], 1)
             else:
@@ -230,12 +313,15 @@ cdef inline void _split_add(bitgen_t *g, int64_t x, const double *w, const doubl
         for c in range(k):
             if tmp[c] != 0:
                 m_row[c] += <count_t> tmp[c]
-                if slots != NULL:
-                    _slot_add(slots, <uint32_t> c, <uint32_t> tmp[c], atomic)
+                if n_row == NULL:
+                    if tmp[c] > SLOT_COUNT or not _slot_add(slots, n_slots, <uint32_t> c,
+                                                            <uint32_t> tmp[c], atomic):
+                        lost += 1 if spill == NULL else _spill_add(spill, k, c, tmp[c], atomic)
                 elif atomic:
                     _atomic_add(&n_row[c], tmp[c])
                 else:
                     n_row[c] += <stat_t> tmp[c]
+    return lost
 
 
 def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
@@ -243,7 +329,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                  int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
                  count_t[:, ::1] m_out, stat_t[:, ::1] n_out, int64_t[::1] x_out,
                  int n_threads, const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
-                 uint32_t[::1] slots=None):
+                 uint32_t[::1] slots=None, uintptr_t[::1] spill=None):
     """Latent counts and their split for a sparse documents x rows layer.
 
     For each document ``j`` and stored cell ``(v, obs)`` of row ``j`` of the
@@ -262,11 +348,18 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     latent total exceeds what ``m_out`` holds (their rows are then wrong).
 
     With ``row_map``, ``slot_start`` and ``slots`` (a
-    :class:`pygbn.inference.term_counts.TermCounts`, Poisson counts only) term
-    ``v``'s statistics are row ``row_map[v]`` of ``n_out`` when that is >= 0,
-    else the slots ``slots[slot_start[v]:slot_start[v + 1]]`` (``(k + 1) << 16 |
-    count`` each, filled in order; as many as the term has tokens, so never too
-    few).  The draws are the same either way.
+    :class:`pygbn.inference.term_counts.TermCounts`) term ``v``'s statistics
+    are row ``row_map[v]`` of ``n_out`` when that is >= 0, else the slots
+    ``slots[slot_start[v]:slot_start[v + 1]]`` (``(k + 1) << 16 | count`` each,
+    filled in order).  The draws are the same either way.  For Poisson counts
+    the slots are as many as the term's tokens, so never too few.  For random
+    latent counts they may be too few: with ``spill`` (V + 1 zeros) a count that
+    term ``v``'s slots cannot take (no slot left for a new factor, or a slot
+    count that would pass 65535) is added to its spill row instead, ``K`` int64
+    counts allocated here, at address ``spill[v]``, and ``spill[V]`` is set to
+    1; the caller takes the rows (:func:`take_spill`) and makes those terms'
+    rows dense (:meth:`pygbn.inference.term_counts.TermLayout.promote`).  The
+    counts are exact either way; without ``spill`` such a count is an error.
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
@@ -288,6 +381,11 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
     cdef Py_ssize_t v, row
+    cdef bint spilling = spill is not None and spill.shape[0] > 0
+    cdef uintptr_t *sp = &spill[0] if spilling else NULL
+    cdef Py_ssize_t n_terms = spill.shape[0] - 1 if spilling else 0
+    cdef Py_ssize_t n_lost = 0
+    cdef int lost
     cap = count_max(<const count_t *> NULL)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
@@ -312,10 +410,14 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                     v = indices[c]
                     row = rmap[v] if use_slots else v
                     if row >= 0:
-                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[row, 0], NULL, atomic)
+                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[row, 0], NULL, 0, NULL, atomic)
                     else:
-                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], <stat_t *> NULL,
-                                   &sl[sstart[v]], atomic)
+                        lost = _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], <stat_t *> NULL,
+                                          &sl[sstart[v]] if sl != NULL else NULL, sstart[v + 1] - sstart[v],
+                                          &sp[v] if spilling else NULL, atomic)
+                        n_lost += lost
+                        if spilling and sp[n_terms] == 0 and load_ptr(&sp[v]) != 0:
+                            sp[n_terms] = 1     # the same value from any thread
                 if total_x > cap:
                     n_over += 1
         free(w)
@@ -323,7 +425,25 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
         free(tmp)
     if n_failed:
         raise MemoryError(f"split_sparse: scratch memory of {n_failed} document block(s) could not be allocated")
+    if n_lost and spilling:
+        raise MemoryError(f"split_sparse: {n_lost} count(s) found no slot and no spill row could be allocated")
+    if n_lost:
+        raise RuntimeError(f"split_sparse: {n_lost} count(s) found no slot (the layout is too small for them)")
     return n_over
+
+
+def take_spill(uintptr_t[::1] spill, const int64_t[::1] terms, int64_t[:, ::1] out):
+    """Move the spill rows of ``terms`` (:func:`split_sparse`: those with
+    ``spill[v] != 0``) into the rows of ``out``, free them and clear ``spill``."""
+    cdef Py_ssize_t i, c, K = out.shape[1], V = spill.shape[0] - 1
+    cdef int64_t *row
+    for i in range(terms.shape[0]):
+        row = <int64_t *> spill[terms[i]]
+        for c in range(K):
+            out[i, c] = row[c]
+        free(row)
+        spill[terms[i]] = 0
+    spill[V] = 0
 
 
 # Top-layer CRT sums (top_crt): counts below TOP_HIST_CAP go to a per-block

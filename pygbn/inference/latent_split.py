@@ -21,17 +21,27 @@ their types are a starting guess, widened when a split outgrows them:
   ``((x - D) mod 2**32) + D`` in int64 (before the chunk every entry was below
   2**31, so the difference is exact), int64 from then on.
 
+* ``x_{v.k}`` of rare terms are slots (:class:`~pygbn.inference.term_counts.TermCounts`,
+  sized by :func:`~pygbn.inference.term_counts.latent_slots`).  A count a
+  term's slots cannot take goes to a spill row of the term during the split
+  and the term's row is made dense after the chunk
+  (:meth:`~pygbn.inference.term_counts.TermLayout.promote`), so nothing is
+  drawn again.  Where the int32 counts must be widened the slots stay as they
+  are (at most 65535 each) and only the dense rows are recovered as above.
+
 Either way the redrawn values are the ones the wider type would have held from
 the start, and the streams end where they would have: the chain is the int64
-chain, draw for draw, whatever the types and the thread count.
+chain, draw for draw, whatever the types, the layout and the thread count.
 """
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 
 from pygbn.inference import _blocked, _fixed
 from pygbn.inference.layer_one import after_split
-from pygbn.inference.term_counts import TermLayout, split_target
+from pygbn.inference.term_counts import TermCounts, TermLayout, split_target
 from pygbn.model.links import LATENT_COUNTS
 
 __all__ = ["WIDER", "widen_rows", "LayerOneSplit", "split_fixed_widening"]
@@ -40,6 +50,7 @@ __all__ = ["WIDER", "widen_rows", "LayerOneSplit", "split_fixed_widening"]
 WIDER = {np.dtype(np.uint8): np.dtype(np.uint16), np.dtype(np.uint16): np.dtype(np.int32),
          np.dtype(np.int32): np.dtype(np.int64)}
 _INT32_MAX = np.iinfo(np.int32).max
+logger = logging.getLogger("pygbn")
 
 
 def _states(s, b0: int, b1: int) -> list:
@@ -79,6 +90,7 @@ class LayerOneSplit:
         self.counts = self.layout.zeros(s.network.layers[0].width)
         self.widening = s.link.latent_mode != LATENT_COUNTS
         self.total = 0
+        self.spill = self.layout.spill(self.counts)     # where a term's slots may run out
 
     def chunk(self, c0: int, c1: int, theta: np.ndarray) -> int:
         """Split the documents of blocks ``c0:c1`` with their theta^(1) rows
@@ -88,13 +100,18 @@ class LayerOneSplit:
         lo, hi = int(s.bounds[c0]), int(s.bounds[c1])
         saved = _states(s, c0, c1) if self.widening else None
 
-        def split(m_rows, counts, kw):
-            return _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi,
+        def split(m_rows, counts):
+            dense, kw = split_target(counts)
+            spill = self.spill if isinstance(counts, TermCounts) else None     # cleared after each use
+            if spill is not None:
+                kw["spill"] = spill
+            over = _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi,
                                          theta, s.aux[lo:hi], int(s.link.latent_mode),
                                          s.bounds[c0:c1 + 1] - lo, s.doc_streams.addresses[c0:c1], m_rows,
-                                         counts, np.empty(0, dtype=np.int64), s.n_threads, **kw)
+                                         dense, np.empty(0, dtype=np.int64), s.n_threads, **kw)
+            return over, (counts if spill is None or not spill[-1] else self._promote(counts, spill))
 
-        over = split(s.m[0][lo:hi], *split_target(self.counts))
+        over, self.counts = split(s.m[0][lo:hi], self.counts)
         if not self.widening:
             return over
         if over:
@@ -102,15 +119,21 @@ class LayerOneSplit:
                 s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi, theta, s.aux[lo:hi],
                 int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo, s.doc_streams.addresses[c0:c1],
                 s.m[0][lo:hi], s.n_threads))
-        if self.counts.dtype == np.int32:
+        if split_target(self.counts)[0].dtype == np.int32:
             self.total += int(s.m[0][lo:hi].sum(dtype=np.int64))
             if self.total > _INT32_MAX:            # every entry was below 2**31 before this chunk
                 _restore(s, c0, c1, saved)
-                D = np.zeros(self.counts.shape, dtype=np.int64)
-                split(s.m[0][lo:hi], D, {})        # the same rows again, and the chunk's counts alone
-                self.counts = ((self.counts.astype(np.int64) - D) % (1 << 32)) + D
                 self.layout.dtype = np.dtype(np.int64)      # from now on
+                # the same rows again, and the chunk's counts alone (its slots, at most the
+                # counts' own, never spill; nor do they wrap around: only the dense rows are mended)
+                _, D = split(s.m[0][lo:hi], self.layout.zeros(self.counts.shape[1]))
+                self.counts = _unwrap(self.counts, D)
         return 0
+
+    def _promote(self, counts, spill: np.ndarray):
+        new = self.layout.promote(counts, spill)
+        logger.debug("layer one's split: %d term row(s) made dense (spilled slots)", int(self.layout.promoted.sum()))
+        return new
 
     def run(self, b0: int, b1: int) -> object:
         """Split blocks ``b0:b1`` (theta^(1) drawn there when pending, else
@@ -126,6 +149,16 @@ class LayerOneSplit:
         after_split(s, over, np.ascontiguousarray(s.bounds[b0:b1 + 1]),
                     np.ascontiguousarray(s.doc_streams.addresses[b0:b1]))
         return self.counts
+
+
+def _unwrap(counts, D):
+    """The int64 counts whose chunk's part is ``D`` (int64) and which ``counts``
+    held in int32, wrapped around (every entry below 2**31 before the chunk):
+    ``((x - D) mod 2**32) + D``, on the dense rows of a
+    :class:`~pygbn.inference.term_counts.TermCounts` (its slots are exact)."""
+    if isinstance(counts, TermCounts):
+        return TermCounts(_unwrap(counts.dense, D.dense), counts.row_map, counts.slot_start, counts.slots)
+    return ((counts.astype(np.int64) - D) % (1 << 32)) + D
 
 
 def split_fixed_widening(s, bounds: np.ndarray, streams: np.ndarray, theta: np.ndarray,

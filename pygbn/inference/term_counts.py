@@ -10,6 +10,12 @@ the order the split meets their factors (:func:`pygbn.inference._blocked.split_s
 So the statistics take about ``4 min(n_v, K)`` bytes a term where the corpus
 is small beside V x K (rare terms), instead of ``4 K``.
 
+The latent counts of the Bernoulli-Poisson and PRG links are random, so no
+slot count is proven: their rare terms (``4 c_v < K`` for ``c_v`` stored cells)
+get :func:`latent_slots` slots, a generous guess, and a count that finds no
+room goes to a spill row of the term (:func:`pygbn.inference._blocked.split_sparse`),
+which :meth:`TermLayout.promote` then makes a dense row, for the rest of the fit.
+
 The counts are the same integers as a dense array's; every reader forms from
 them exactly what it formed from the dense array (the Phi draw reads them in
 place, :func:`draw_phi_columns`; the posterior mean, the sums and the wire
@@ -28,7 +34,7 @@ from pygbn.inference.layer_one import start_stat_dtype
 from pygbn.model.links import LATENT_COUNTS, Link
 
 __all__ = ["TermLayout", "TermCounts", "draw_phi_columns", "take_columns", "sum_counts",
-           "split_target"]
+           "split_target", "latent_slots"]
 
 #: slots of a sparse row: factor index + 1 in the high 16 bits, the count in the low 16
 _SHIFT, _COUNT = 16, 0xFFFF
@@ -37,14 +43,38 @@ _SHIFT, _COUNT = 16, 0xFFFF
 DENSE_FRACTION = 4
 #: the largest K the slots' 16-bit factor field holds (k + 1 <= 65535)
 MAX_SLOT_K = 65534
+#: slots of a rare term's row of random latent counts: ``a c_v + b`` for ``c_v`` stored cells
+LATENT_SLOTS = (2, 2)
+#: stored cells counted per step of :func:`term_cells` (no int64 copy of all the indices)
+_CELL_CHUNK = 1 << 18
+
+
+def latent_slots(cells: np.ndarray, K: int) -> np.ndarray:
+    """The slots of each rare term's row of random latent counts, from its
+    number of stored cells (each holds a latent count of at least 1, so that
+    many factors at least; more are possible and then spill,
+    :meth:`TermLayout.promote`): ``LATENT_SLOTS[0] * cells + LATENT_SLOTS[1]``,
+    at most ``K``, 0 for a term with no cell."""
+    a, b = LATENT_SLOTS
+    return np.where(cells > 0, np.minimum(a * cells + b, K), 0)
+
+
+def term_cells(indices: np.ndarray, n_terms: int) -> np.ndarray:
+    """The number of stored cells of each term (int64), counted a chunk at a time."""
+    out = np.zeros(n_terms, dtype=np.int64)
+    for c0 in range(0, indices.size, _CELL_CHUNK):
+        out += np.bincount(indices[c0:c0 + _CELL_CHUNK], minlength=n_terms)
+    return out
 
 
 class TermLayout:
     """Which terms' rows are dense and where the other terms' slots are, per K.
 
-    Built from the data's term totals (``n_v``) for counts; for the other links
-    (latent counts unbounded) every row is dense and :meth:`zeros` is a plain
-    array.
+    Built from the data's term totals (``n_v``) for counts, from the terms'
+    stored cells for the other links (latent counts unbounded: the slots are
+    :func:`latent_slots`, and the terms whose slots did not suffice are made
+    dense, :meth:`promote`).  :meth:`zeros` is a plain array where every row
+    is dense.
     """
 
     def __init__(self, link: Link, Y: sp.csr_matrix):
@@ -54,7 +84,10 @@ class TermLayout:
         if link.latent_mode == LATENT_COUNTS and Y.nnz:
             totals = np.zeros(Y.shape[1], dtype=np.int64)
             _blocked.term_totals(indices, values, totals)
+        elif Y.nnz:
+            totals = term_cells(indices, int(Y.shape[1]))
         self._set(totals, int(Y.shape[1]), start_stat_dtype(link, Y))
+        self.latent = link.latent_mode != LATENT_COUNTS
         #: the data arrays the layout was made from (its slots are as many as their tokens)
         self.source = (indices, values)
 
@@ -76,12 +109,16 @@ class TermLayout:
         layout = cls.__new__(cls)
         layout._set(np.asarray(totals, dtype=np.int64), int(np.size(totals)), np.dtype(dtype))
         layout.source = (None, None)
+        layout.latent = False
         return layout
 
     def _set(self, totals: Optional[np.ndarray], n_terms: int, dtype) -> None:
         self.totals, self.n_terms, self.dtype = totals, n_terms, np.dtype(dtype)
         self._key: Optional[int] = None
         self._arrays: tuple = ()
+        #: terms made dense for random latent counts (:meth:`promote`), and how often
+        self.promoted = np.zeros(n_terms, dtype=bool)
+        self.promotions = 0
 
     def arrays(self, K: int):
         """``(row_map, slot_start, n_dense)`` for ``K`` factors, or None where every row
@@ -89,7 +126,12 @@ class TermLayout:
         if self.totals is None or K > MAX_SLOT_K:
             return None
         if self._key != K:
-            sparse = (DENSE_FRACTION * self.totals < K) & (self.totals <= _COUNT)
+            if self.latent:
+                sparse = (DENSE_FRACTION * self.totals < K) & ~self.promoted
+                sizes = latent_slots(self.totals, K)
+            else:
+                sparse = (DENSE_FRACTION * self.totals < K) & (self.totals <= _COUNT)
+                sizes = self.totals
             if not sparse.any():
                 self._key, self._arrays = K, None
                 return None
@@ -97,9 +139,43 @@ class TermLayout:
             dense = np.flatnonzero(~sparse)
             row_map[dense] = np.arange(dense.size, dtype=np.int32)
             slot_start = np.zeros(self.n_terms + 1, dtype=np.int64)
-            np.cumsum(np.where(sparse, self.totals, 0), out=slot_start[1:])
+            np.cumsum(np.where(sparse, sizes, 0), out=slot_start[1:])
             self._key, self._arrays = K, (row_map, slot_start, dense.size)
         return self._arrays
+
+    def spill(self, counts) -> Optional[np.ndarray]:
+        """The spill addresses of :func:`pygbn.inference._blocked.split_sparse` for
+        ``counts`` (V + 1 zeros), or None where they cannot spill (proven slots
+        of counts, or no slots)."""
+        if not self.latent or not isinstance(counts, TermCounts):
+            return None
+        return np.zeros(self.n_terms + 1, dtype=np.uintp)
+
+    def promote(self, counts: "TermCounts", spill: np.ndarray):
+        """The counts ``counts`` and the rows spilled by a split (``spill``, cleared
+        here) in a layout where the terms that spilled are dense, for the rest of
+        the fit: the same integers (dense rows wrap around as they would have)."""
+        terms = np.flatnonzero(spill[:-1]).astype(np.int64)
+        rows = np.empty((terms.size, counts.shape[1]), dtype=np.int64)
+        _blocked.take_spill(spill, terms, rows)
+        K = counts.shape[1]
+        self.promoted[terms] = True
+        self.promotions += 1
+        self._key = None
+        new = self.zeros(K)
+        dense, new_map = (new, np.arange(self.n_terms)) if not isinstance(new, TermCounts) else (new.dense,
+                                                                                                  new.row_map)
+        old_dense = np.flatnonzero(counts.row_map >= 0)
+        dense[new_map[old_dense]] = counts.dense[counts.row_map[old_dense]]
+        t, f, c = counts.entries()
+        now_dense = new_map[t] >= 0
+        np.add.at(dense, (new_map[t[now_dense]], f[now_dense]), c[now_dense].astype(dense.dtype))
+        dense[new_map[terms]] += rows.astype(dense.dtype)
+        if isinstance(new, TermCounts):
+            keep = ~now_dense
+            new.slots[new.slot_start[t[keep]] + (np.flatnonzero(counts.slots)[keep] - counts.slot_start[t[keep]])] = \
+                counts.slots[counts.slots != 0][keep]
+        return new
 
     def zeros(self, K: int):
         """Empty statistics for ``K`` factors: a :class:`TermCounts`, or a dense
