@@ -142,3 +142,27 @@ def test_split_spills_what_the_slots_cannot_take(n_threads):
         np.testing.assert_array_equal(dense.sum(axis=1), [70000, 40])
         np.testing.assert_array_equal(dense.sum(axis=0), m[0])
         assert dense[0, 0] == 70000 and slots[0] == 0
+
+
+def test_abandoned_split_frees_its_spill_rows():
+    """A split that fails (a block's scratch memory could not be allocated) keeps no
+    spill row: they are freed and the addresses cleared before the MemoryError."""
+    K = 3
+    phi = np.array([[1.0, 1e-300, 1e-300], [0.5, 0.5, 1e-300]])
+    theta = np.ones((1, K))
+    Y = sp.csr_matrix(np.array([[70000.0, 40.0], [70000.0, 40.0]]))
+    rngs = [np.random.Generator(np.random.PCG64(s)) for s in (0, 1)]
+    streams = np.array([g.bit_generator.ctypes.bit_generator.value for g in rngs], dtype=np.uintp)
+    spill = np.zeros(3, dtype=np.uintp)
+    slots = np.zeros(2, dtype=np.uint32)
+    try:
+        _blocked._fail_next_allocations(1)      # the first block's scratch: the second one spills
+        with pytest.raises(MemoryError, match="scratch memory of 1 document block"):
+            _blocked.split_sparse(np.ascontiguousarray(Y.indptr, dtype=np.int64), Y.indices.astype(np.int32),
+                                  Y.data, phi, theta, np.empty(0), 0, np.array([0, 1, 2], dtype=np.int64),
+                                  streams, np.zeros((2, K), dtype=np.int64), np.zeros((0, K), dtype=np.int64),
+                                  np.empty(0, dtype=np.int64), 1, row_map=np.array([-1, -1], dtype=np.int32),
+                                  slot_start=np.array([0, 1, 2], dtype=np.int64), slots=slots, spill=spill)
+    finally:
+        _blocked._fail_next_allocations(0)
+    assert slots.any() and not spill.any()

@@ -423,6 +423,8 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
         free(w)
         free(cw)
         free(tmp)
+    if spilling and (n_failed or n_lost):      # the split is abandoned: no spill row is kept
+        _free_spill(sp, n_terms)
     if n_failed:
         raise MemoryError(f"split_sparse: scratch memory of {n_failed} document block(s) could not be allocated")
     if n_lost and spilling:
@@ -430,6 +432,15 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     if n_lost:
         raise RuntimeError(f"split_sparse: {n_lost} count(s) found no slot (the layout is too small for them)")
     return n_over
+
+
+cdef void _free_spill(uintptr_t *spill, Py_ssize_t n_terms) noexcept:
+    """Free every spill row of ``spill`` (``n_terms`` addresses and the flag) and clear it."""
+    cdef Py_ssize_t v
+    for v in range(n_terms):
+        free(<void *> spill[v])
+        spill[v] = 0
+    spill[n_terms] = 0
 
 
 def take_spill(uintptr_t[::1] spill, const int64_t[::1] terms, int64_t[:, ::1] out):
