@@ -28,7 +28,8 @@ from numpy.random.c_distributions cimport (random_standard_uniform, random_stand
                                            random_standard_exponential, binomial_t)
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_cursors, gather_concentrations,
+from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors,
+                                      gather_concentrations,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._gamma cimport gamma_row
 from pygbn.random._inline cimport random_gamma_fast
@@ -230,17 +231,7 @@ cdef inline bint _slot_add(uint32_t *s, Py_ssize_t n_slots, uint32_t c, uint32_t
     if n > <uint32_t> SLOT_COUNT:
         return False
     if not atomic:
-        while i < n_slots and s[i] != 0 and (s[i] & ~(<uint32_t> SLOT_COUNT)) != key:
-            i += 1
-        if i == n_slots:
-            return False
-        if s[i] == 0:
-            s[i] = key | n
-        elif (s[i] & SLOT_COUNT) + n > <uint32_t> SLOT_COUNT:
-            return False
-        else:
-            s[i] += n
-        return True
+        return slot_add(s, n_slots, c, n)
     while i < n_slots:
         w = atomic_load_u32(&s[i])
         if w == 0:

@@ -601,7 +601,7 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
                         out[row * K + labels[tok + i]] += 1
                 else:
                     for i in range(n):
-                        slot_add(&sl[sstart[v]], <uint32_t> labels[tok + i], 1)
+                        slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> labels[tok + i], 1)
             tok = tok + n
 
 

@@ -72,20 +72,21 @@ cdef enum:
     SLOT_COUNT = 0xFFFF
 
 
-cdef inline void slot_add(uint32_t *s, uint32_t c, uint32_t n) noexcept nogil:
-    """Add ``n`` to factor ``c``'s count in the slots ``s`` of one sparse term row
-    (one writer: the threaded form is pygbn.inference._blocked._slot_add).  The
-    slot holding ``c`` is found by a scan from the first, else the first empty
-    one is taken; the caller has proven that the row holds no more distinct
-    factors than slots and no count above 65535."""
+cdef inline bint slot_add(uint32_t *s, Py_ssize_t n_slots, uint32_t c, uint32_t n) noexcept nogil:
+    """Add ``n`` to factor ``c``'s count in the ``n_slots`` slots ``s`` of one sparse
+    term row (one writer: the threaded form is pygbn.inference._blocked._slot_add).
+    The slot holding ``c`` is found by a scan from the first, else the first empty
+    one is taken.  Returns False, having written nothing, where the row has no slot
+    left for a new factor or the count would pass 65535 (never, where the caller
+    has proven the layout: Poisson counts)."""
     cdef Py_ssize_t i = 0
     cdef uint32_t key = (c + 1) << SLOT_SHIFT
-    while s[i] != 0 and (s[i] & ~(<uint32_t> SLOT_COUNT)) != key:
+    while i < n_slots and s[i] != 0 and (s[i] & ~(<uint32_t> SLOT_COUNT)) != key:
         i += 1
-    if s[i] == 0:
-        s[i] = key | n
-    else:
-        s[i] += n
+    if i == n_slots or (s[i] & SLOT_COUNT) + n > <uint32_t> SLOT_COUNT:
+        return False
+    s[i] = (key | n) if s[i] == 0 else s[i] + n
+    return True
 
 
 cdef inline Py_ssize_t slot_gather(const uint32_t *s, Py_ssize_t n_slots, Py_ssize_t p, Py_ssize_t c0,
