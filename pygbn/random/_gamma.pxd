@@ -118,9 +118,9 @@ cdef extern from *:
        setup.py builds with -ffp-contract=off: no multiply-add is fused (AVX-512 has
        FMA), so every version gives the same results.  The optimize pragma is
        _inline's, so that its log and exp are inlined here. */
-    PYGBN_GS_LEAD_ATTR
-    static void pygbn_gs_lead(const double *a, double *p, const double *h, double *lx, double *val,
-                              Py_ssize_t n, double inv_rate, double log_rate, double lim) {
+    static inline __attribute__((always_inline))
+    void pygbn_gs_lead_body(const double *a, double *p, const double *h, double *lx, double *val,
+                            Py_ssize_t n, double inv_rate, double log_rate, double lim) {
         Py_ssize_t i;
         for (i = 0; i < n; i++) {
             double ai = a[i], hv = h[i];
@@ -141,9 +141,9 @@ cdef extern from *:
             v = xi > lim ? v : DBL_MIN;
             v = li < PYGBN_LOG_X_MIN ? DBL_MIN : v;
             v = v > DBL_MIN ? v : DBL_MIN;
-            v = pi <= 1.0 ? v : -1.0;
-            v = (free | (hv + 1.0 <= lo)) ? v : -1.0;
-            v = ((li < PYGBN_LOG_X_MIN) & (li - log_rate > PYGBN_LOG_DBL_MIN)) ? -1.0 : v;
+            v = (free | (hv + 1.0 <= lo)) ? v : (hv >= hi ? PYGBN_GS_REJECT : PYGBN_GS_TEST);
+            v = ((li < PYGBN_LOG_X_MIN) & (li - log_rate > PYGBN_LOG_DBL_MIN)) ? PYGBN_GS_TEST : v;
+            v = pi <= 1.0 ? v : PYGBN_GS_TAIL;
             p[i] = pi;
             lx[i] = li;
             val[i] = v;
@@ -157,9 +157,9 @@ cdef extern from *:
        max(x / rate, DBL_MIN), PYGBN_GS_REJECT (h >= 2048 (1 - y + y^2/2)) or
        PYGBN_GS_TEST (the test needs exp).  y is 0 or above 1e-32 (1 - a >= 2^-53,
        |log x| >= 2^-53 where x != 1), so y^2 and y^3 are never subnormal. */
-    PYGBN_GS_LEAD_ATTR
-    static void pygbn_gs_tail(const double *a, double *p, const double *h, double *lx, double *val,
-                              Py_ssize_t n, double inv_rate, double lim) {
+    static inline __attribute__((always_inline))
+    void pygbn_gs_tail_body(const double *a, double *p, const double *h, double *lx, double *val,
+                            Py_ssize_t n, double inv_rate, double lim) {
         Py_ssize_t i;
         for (i = 0; i < n; i++) {
             double ai = a[i], hv = h[i];
@@ -177,6 +177,53 @@ cdef extern from *:
             lx[i] = li;
             val[i] = v;
         }
+    }
+    /* the passes as the kernel calls them: one version per instruction set, chosen at
+       run time (target_clones) */
+    #define PYGBN_GS_ARGS const double *a, double *p, const double *h, double *lx, double *val, \
+        Py_ssize_t n, double inv_rate, double log_rate, double lim
+    PYGBN_GS_LEAD_ATTR static void pygbn_gs_lead(PYGBN_GS_ARGS) {
+        pygbn_gs_lead_body(a, p, h, lx, val, n, inv_rate, log_rate, lim);
+    }
+    PYGBN_GS_LEAD_ATTR static void pygbn_gs_tail(PYGBN_GS_ARGS) {
+        pygbn_gs_tail_body(a, p, h, lx, val, n, inv_rate, lim);
+    }
+
+    /* tests: each instruction set's version called by name (isa 0: the baseline, 1: AVX2,
+       2: AVX-512F), the lead pass (tail = 0) or the tail pass (tail = 1); returns 0 where
+       this build or CPU has no such version */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define PYGBN_GS_ISA_TESTS 1
+    __attribute__((target("avx512f"), unused)) static void pygbn_gs_both_avx512(int tail, PYGBN_GS_ARGS) {
+        if (tail) pygbn_gs_tail_body(a, p, h, lx, val, n, inv_rate, lim);
+        else pygbn_gs_lead_body(a, p, h, lx, val, n, inv_rate, log_rate, lim);
+    }
+    __attribute__((target("avx2"), unused)) static void pygbn_gs_both_avx2(int tail, PYGBN_GS_ARGS) {
+        if (tail) pygbn_gs_tail_body(a, p, h, lx, val, n, inv_rate, lim);
+        else pygbn_gs_lead_body(a, p, h, lx, val, n, inv_rate, log_rate, lim);
+    }
+    #endif
+    __attribute__((unused)) static void pygbn_gs_both_plain(int tail, PYGBN_GS_ARGS) {
+        if (tail) pygbn_gs_tail_body(a, p, h, lx, val, n, inv_rate, lim);
+        else pygbn_gs_lead_body(a, p, h, lx, val, n, inv_rate, log_rate, lim);
+    }
+    __attribute__((unused)) static int pygbn_gs_pass_isa(int isa, int tail, PYGBN_GS_ARGS) {
+        if (isa == 0) {
+            pygbn_gs_both_plain(tail, a, p, h, lx, val, n, inv_rate, log_rate, lim);
+            return 1;
+        }
+    #if defined(PYGBN_GS_ISA_TESTS)
+        __builtin_cpu_init();
+        if (isa == 1 && __builtin_cpu_supports("avx2")) {
+            pygbn_gs_both_avx2(tail, a, p, h, lx, val, n, inv_rate, log_rate, lim);
+            return 1;
+        }
+        if (isa == 2 && __builtin_cpu_supports("avx512f")) {
+            pygbn_gs_both_avx512(tail, a, p, h, lx, val, n, inv_rate, log_rate, lim);
+            return 1;
+        }
+    #endif
+        return 0;
     }
     #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC pop_options
@@ -215,7 +262,11 @@ cdef extern from *:
                                  double *val, Py_ssize_t n, double inv_rate, double log_rate,
                                  double lim) noexcept nogil
     void gs_tail "pygbn_gs_tail"(const double *a, double *p, const double *h, double *lx,
-                                 double *val, Py_ssize_t n, double inv_rate, double lim) noexcept nogil
+                                 double *val, Py_ssize_t n, double inv_rate, double log_rate,
+                                 double lim) noexcept nogil
+    int gs_pass_isa "pygbn_gs_pass_isa"(int isa, int tail, const double *a, double *p, const double *h,
+                                        double *lx, double *val, Py_ssize_t n, double inv_rate,
+                                        double log_rate, double lim) noexcept nogil
     double split_uniform "pygbn_split_uniform"(uint64_t r, double *low) noexcept nogil
     double row_sum "pygbn_row_sum"(const double *x, Py_ssize_t k) noexcept nogil
 
@@ -332,13 +383,15 @@ cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double 
     cdef Py_ssize_t i, q, w, n = 0, n_work, n_tail, n_redo
     cdef double v, li
     cdef double inv_rate = 1.0 / rate, log_rate = log(rate), lim = DBL_MIN * rate
+    # shapes below 1 to idx, the others to redo, without a branch (mixed rows)
     for i in range(k):
-        if a[i] < 1.0:
-            idx[n] = i
-            n += 1
-        else:
-            v = gamma_mt(g, a[i]) * inv_rate
-            out[i] = v if v > DBL_MIN else DBL_MIN
+        idx[n] = i
+        redo[i - n] = i
+        n += a[i] < 1.0
+    for w in range(k - n):
+        i = redo[w]
+        v = gamma_mt(g, a[i]) * inv_rate
+        out[i] = v if v > DBL_MIN else DBL_MIN
     while n >= GS_VEC_MIN:
         # a proposal for each shape still to draw, in order
         for q in range(n):
@@ -353,30 +406,38 @@ cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double 
             redo[n_work] = q
             n_work += val[q] < 0.0
         # P > 1 to the front (in place: n_tail <= w <= q), the rejected shapes to redo
+        # (in place: n_redo <= w), without a branch but for the tests the bounds left
         n_tail = n_redo = 0
         for w in range(n_work):
             q = redo[w]
+            v = val[q]
             i = idx[q]
-            if p[q] > 1.0:
-                ac[n_tail] = ac[q]
-                p[n_tail] = p[q]
-                h[n_tail] = h[q]
-                idx[n_tail] = i
-                n_tail += 1
-            elif lx[q] <= LOG_EPS53 or accept_exp_neg(g, exp(lx[q] if lx[q] > LOG_X_MIN else LOG_X_MIN), h[q]):
-                # p[q] = x (0 where x <= 2^-53: accepted); a quotient below e^-700 from lx
-                out[i] = quotient(exp(lx[q] if lx[q] > LOG_X_MIN else LOG_X_MIN), lx[q], inv_rate, log_rate)
-            else:
-                redo[n_redo] = i
-                n_redo += 1
+            ac[n_tail] = ac[q]
+            p[n_tail] = p[q]
+            h[n_tail] = h[q]
+            idx[n_tail] = i
+            n_tail += v == GS_TAIL
+            redo[n_redo] = i
+            n_redo += v == GS_REJECT
+            if v == GS_TEST:
+                # x again (libm); a quotient below e^-700 from lx
+                li = lx[q]
+                v = exp(li if li > LOG_X_MIN else LOG_X_MIN)
+                if li <= LOG_EPS53 or accept_exp_neg(g, v, h[q]):
+                    out[i] = quotient(v, li, inv_rate, log_rate)
+                else:
+                    redo[n_redo] = i
+                    n_redo += 1
         if n_tail >= GS_VEC_MIN:
-            gs_tail(ac, p, h, lx, val, pad_lanes(ac, p, h, n_tail, k, 1.1), inv_rate, lim)
+            gs_tail(ac, p, h, lx, val, pad_lanes(ac, p, h, n_tail, k, 1.1), inv_rate, log_rate, lim)
             for q in range(n_tail):
                 v = val[q]
                 i = idx[q]
                 out[i] = v
-                if v < 0.0:
-                    if v == GS_TEST and accept_exp_neg(g, (1.0 - ac[q]) * lx[q], h[q]):
+                redo[n_redo] = i
+                n_redo += v == GS_REJECT
+                if v == GS_TEST:
+                    if accept_exp_neg(g, (1.0 - ac[q]) * lx[q], h[q]):
                         out[i] = quotient(p[q], lx[q], inv_rate, log_rate)
                     else:
                         redo[n_redo] = i
