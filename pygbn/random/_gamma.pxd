@@ -383,19 +383,32 @@ cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double 
     cdef Py_ssize_t i, q, w, n = 0, n_work, n_tail, n_redo
     cdef double v, li
     cdef double inv_rate = 1.0 / rate, log_rate = log(rate), lim = DBL_MIN * rate
-    # shapes below 1 to idx, the others to redo, without a branch (mixed rows)
+    # Marsaglia-Tsang for the shapes from 1 up, in order; the others' places to idx and
+    # their shapes to ac (a mixed row: both lists first, without a branch)
     for i in range(k):
-        idx[n] = i
-        redo[i - n] = i
         n += a[i] < 1.0
-    for w in range(k - n):
-        i = redo[w]
-        v = gamma_mt(g, a[i]) * inv_rate
-        out[i] = v if v > DBL_MIN else DBL_MIN
+    if n == 0:
+        for i in range(k):
+            v = gamma_mt(g, a[i]) * inv_rate
+            out[i] = v if v > DBL_MIN else DBL_MIN
+    elif n == k:
+        for i in range(k):
+            idx[i] = i
+            ac[i] = a[i]
+    else:
+        n = 0
+        for i in range(k):
+            idx[n] = i
+            ac[n] = a[i]
+            redo[i - n] = i
+            n += a[i] < 1.0
+        for w in range(k - n):
+            i = redo[w]
+            v = gamma_mt(g, a[i]) * inv_rate
+            out[i] = v if v > DBL_MIN else DBL_MIN
     while n >= GS_VEC_MIN:
         # a proposal for each shape still to draw, in order
         for q in range(n):
-            ac[q] = a[idx[q]]
             p[q] = split_uniform(g.next_uint64(g.state), &h[q])
         gs_lead(ac, p, h, lx, val, pad_lanes(ac, p, h, n, k, 0.5), inv_rate, log_rate, lim)
         # every quotient out (-1 where not finished: overwritten below); the
@@ -456,6 +469,8 @@ cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double 
         idx = redo
         redo = swap
         n = n_redo
+        for q in range(n):
+            ac[q] = a[idx[q]]
     # the last few, one at a time
     for q in range(n):
         i = idx[q]
