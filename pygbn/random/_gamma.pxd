@@ -10,32 +10,46 @@ shapes far below 1 (a prior ``Phi theta`` of 0.001-0.1 with no count, or
 public row fill (``_kernel("gamma_row")``) draws through it too.  It is exact given ideal uniforms (up to the
 rounding of a few floating-point operations per draw), like the other
 kernels of :mod:`pygbn.random`, and draws from one numpy ``bitgen_t``
-stream, so a row's draws depend only on its stream.
+stream, so a row's draws depend only on its stream (and are the same
+bits whichever instruction set's version of the vectorised passes runs).
 
 Shapes below 1: Ahrens & Dieter's (1974) GS.  With ``b = 1 + a/e`` and
 ``P = b U``: ``P <= 1`` proposes ``x = P^(1/a)``, accepted with probability
 ``exp(-x)``; ``P > 1`` proposes ``x = -log((b - P)/a)``, accepted with
-probability ``x^(a-1)``.  What makes it fast:
+probability ``x^(a-1) = exp(-(1 - a) log x)``.  The row's shapes below 1 are
+drawn in rounds; what makes it fast:
 
-* the row's first proposals are formed together: all their uniforms are
-  drawn first (straight from the stream's ``next_double``), then one
-  vectorised pass forms ``log x = log(P)/a`` and ``x`` for all
-  (:c:func:`gs_lead`, with the vectorisable ``log``/``exp`` of
-  :mod:`pygbn.random._inline`); ``x`` is formed as ``exp(max(log x, -700))``
-  so that no operation of the pass has a subnormal result (on x86 each such
-  operation costs a microcode assist of about a hundred cycles, and for
-  shapes near 0.001 most ``x`` underflow);
+* a round's proposals are formed together: one 64-bit output per shape still
+  to draw (straight from the stream's ``next_uint64``: the uniform and 11
+  spare bits ``h`` for the test, :c:func:`accept_exp_neg`), then one
+  vectorised pass (:c:func:`gs_lead`, with the vectorisable ``log``/``exp``
+  of :mod:`pygbn.random._inline`) forms ``log x = log(P)/a`` and ``x`` for
+  all and finishes every accepted ``P <= 1`` proposal; the ``P > 1``
+  proposals (1 - 1/b of them: 10% at a = 0.3, 25% at 0.9) are gathered and
+  finished by a second vectorised pass (:c:func:`gs_tail`: both logs, the
+  test on ``y = (1 - a) log x``); the shapes of the rejected proposals make
+  the next round (fresh proposals, vectorised again), and fewer than
+  ``GS_VEC_MIN`` (8) are finished one at a time with libm;
+* ``x`` is formed as ``exp(max(log x, -700))`` so that no operation of a
+  pass has a subnormal result (on x86 each such operation costs a microcode
+  assist of about a hundred cycles, and for shapes near 0.001 most ``x``
+  underflow); ``y`` is 0 or above 1e-32;
 * ``x <= 2^-53`` is accepted without a uniform (``exp(-x) >= 1 - 2^-53``, above
-  every 53-bit uniform); otherwise the test ``V < exp(-x)`` is decided by
-  ``1 - x + x^2/2 - x^3/6 <= exp(-x) <= 1 - x + x^2/2`` and ``exp`` is called
-  only for a ``V`` between the two;
+  every 53-bit uniform); otherwise the test ``V < exp(-y)`` (``y = x`` or
+  ``(1 - a) log x``) is decided by ``1 - y + y^2/2 - y^3/6 <= exp(-y) <= 1 - y
+  + y^2/2``: ``h`` below the lower bound accepts, ``h`` at or above the upper
+  one rejects, and ``exp`` (libm) is called only for an ``h`` between the two;
 * the quotient is ``x * (1 / rate)``, or ``exp(log x - log rate)`` where ``x``
   is below ``e^-700`` (floored at DBL_MIN without an ``exp`` when that is below
-  it).
+  it);
+* the passes work on compacted arrays, padded to a multiple of 8 lanes where
+  the row's scratch has room (no scalar remainder), and a mixed row lists its
+  shapes below 1 and from 1 up without a branch.
 
-A rejected first proposal is followed by further proposals one at a time
-(:c:func:`gamma_gs_log`), which is the same rejection sampler.  Shapes from 1
-up: Marsaglia & Tsang (:c:func:`pygbn.random._inline.gamma_mt`).
+Each shape's draw is the first accepted of an independent sequence of GS
+proposals, whatever round it comes from: the same rejection sampler.  Shapes
+from 1 up: Marsaglia & Tsang (:c:func:`pygbn.random._inline.gamma_mt`),
+drawn first, in row order.
 
 References
 ----------
@@ -111,8 +125,8 @@ cdef extern from *:
        h >= 2048 (1 - x + x^2/2) >= 2048 exp(-x): rejected), PYGBN_GS_TEST (P <= 1 and
        the test needs exp, or a draw below e^-700 whose quotient is not below
        DBL_MIN: formed from its log, one at a time) or PYGBN_GS_TAIL (P > 1: see
-       pygbn_gs_tail); p is P where P > 1, 0 where x <= 2^-53 (accepted without a
-       test), else x; lx is log(P) / a.  x is formed as exp(max(lx, -700)), so no
+       pygbn_gs_tail); p is P and lx is log(P) / a (x is formed again from lx, with
+       libm, for the few that need it: storing x costs more at small shapes).  x is formed as exp(max(lx, -700)), so no
        operation has a subnormal result.  lim is DBL_MIN rate.  With GCC on x86-64
        Linux an AVX-512 or AVX2 version is chosen at run time (target_clones).
        setup.py builds with -ffp-contract=off: no multiply-add is fused (AVX-512 has
