@@ -64,14 +64,14 @@ def test_mixed_rows_each_draw_follows_its_own_shape():
 
 
 @pytest.mark.parametrize("row", [
-    # rows of 100 like the test chain's theta^(1) (shapes r_k + m_jk: 57% in [0.4, 1), the
-    # others from 1.4 up): a first round of about 57 lanes padded to 64, tails in a
-    # vectorised pass, a second round of about 14, the last few one at a time
+    # rows of 100 like the test chain's theta^(1) (shapes r_k + m_jk: in [0.4, 1), or from
+    # 1.4 up): a first round of 70 lanes padded to 72, the P > 1 ones in a vectorised pass,
+    # further rounds, the last few one at a time
     [0.43, 0.51, 0.55, 0.68, 0.81, 0.9, 0.97, 1.43, 2.51, 5.68] * 10,
     # every shape in [0.3, 1): no room to pad the first round (a scalar remainder), many
     # rejections and tails (1 - 1/b = 25% at 0.999), several vectorised rounds
     [0.3, 0.5, 0.7, 0.9, 0.999] * 13,
-    # rows of 9 and 7 shapes below 1: one round of 9 lanes, or every draw one at a time
+    # rows with 8 and 7 shapes below 1: a round of 8 lanes (no room to pad), or every draw one at a time
     [0.3, 0.5, 0.7, 0.9, 0.999, 0.6, 0.8, 0.95, 2.0],
     [0.3, 0.5, 0.7, 0.9, 0.999, 0.6, 0.8, 3.0],
 ])
