@@ -9,18 +9,17 @@ fixed blocks of documents, block ``b`` drawing only from stream
   non-zero, without the K_t cumulative weights of each cell (chunk sums and
   a two-level search instead).
 * :func:`sample_theta`: eq:step4 fused with its prior: the prior rows
-  ``theta^(t+1) Phi^(t+1)^T`` of a document block are formed by BLAS into a
-  per-block buffer (no J x K_t temporary) and the gamma draws are made by
+  ``theta^(t+1) Phi^(t+1)^T`` of a document block are formed by the product
+  kernel into a per-block buffer (no J x K_t temporary) and the gamma draws are made by
   :c:func:`pygbn.random._gamma.gamma_row`; the row sums of theta come
   with it.
 * :func:`doc_prior`: the same prior rows, for the collapsed layer-one sweep.
 
-The products go through ``scipy.linalg.cython_blas.dgemm`` (imported on the first
-product: a one-layer fit never loads ``scipy.linalg``) in calls of at
-most ``PRODUCT_LIMIT`` = 2^18 multiply-adds: OpenBLAS (scipy's) runs a call
-that small on the calling thread, so the library's thread count is the only
-one in play, and a block's rows are always computed by the same calls (the
-result does not depend on the threads, nor on how blocks are grouped).
+The products are this module's own kernel (:c:func:`_product_rows`, no BLAS):
+register tiles of AVX-512 or AVX2 + FMA vectors where the CPU has them
+(chosen at run time), portable C elsewhere, every entry one chain of fused
+multiply-adds in the order of k, so that an entry does not depend on the
+path, the tile or block it falls in, or the thread count.
 
 A block whose scratch memory cannot be allocated (:mod:`pygbn.inference._alloc`)
 does no work and the kernel raises ``MemoryError`` after the loop.
@@ -34,7 +33,6 @@ from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
-from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
@@ -48,29 +46,9 @@ cdef enum:
     CHUNK = 8
     # below this many tables a split is a sequence of categorical draws
     SMALL_SPLIT = 32
-    # multiply-adds per BLAS call: OpenBLAS runs calls up to this size on one thread
-    PRODUCT_LIMIT = 262144
     # rows are scaled by 2^S, S <= SCALE_MAX, so that their largest entry is at most 2^SCALE_TOP
     SCALE_TOP = 900
     SCALE_MAX = 1000
-
-
-ctypedef void (*dgemm_t)(char *transa, char *transb, int *m, int *n, int *k, double *alpha, double *a,
-                         int *lda, double *b, int *ldb, double *beta, double *c, int *ldc) noexcept nogil
-
-# scipy.linalg.cython_blas.dgemm, taken on the first product (_load_blas): importing
-# scipy.linalg costs about 6 MB resident, and a one-layer fit forms no product
-cdef dgemm_t dgemm = NULL
-
-
-cdef int _load_blas() except -1:
-    """Set ``dgemm`` from ``scipy.linalg.cython_blas`` (imported here, once)."""
-    global dgemm
-    if dgemm == NULL:
-        from scipy.linalg import cython_blas
-        cap = cython_blas.__pyx_capi__["dgemm"]
-        dgemm = <dgemm_t> PyCapsule_GetPointer(cap, PyCapsule_GetName(cap))
-    return 0
 
 
 def _fail_next_allocations(int n):
@@ -86,6 +64,9 @@ cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
+    #include <stdlib.h>
+    #include <math.h>
+    #include <float.h>
     /* the exponent e of frexp (max x = f 2^e, f in [0.5, 1)) of a row of
        non-negative doubles, from the largest bit pattern (their order);
        -1023 for a row of zeros */
@@ -98,8 +79,275 @@ cdef extern from *:
         }
         return m == 0 ? -1023 : (int) (m >> 52) - 1022;
     }
+
+    /* ---- the Phi theta product kernel ----------------------------------------
+       out[j, v] = max(y, lim_j) down_j, y = sum_k pt[k, v] ts[j, k] as one chain:
+       y = 0; for k = 0, ..., kup - 1: y = fma(pt[k, v], ts[j, k], y).  pt is Phi
+       transposed (kup x ld, ld a multiple of PYGBN_PRODUCT_PAD, zeros past kin),
+       ts the scaled theta rows (nrows x kup), down_j = 2^-S_j and lim_j =
+       DBL_MIN / down_j (= DBL_MIN 2^S_j, so lim_j down_j = DBL_MIN exactly).
+       Every path (AVX-512, AVX2 + FMA, portable C) forms every entry by that
+       chain of correctly rounded fused multiply-adds, so all give the same
+       bits, whatever the tile an entry falls in.  The x86 paths are chosen at
+       run time (pygbn_product_best); build knobs (CFLAGS): -DPYGBN_PRODUCT_NO_AVX512
+       leaves out the AVX-512 path, -DPYGBN_PRODUCT_NO_SIMD both x86 paths. */
+    #define PYGBN_PRODUCT_PAD 16
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) \
+        && !defined(PYGBN_PRODUCT_NO_SIMD)
+    #define PYGBN_PRODUCT_X86 1
+    #include <immintrin.h>
+    #if !defined(PYGBN_PRODUCT_NO_AVX512)
+    #define PYGBN_PRODUCT_AVX512 1
+    #endif
+    #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    #define PYGBN_INLINE static inline __attribute__((always_inline))
+    #else
+    #define PYGBN_INLINE static __inline
+    #endif
+
+    /* pt[k * ld + v] = phi[v * kup + k] (v < kin), 0 for kin <= v < ld */
+    static void pygbn_transpose_pad(const double *phi, Py_ssize_t kin, Py_ssize_t kup,
+                                    Py_ssize_t ld, double *pt) {
+        Py_ssize_t k, v;
+        for (k = 0; k < kup; k++) {
+            for (v = 0; v < kin; v++)
+                pt[k * ld + v] = phi[v * kup + k];
+            for (v = kin; v < ld; v++)
+                pt[k * ld + v] = 0.0;
+        }
+    }
+
+    /* the finished entry: max(y, lim) down (DBL_MIN where y <= lim; no subnormal is formed) */
+    static inline double pygbn_product_finish(double y, double lim, double down) {
+        return (y > lim ? y : lim) * down;
+    }
+
+    /* portable C: R rows x 4 outputs of scalar chains (libm fma: an instruction where
+       the target has one, a correctly rounded emulation elsewhere) */
+    PYGBN_INLINE void pygbn_tile_c(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                   double *out, Py_ssize_t kin, const double *down, const int R,
+                                   int n) {
+        double acc[4][4];
+        Py_ssize_t k;
+        int r, c;
+        for (r = 0; r < R; r++)
+            for (c = 0; c < 4; c++)
+                acc[r][c] = 0.0;
+        for (k = 0; k < kup; k++)
+            for (r = 0; r < R; r++) {
+                double t = ts[r * kup + k];
+                for (c = 0; c < 4; c++)
+                    acc[r][c] = fma(pt[k * ld + c], t, acc[r][c]);
+            }
+        for (r = 0; r < R; r++) {
+            double lim = DBL_MIN / down[r];
+            for (c = 0; c < n; c++)
+                out[r * kin + c] = pygbn_product_finish(acc[r][c], lim, down[r]);
+        }
+    }
+    static void pygbn_product_c(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                double *out, Py_ssize_t kin, const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            int R = nrows - j >= 4 ? 4 : 1;
+            for (v = 0; v < kin; v += 4) {
+                int n = kin - v >= 4 ? 4 : (int) (kin - v);
+                if (R == 4)
+                    pygbn_tile_c(ts + j * kup, kup, pt + v, ld, out + j * kin + v, kin, down + j, 4, n);
+                else
+                    pygbn_tile_c(ts + j * kup, kup, pt + v, ld, out + j * kin + v, kin, down + j, 1, n);
+            }
+            j += R;
+        }
+    }
+
+    #if defined(PYGBN_PRODUCT_X86)
+    /* AVX2 + FMA: tiles of R rows (4, 2, 1) x NV vectors of 4 outputs (2, 1); the
+       partial vectors of a row's end are stored through a small buffer */
+    #define PYGBN_T256 __attribute__((target("avx2,fma")))
+    PYGBN_INLINE PYGBN_T256 void pygbn_tile256(const double *ts, Py_ssize_t kup, const double *pt,
+                                               Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                               const double *down, const int R, const int NV, int n) {
+        __m256d acc[4][2];
+        Py_ssize_t k;
+        int r, c;
+        #pragma GCC unroll 4
+        for (r = 0; r < R; r++) {
+            acc[r][0] = _mm256_setzero_pd();
+            acc[r][1] = _mm256_setzero_pd();
+        }
+        for (k = 0; k < kup; k++) {
+            __m256d p0 = _mm256_load_pd(pt + k * ld);
+            __m256d p1 = NV > 1 ? _mm256_load_pd(pt + k * ld + 4) : p0;
+            #pragma GCC unroll 4
+            for (r = 0; r < R; r++) {
+                __m256d t = _mm256_broadcast_sd(ts + r * kup + k);
+                acc[r][0] = _mm256_fmadd_pd(p0, t, acc[r][0]);
+                if (NV > 1)
+                    acc[r][1] = _mm256_fmadd_pd(p1, t, acc[r][1]);
+            }
+        }
+        #pragma GCC unroll 4
+        for (r = 0; r < R; r++) {
+            __m256d lim = _mm256_set1_pd(DBL_MIN / down[r]), d = _mm256_set1_pd(down[r]);
+            #pragma GCC unroll 2
+            for (c = 0; c < NV; c++) {
+                __m256d y = _mm256_mul_pd(_mm256_max_pd(acc[r][c], lim), d);
+                int m = n - 4 * c;
+                if (m >= 4) {
+                    _mm256_storeu_pd(out + r * kin + 4 * c, y);
+                } else if (m > 0) {
+                    double tmp[4];
+                    _mm256_storeu_pd(tmp, y);
+                    memcpy(out + r * kin + 4 * c, tmp, (size_t) m * sizeof(double));
+                }
+            }
+        }
+    }
+    #define PYGBN_TILE256(RR, NN) pygbn_tile256(ts + j * kup, kup, pt + v, ld, out + j * kin + v, \
+                                                kin, down + j, RR, NN, n)
+    static PYGBN_T256 void pygbn_product_avx2(const double *ts, Py_ssize_t kup, const double *pt,
+                                              Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                              const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            int R = nrows - j >= 4 ? 4 : (nrows - j >= 2 ? 2 : 1);
+            for (v = 0; v < kin; v += 8) {
+                int n = kin - v >= 8 ? 8 : (int) (kin - v);
+                if (n > 4) {
+                    if (R == 4) PYGBN_TILE256(4, 2); else if (R == 2) PYGBN_TILE256(2, 2); else PYGBN_TILE256(1, 2);
+                } else {
+                    if (R == 4) PYGBN_TILE256(4, 1); else if (R == 2) PYGBN_TILE256(2, 1); else PYGBN_TILE256(1, 1);
+                }
+            }
+            j += R;
+        }
+    }
+
+    #if defined(PYGBN_PRODUCT_AVX512)
+    /* AVX-512: tiles of R rows (8, 4, 2, 1) x NV vectors of 8 outputs (2, 1); a
+       row's end by masked stores */
+    #define PYGBN_T512 __attribute__((target("avx512f,fma")))
+    PYGBN_INLINE PYGBN_T512 void pygbn_tile512(const double *ts, Py_ssize_t kup, const double *pt,
+                                               Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                               const double *down, const int R, const int NV, int n) {
+        __m512d acc[8][2];
+        Py_ssize_t k;
+        int r, c;
+        #pragma GCC unroll 8
+        for (r = 0; r < R; r++) {
+            acc[r][0] = _mm512_setzero_pd();
+            acc[r][1] = _mm512_setzero_pd();
+        }
+        for (k = 0; k < kup; k++) {
+            __m512d p0 = _mm512_load_pd(pt + k * ld);
+            __m512d p1 = NV > 1 ? _mm512_load_pd(pt + k * ld + 8) : p0;
+            #pragma GCC unroll 8
+            for (r = 0; r < R; r++) {
+                __m512d t = _mm512_set1_pd(ts[r * kup + k]);
+                acc[r][0] = _mm512_fmadd_pd(p0, t, acc[r][0]);
+                if (NV > 1)
+                    acc[r][1] = _mm512_fmadd_pd(p1, t, acc[r][1]);
+            }
+        }
+        #pragma GCC unroll 8
+        for (r = 0; r < R; r++) {
+            __m512d lim = _mm512_set1_pd(DBL_MIN / down[r]), d = _mm512_set1_pd(down[r]);
+            #pragma GCC unroll 2
+            for (c = 0; c < NV; c++) {
+                __m512d y = _mm512_mul_pd(_mm512_max_pd(acc[r][c], lim), d);
+                int m = n - 8 * c;
+                if (m >= 8)
+                    _mm512_storeu_pd(out + r * kin + 8 * c, y);
+                else if (m > 0)
+                    _mm512_mask_storeu_pd(out + r * kin + 8 * c, (__mmask8) ((1u << m) - 1u), y);
+            }
+        }
+    }
+    #define PYGBN_TILE512(RR, NN) pygbn_tile512(ts + j * kup, kup, pt + v, ld, out + j * kin + v, \
+                                                kin, down + j, RR, NN, n)
+    static PYGBN_T512 void pygbn_product_avx512(const double *ts, Py_ssize_t kup, const double *pt,
+                                                Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                                const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            Py_ssize_t left = nrows - j;
+            int R = left >= 8 ? 8 : (left >= 4 ? 4 : (left >= 2 ? 2 : 1));
+            for (v = 0; v < kin; v += 16) {
+                int n = kin - v >= 16 ? 16 : (int) (kin - v);
+                if (n > 8) {
+                    switch (R) {
+                    case 8: PYGBN_TILE512(8, 2); break;
+                    case 4: PYGBN_TILE512(4, 2); break;
+                    case 2: PYGBN_TILE512(2, 2); break;
+                    default: PYGBN_TILE512(1, 2);
+                    }
+                } else {
+                    switch (R) {
+                    case 8: PYGBN_TILE512(8, 1); break;
+                    case 4: PYGBN_TILE512(4, 1); break;
+                    case 2: PYGBN_TILE512(2, 1); break;
+                    default: PYGBN_TILE512(1, 1);
+                    }
+                }
+            }
+            j += R;
+        }
+    }
+    #endif
+    #endif
+
+    /* the best path this CPU runs: 2 AVX-512, 1 AVX2 + FMA, 0 portable C */
+    static int pygbn_product_best(void) {
+    #if defined(PYGBN_PRODUCT_X86)
+        __builtin_cpu_init();
+    #if defined(PYGBN_PRODUCT_AVX512)
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+            return 2;
+    #endif
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            return 1;
+    #endif
+        return 0;
+    }
+
+    static void pygbn_product(int path, const double *ts, Py_ssize_t kup, const double *pt,
+                              Py_ssize_t ld, double *out, Py_ssize_t kin, const double *down,
+                              Py_ssize_t nrows) {
+    #if defined(PYGBN_PRODUCT_X86)
+    #if defined(PYGBN_PRODUCT_AVX512)
+        if (path == 2) {
+            pygbn_product_avx512(ts, kup, pt, ld, out, kin, down, nrows);
+            return;
+        }
+    #endif
+        if (path == 1) {
+            pygbn_product_avx2(ts, kup, pt, ld, out, kin, down, nrows);
+            return;
+        }
+    #endif
+        pygbn_product_c(ts, kup, pt, ld, out, kin, down, nrows);
+    }
+
+    /* n doubles aligned to 64 bytes inside the block *base (free(*base)); NULL if none */
+    static double *pygbn_malloc_aligned(Py_ssize_t n, void **base) {
+        char *p = (char *) malloc((size_t) n * sizeof(double) + 64);
+        *base = p;
+        if (p == NULL)
+            return NULL;
+        return (double *) (p + (64 - (uintptr_t) p % 64));
+    }
     """
     int _row_max_exponent "pygbn_row_max_exponent"(const double *x, Py_ssize_t n) noexcept nogil
+    const int PRODUCT_PAD "PYGBN_PRODUCT_PAD"
+    void _transpose_pad "pygbn_transpose_pad"(const double *phi, Py_ssize_t kin, Py_ssize_t kup,
+                                              Py_ssize_t ld, double *pt) noexcept nogil
+    int _product_best "pygbn_product_best"() noexcept nogil
+    void _product "pygbn_product"(int path, const double *ts, Py_ssize_t kup, const double *pt,
+                                  Py_ssize_t ld, double *out, Py_ssize_t kin, const double *down,
+                                  Py_ssize_t nrows) noexcept nogil
+    double *_malloc_aligned "pygbn_malloc_aligned"(Py_ssize_t n, void **base) noexcept nogil
 
 
 cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
@@ -120,56 +368,70 @@ cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
     return 0 if e < 0 else (SCALE_MAX if e > SCALE_MAX else e)
 
 
-cdef void _product_rows(const double *theta, const double *phi, int kin, int kup, int nrows,
-                        double *out, double *scratch) noexcept nogil:
+# the product's path (pygbn_product_best), or the one a test forced (_product_path)
+cdef int _path_forced = -1
+
+
+def _product_path(int path=-1):
+    """Test hook: the path of the Phi theta products (2 AVX-512, 1 AVX2 + FMA,
+    0 portable C); ``path >= 0`` forces that path (the best this CPU runs where
+    it runs less), -1 restores the default.  Returns the path now in use."""
+    global _path_forced
+    cdef int best = _product_best()
+    _path_forced = -1 if path < 0 else (path if path < best else best)
+    return best if _path_forced < 0 else _path_forced
+
+
+cdef inline int _product_path_now() noexcept nogil:
+    return _product_best() if _path_forced < 0 else _path_forced
+
+
+cdef double *_phi_transposed(const double[:, ::1] phi, void **base) except? NULL:
+    """Phi (kin x kup) transposed into a 64-byte aligned ``kup x ld`` array, ``ld``
+    the row length padded to PRODUCT_PAD with zeros (free ``base[0]``)."""
+    cdef Py_ssize_t kin = phi.shape[0], kup = phi.shape[1]
+    cdef Py_ssize_t ld = (kin + PRODUCT_PAD - 1) // PRODUCT_PAD * PRODUCT_PAD
+    cdef double *pt = _malloc_aligned(kup * ld, base)
+    if pt == NULL:
+        raise MemoryError("the transposed Phi of a product could not be allocated")
+    if kup > 0:
+        _transpose_pad(&phi[0, 0], kin, kup, ld, pt)
+    return pt
+
+
+cdef void _product_rows(const double *theta, const double *pt, int kin, int kup, int nrows,
+                        double *out, double *scratch, int path) noexcept nogil:
     """``out[j, v] = max(sum_k theta[j, k] phi[v, k], DBL_MIN)`` for ``nrows`` rows (all row-major).
 
-    Each theta row is first multiplied by its own ``2^S`` (:c:func:`_row_scale`,
-    into ``scratch``, ``nrows * (kup + 1)`` doubles) and each output row by
+    ``pt`` is Phi transposed and padded (:c:func:`_phi_transposed`).  Each theta
+    row is first multiplied by its own ``2^S`` (:c:func:`_row_scale`, into
+    ``scratch``, ``nrows * (kup + 1)`` doubles) and each output row by
     ``2^-S`` afterwards: exact scalings, so every entry is what the unscaled
-    product gives wherever that product has no subnormal term, and the same
-    or more accurate otherwise (an entry below DBL_MIN is DBL_MIN either way).
+    sum gives wherever that has no subnormal term, and the same or more
+    accurate otherwise (an entry below DBL_MIN is DBL_MIN either way).
 
-    In BLAS's column-major terms ``out^T = phi (kin x kup) theta^T``; calls are
-    cut to at most PRODUCT_LIMIT multiply-adds by rows (and by output columns
-    when a single row is that large), never along k, so every entry is one
-    dot product in BLAS's own order.
+    Every entry is one chain of fused multiply-adds in the order of k
+    (``y = 0; y = fma(phi[v, k], theta[j, k] 2^S, y)`` for k = 0, 1, ...),
+    formed by register tiles of rows x outputs (``pygbn_product`` in this
+    module's C code: AVX-512 or AVX2 + FMA where the CPU has them, chosen at
+    run time; elsewhere portable C with libm's ``fma``, an instruction on
+    aarch64 and every x86 with FMA, a slow correctly rounded emulation on
+    x86 without it, made before 2013).  All paths give the same bits, and an
+    entry does not depend on the rows beside it, the block it is in, or the
+    thread count.
     """
-    cdef int rows = PRODUCT_LIMIT // (kin * kup) if kin * kup > 0 else nrows
-    cdef int cols = kin, j0, v0, m, nv, j, i, sc
-    cdef double one = 1.0, zero = 0.0, f, lim, y
+    cdef int j, i, sc
+    cdef double f
     cdef double *ts = scratch
     cdef double *down = scratch + <Py_ssize_t> nrows * kup
-    cdef double *row
-    cdef char tr = b'T', nt = b'N'
     for j in range(nrows):
         sc = _row_scale(theta + <Py_ssize_t> j * kup, kup)
         f = ldexp(1.0, sc)
         down[j] = ldexp(1.0, -sc)
         for i in range(kup):
             ts[<Py_ssize_t> j * kup + i] = theta[<Py_ssize_t> j * kup + i] * f
-    if rows < 1:
-        rows = 1
-        cols = PRODUCT_LIMIT // kup if kup < PRODUCT_LIMIT else 1
-    if rows > nrows:
-        rows = nrows
-    j0 = 0
-    while j0 < nrows:
-        m = rows if j0 + rows <= nrows else nrows - j0
-        v0 = 0
-        while v0 < kin:
-            nv = cols if v0 + cols <= kin else kin - v0
-            dgemm(&tr, &nt, &nv, &m, &kup, &one, <double *> phi + <Py_ssize_t> v0 * kup, &kup,
-                  ts + <Py_ssize_t> j0 * kup, &kup, &zero, out + <Py_ssize_t> j0 * kin + v0, &kin)
-            v0 += nv
-        j0 += m
-    for j in range(nrows):
-        # y * 2^-S > DBL_MIN exactly when y > DBL_MIN * 2^S (no subnormal is formed)
-        lim = DBL_MIN / down[j]
-        row = out + <Py_ssize_t> j * kin
-        for i in range(kin):
-            y = row[i]
-            row[i] = y * down[j] if y > lim else DBL_MIN
+    _product(path, ts, kup, pt, (kin + PRODUCT_PAD - 1) // PRODUCT_PAD * PRODUCT_PAD, out, kin, down,
+             nrows)
 
 
 def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const int64_t[::1] bounds,
@@ -177,27 +439,30 @@ def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const 
     """``out[j - bounds[0], :] = max(theta_up[j] Phi_up^T, DBL_MIN)`` for the documents of the blocks.
 
     ``theta_up`` is theta^(t+1) (J x K_{t+1}), ``phi_up`` Phi^(t+1)
-    (K_t x K_{t+1}); ``out`` has ``bounds[-1] - bounds[0]`` rows.  Block ``b``'s
-    rows are formed by the same BLAS calls whatever the thread count
-    (:c:func:`_product_rows`).
+    (K_t x K_{t+1}); ``out`` has ``bounds[-1] - bounds[0]`` rows.  Every entry
+    is one fixed chain of fused multiply-adds (:c:func:`_product_rows`): the
+    same bits whatever the blocks, the thread count or the CPU's vector width.
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef int kin = phi_up.shape[0], kup = phi_up.shape[1]
     cdef Py_ssize_t b, off = bounds[0]
     cdef double *work
-    cdef int n_failed = 0
+    cdef double *pt
+    cdef void *pt_base = NULL
+    cdef int n_failed = 0, path = _product_path_now()
     if n_blocks <= 0 or kin == 0:
         return
-    _load_blas()
+    pt = _phi_transposed(phi_up, &pt_base)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         if bounds[b + 1] > bounds[b]:
             work = <double *> block_malloc((bounds[b + 1] - bounds[b]) * (kup + 1) * sizeof(double))
             if work == NULL:
                 n_failed += 1
             else:
-                _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], kin, kup,
-                              <int> (bounds[b + 1] - bounds[b]), &out[bounds[b] - off, 0], work)
+                _product_rows(&theta_up[bounds[b], 0], pt, kin, kup,
+                              <int> (bounds[b + 1] - bounds[b]), &out[bounds[b] - off, 0], work, path)
             free(work)
+    free(pt_base)
     if n_failed:
         raise MemoryError(f"doc_prior: scratch memory of {n_failed} document block(s) "
                           "could not be allocated")
@@ -231,7 +496,9 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     cdef double *work
     cdef const double *prior
     cdef double s
-    cdef int n_failed = 0
+    cdef double *pt = NULL
+    cdef void *pt_base = NULL
+    cdef int n_failed = 0, path = _product_path_now()
     cdef bitgen_t *g
     for b in range(n_blocks):
         if bounds[b + 1] - bounds[b] > max_rows:
@@ -239,7 +506,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     if n_blocks <= 0 or k == 0:
         return
     if not shared:
-        _load_blas()
+        pt = _phi_transposed(phi_up, &pt_base)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         nrows = bounds[b + 1] - bounds[b]
@@ -252,8 +519,8 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
         else:
             buf = work + 8 * k
             if not shared:
-                _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], <int> k, kup, <int> nrows, buf,
-                              buf + max_rows * k)
+                _product_rows(&theta_up[bounds[b], 0], pt, <int> k, kup, <int> nrows, buf,
+                              buf + max_rows * k, path)
             for j in range(bounds[b], bounds[b + 1]):
                 prior = &prior_row[0] if shared else buf + (j - bounds[b]) * k
                 for i in range(k):
@@ -262,6 +529,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
                 if sums:
                     row_sums[j] = s
         free(work)
+    free(pt_base)
     if n_failed:
         raise MemoryError(f"sample_theta: scratch memory of {n_failed} document block(s) "
                           "could not be allocated")
