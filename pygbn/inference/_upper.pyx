@@ -270,12 +270,13 @@ cdef extern from *:
     static PYGBN_T512 void pygbn_product_avx512(const double *ts, Py_ssize_t kup, const double *pt,
                                                 Py_ssize_t ld, double *out, Py_ssize_t kin,
                                                 const double *down, Py_ssize_t nrows) {
-        Py_ssize_t j = 0, v;
-        while (j < nrows) {
-            Py_ssize_t left = nrows - j;
-            int R = left >= 8 ? 8 : (left >= 4 ? 4 : (left >= 2 ? 2 : 1));
-            for (v = 0; v < kin; v += 16) {
-                int n = kin - v >= 16 ? 16 : (int) (kin - v);
+        Py_ssize_t j, v;
+        for (v = 0; v < kin; v += 16) {
+            int n = kin - v >= 16 ? 16 : (int) (kin - v);
+            j = 0;
+            while (j < nrows) {
+                Py_ssize_t left = nrows - j;
+                int R = left >= 8 ? 8 : (left >= 4 ? 4 : (left >= 2 ? 2 : 1));
                 if (n > 8) {
                     switch (R) {
                     case 8: PYGBN_TILE512(8, 2); break;
@@ -291,8 +292,8 @@ cdef extern from *:
                     default: PYGBN_TILE512(1, 1);
                     }
                 }
+                j += R;
             }
-            j += R;
         }
     }
     #endif
