@@ -328,6 +328,7 @@ cdef extern from *:
             return;
         }
     #endif
+        (void) path;
         pygbn_product_c(ts, kup, pt, ld, out, kin, down, nrows);
     }
 
