@@ -299,6 +299,91 @@ cdef extern from *:
     #endif
     #endif
 
+    /* ---- the rows' scaling (see _row_scale): ts[j] = theta[j] 2^S_j, down[j] = 2^-S_j,
+       S_j = top - e_j within [0, smax] (0 for a row of zeros), e_j the frexp exponent of the
+       row's largest entry.  Exact scalings; every path gives the same S (the largest of
+       non-negative doubles is the one with the largest bits) and the same ts. */
+    static inline double pygbn_pow2(int s) {                       /* 2^s, -1022 <= s <= 1023 */
+        uint64_t b = (uint64_t) (s + 1023) << 52;
+        double x;
+        memcpy(&x, &b, 8);
+        return x;
+    }
+    static inline int pygbn_scale_of(double m, int top, int smax) {  /* S from the largest entry */
+        uint64_t b;
+        int e;
+        memcpy(&b, &m, 8);
+        if (b == 0)
+            return 0;
+        e = top - ((int) (b >> 52) - 1022);
+        return e < 0 ? 0 : (e > smax ? smax : e);
+    }
+    static void pygbn_scale_rows_c(const double *theta, Py_ssize_t kup, Py_ssize_t nrows, double *ts,
+                                   double *down, int top, int smax) {
+        Py_ssize_t j, k;
+        for (j = 0; j < nrows; j++) {
+            const double *x = theta + j * kup;
+            int e = pygbn_row_max_exponent(x, kup);
+            int s = e == -1023 ? 0 : (top - e < 0 ? 0 : (top - e > smax ? smax : top - e));
+            double f = pygbn_pow2(s);
+            down[j] = pygbn_pow2(-s);
+            for (k = 0; k < kup; k++)
+                ts[j * kup + k] = x[k] * f;
+        }
+    }
+    #if defined(PYGBN_PRODUCT_X86)
+    static PYGBN_T256 void pygbn_scale_rows_avx2(const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                                 double *ts, double *down, int top, int smax) {
+        Py_ssize_t j, k;
+        for (j = 0; j < nrows; j++) {
+            const double *x = theta + j * kup;
+            double *y = ts + j * kup, lanes[4], m, f;
+            __m256d vm = _mm256_setzero_pd(), vf;
+            int s;
+            for (k = 0; k + 4 <= kup; k += 4)
+                vm = _mm256_max_pd(vm, _mm256_loadu_pd(x + k));
+            _mm256_storeu_pd(lanes, vm);
+            m = lanes[0] > lanes[1] ? lanes[0] : lanes[1];
+            m = m > lanes[2] ? m : lanes[2];
+            m = m > lanes[3] ? m : lanes[3];
+            for (; k < kup; k++)
+                m = m > x[k] ? m : x[k];
+            s = pygbn_scale_of(m, top, smax);
+            f = pygbn_pow2(s);
+            down[j] = pygbn_pow2(-s);
+            vf = _mm256_set1_pd(f);
+            for (k = 0; k + 4 <= kup; k += 4)
+                _mm256_storeu_pd(y + k, _mm256_mul_pd(_mm256_loadu_pd(x + k), vf));
+            for (; k < kup; k++)
+                y[k] = x[k] * f;
+        }
+    }
+    #if defined(PYGBN_PRODUCT_AVX512)
+    static PYGBN_T512 void pygbn_scale_rows_avx512(const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                                   double *ts, double *down, int top, int smax) {
+        Py_ssize_t j, k;
+        __mmask8 tail = (__mmask8) ((1u << (kup % 8)) - 1u);
+        for (j = 0; j < nrows; j++) {
+            const double *x = theta + j * kup;
+            double *y = ts + j * kup;
+            __m512d vm = _mm512_setzero_pd(), vf;
+            int s;
+            for (k = 0; k + 8 <= kup; k += 8)
+                vm = _mm512_max_pd(vm, _mm512_loadu_pd(x + k));
+            if (tail)
+                vm = _mm512_max_pd(vm, _mm512_maskz_loadu_pd(tail, x + k));
+            s = pygbn_scale_of(_mm512_reduce_max_pd(vm), top, smax);
+            down[j] = pygbn_pow2(-s);
+            vf = _mm512_set1_pd(pygbn_pow2(s));
+            for (k = 0; k + 8 <= kup; k += 8)
+                _mm512_storeu_pd(y + k, _mm512_mul_pd(_mm512_loadu_pd(x + k), vf));
+            if (tail)
+                _mm512_mask_storeu_pd(y + k, tail, _mm512_maskz_mul_pd(tail, _mm512_maskz_loadu_pd(tail, x + k), vf));
+        }
+    }
+    #endif
+    #endif
+
     /* the best path this CPU runs: 2 AVX-512, 1 AVX2 + FMA, 0 portable C */
     static int pygbn_product_best(void) {
     #if defined(PYGBN_PRODUCT_X86)
@@ -332,6 +417,24 @@ cdef extern from *:
         pygbn_product_c(ts, kup, pt, ld, out, kin, down, nrows);
     }
 
+    static void pygbn_scale_rows(int path, const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                 double *ts, double *down, int top, int smax) {
+    #if defined(PYGBN_PRODUCT_X86)
+    #if defined(PYGBN_PRODUCT_AVX512)
+        if (path == 2) {
+            pygbn_scale_rows_avx512(theta, kup, nrows, ts, down, top, smax);
+            return;
+        }
+    #endif
+        if (path == 1) {
+            pygbn_scale_rows_avx2(theta, kup, nrows, ts, down, top, smax);
+            return;
+        }
+    #endif
+        (void) path;
+        pygbn_scale_rows_c(theta, kup, nrows, ts, down, top, smax);
+    }
+
     /* n doubles aligned to 64 bytes inside the block *base (free(*base)); NULL if none */
     static double *pygbn_malloc_aligned(Py_ssize_t n, void **base) {
         char *p = (char *) malloc((size_t) n * sizeof(double) + 64);
@@ -350,6 +453,8 @@ cdef extern from *:
                                   Py_ssize_t ld, double *out, Py_ssize_t kin, const double *down,
                                   Py_ssize_t nrows) noexcept nogil
     double *_malloc_aligned "pygbn_malloc_aligned"(Py_ssize_t n, void **base) noexcept nogil
+    void _scale_rows "pygbn_scale_rows"(int path, const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                        double *ts, double *down, int top, int smax) noexcept nogil
 
 
 cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
@@ -406,7 +511,8 @@ cdef void _product_rows(const double *theta, const double *pt, int kin, int kup,
     """``out[j, v] = max(sum_k theta[j, k] phi[v, k], DBL_MIN)`` for ``nrows`` rows (all row-major).
 
     ``pt`` is Phi transposed and padded (:c:func:`_phi_transposed`).  Each theta
-    row is first multiplied by its own ``2^S`` (:c:func:`_row_scale`, into
+    row is first multiplied by its own ``2^S`` (:c:func:`_row_scale`'s, formed
+    by ``pygbn_scale_rows`` with the same vectors as the product, into
     ``scratch``, ``nrows * (kup + 1)`` doubles) and each output row by
     ``2^-S`` afterwards: exact scalings, so every entry is what the unscaled
     sum gives wherever that has no subnormal term, and the same or more
@@ -422,16 +528,9 @@ cdef void _product_rows(const double *theta, const double *pt, int kin, int kup,
     entry does not depend on the rows beside it, the block it is in, or the
     thread count.
     """
-    cdef int j, i, sc
-    cdef double f
     cdef double *ts = scratch
     cdef double *down = scratch + <Py_ssize_t> nrows * kup
-    for j in range(nrows):
-        sc = _row_scale(theta + <Py_ssize_t> j * kup, kup)
-        f = ldexp(1.0, sc)
-        down[j] = ldexp(1.0, -sc)
-        for i in range(kup):
-            ts[<Py_ssize_t> j * kup + i] = theta[<Py_ssize_t> j * kup + i] * f
+    _scale_rows(path, theta, kup, nrows, ts, down, SCALE_TOP, SCALE_MAX)
     _product(path, ts, kup, pt, (kin + PRODUCT_PAD - 1) // PRODUCT_PAD * PRODUCT_PAD, out, kin, down,
              nrows)
 
