@@ -89,21 +89,48 @@ cdef extern from *:
        Every path (AVX-512, AVX2 + FMA, portable C) forms every entry by that
        chain of correctly rounded fused multiply-adds, so all give the same
        bits, whatever the tile an entry falls in.  The x86 paths are chosen at
-       run time (pygbn_product_best); build knobs (CFLAGS): -DPYGBN_PRODUCT_NO_AVX512
+       run time (pygbn_product_best, from cpuid), with GCC and Clang (functions
+       with target attributes) and MSVC (which takes the intrinsics in any
+       function) on x86-64; build knobs (CFLAGS): -DPYGBN_PRODUCT_NO_AVX512
        leaves out the AVX-512 path, -DPYGBN_PRODUCT_NO_SIMD both x86 paths. */
     #define PYGBN_PRODUCT_PAD 16
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) \
         && !defined(PYGBN_PRODUCT_NO_SIMD)
     #define PYGBN_PRODUCT_X86 1
     #include <immintrin.h>
-    #if !defined(PYGBN_PRODUCT_NO_AVX512)
-    #define PYGBN_PRODUCT_AVX512 1
+    #include <cpuid.h>
+    #define PYGBN_T256 __attribute__((target("avx2,fma")))
+    #define PYGBN_T512 __attribute__((target("avx512f,fma")))
+    static void pygbn_cpuid(unsigned leaf, unsigned r[4]) {
+        __cpuid_count(leaf, 0, r[0], r[1], r[2], r[3]);
+    }
+    static uint64_t pygbn_xgetbv0(void) {            /* only where cpuid says OSXSAVE */
+        uint32_t lo, hi;
+        __asm__ volatile (".byte 0x0f, 0x01, 0xd0" : "=a" (lo), "=d" (hi) : "c" (0));  /* xgetbv */
+        return ((uint64_t) hi << 32) | lo;
+    }
+    #elif defined(_MSC_VER) && defined(_M_X64) && !defined(PYGBN_PRODUCT_NO_SIMD)
+    #define PYGBN_PRODUCT_X86 1
+    #include <immintrin.h>
+    #include <intrin.h>
+    #define PYGBN_T256
+    #define PYGBN_T512
+    static void pygbn_cpuid(unsigned leaf, unsigned r[4]) {
+        int q[4];
+        __cpuidex(q, (int) leaf, 0);
+        r[0] = (unsigned) q[0]; r[1] = (unsigned) q[1]; r[2] = (unsigned) q[2]; r[3] = (unsigned) q[3];
+    }
+    static uint64_t pygbn_xgetbv0(void) { return (uint64_t) _xgetbv(0); }
     #endif
+    #if defined(PYGBN_PRODUCT_X86) && !defined(PYGBN_PRODUCT_NO_AVX512)
+    #define PYGBN_PRODUCT_AVX512 1
     #endif
     #if defined(__GNUC__) || defined(__clang__)
     #define PYGBN_INLINE static inline __attribute__((always_inline))
+    #elif defined(_MSC_VER)
+    #define PYGBN_INLINE static __forceinline
     #else
-    #define PYGBN_INLINE static __inline
+    #define PYGBN_INLINE static inline
     #endif
 
     /* pt[k * ld + v] = phi[v * kup + k] (v < kin), 0 for kin <= v < ld */
@@ -163,47 +190,48 @@ cdef extern from *:
     }
 
     #if defined(PYGBN_PRODUCT_X86)
+    /* the tiles below write one statement per row r = 0, ..., 7 (those with r < R: R is a
+       constant where a tile is inlined), so that no compiler needs to unroll a loop to keep
+       the accumulators in registers */
+    #define PYGBN_EACH4(X) X(0) X(1) X(2) X(3)
+    #define PYGBN_EACH8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
     /* AVX2 + FMA: tiles of R rows (4, 2, 1) x NV vectors of 4 outputs (2, 1); the
        partial vectors of a row's end are stored through a small buffer */
-    #define PYGBN_T256 __attribute__((target("avx2,fma")))
+    PYGBN_INLINE PYGBN_T256 void pygbn_store256(double *out, __m256d y, int m) {
+        if (m >= 4) {
+            _mm256_storeu_pd(out, y);
+        } else if (m > 0) {
+            double tmp[4];
+            _mm256_storeu_pd(tmp, y);
+            memcpy(out, tmp, (size_t) m * sizeof(double));
+        }
+    }
     PYGBN_INLINE PYGBN_T256 void pygbn_tile256(const double *ts, Py_ssize_t kup, const double *pt,
                                                Py_ssize_t ld, double *out, Py_ssize_t kin,
                                                const double *down, const int R, const int NV, int n) {
-        __m256d acc[4][2];
+        __m256d a0[4], a1[4], p0, p1, t, lim, d;
         Py_ssize_t k;
-        int r, c;
-        #pragma GCC unroll 4
-        for (r = 0; r < R; r++) {
-            acc[r][0] = _mm256_setzero_pd();
-            acc[r][1] = _mm256_setzero_pd();
-        }
+        #define PYGBN_ZERO(r) if (r < R) { a0[r] = _mm256_setzero_pd(); a1[r] = a0[r]; }
+        PYGBN_EACH4(PYGBN_ZERO)
+        #undef PYGBN_ZERO
         for (k = 0; k < kup; k++) {
-            __m256d p0 = _mm256_load_pd(pt + k * ld);
-            __m256d p1 = NV > 1 ? _mm256_load_pd(pt + k * ld + 4) : p0;
-            #pragma GCC unroll 4
-            for (r = 0; r < R; r++) {
-                __m256d t = _mm256_broadcast_sd(ts + r * kup + k);
-                acc[r][0] = _mm256_fmadd_pd(p0, t, acc[r][0]);
-                if (NV > 1)
-                    acc[r][1] = _mm256_fmadd_pd(p1, t, acc[r][1]);
-            }
+            p0 = _mm256_load_pd(pt + k * ld);
+            p1 = NV > 1 ? _mm256_load_pd(pt + k * ld + 4) : p0;
+            #define PYGBN_FMA(r) if (r < R) { \\
+                t = _mm256_broadcast_sd(ts + r * kup + k); \\
+                a0[r] = _mm256_fmadd_pd(p0, t, a0[r]); \\
+                if (NV > 1) a1[r] = _mm256_fmadd_pd(p1, t, a1[r]); }
+            PYGBN_EACH4(PYGBN_FMA)
+            #undef PYGBN_FMA
         }
-        #pragma GCC unroll 4
-        for (r = 0; r < R; r++) {
-            __m256d lim = _mm256_set1_pd(DBL_MIN / down[r]), d = _mm256_set1_pd(down[r]);
-            #pragma GCC unroll 2
-            for (c = 0; c < NV; c++) {
-                __m256d y = _mm256_mul_pd(_mm256_max_pd(acc[r][c], lim), d);
-                int m = n - 4 * c;
-                if (m >= 4) {
-                    _mm256_storeu_pd(out + r * kin + 4 * c, y);
-                } else if (m > 0) {
-                    double tmp[4];
-                    _mm256_storeu_pd(tmp, y);
-                    memcpy(out + r * kin + 4 * c, tmp, (size_t) m * sizeof(double));
-                }
-            }
-        }
+        #define PYGBN_FINISH(r) if (r < R) { \\
+            lim = _mm256_set1_pd(DBL_MIN / down[r]); \\
+            d = _mm256_set1_pd(down[r]); \\
+            pygbn_store256(out + r * kin, _mm256_mul_pd(_mm256_max_pd(a0[r], lim), d), n); \\
+            if (NV > 1) pygbn_store256(out + r * kin + 4, _mm256_mul_pd(_mm256_max_pd(a1[r], lim), d), n - 4); }
+        PYGBN_EACH4(PYGBN_FINISH)
+        #undef PYGBN_FINISH
     }
     #define PYGBN_TILE256(RR, NN) pygbn_tile256(ts + j * kup, kup, pt + v, ld, out + j * kin + v, \
                                                 kin, down + j, RR, NN, n)
@@ -228,42 +256,37 @@ cdef extern from *:
     #if defined(PYGBN_PRODUCT_AVX512)
     /* AVX-512: tiles of R rows (8, 4, 2, 1) x NV vectors of 8 outputs (2, 1); a
        row's end by masked stores */
-    #define PYGBN_T512 __attribute__((target("avx512f,fma")))
+    PYGBN_INLINE PYGBN_T512 void pygbn_store512(double *out, __m512d y, int m) {
+        if (m >= 8)
+            _mm512_storeu_pd(out, y);
+        else if (m > 0)
+            _mm512_mask_storeu_pd(out, (__mmask8) ((1u << m) - 1u), y);
+    }
     PYGBN_INLINE PYGBN_T512 void pygbn_tile512(const double *ts, Py_ssize_t kup, const double *pt,
                                                Py_ssize_t ld, double *out, Py_ssize_t kin,
                                                const double *down, const int R, const int NV, int n) {
-        __m512d acc[8][2];
+        __m512d a0[8], a1[8], p0, p1, t, lim, d;
         Py_ssize_t k;
-        int r, c;
-        #pragma GCC unroll 8
-        for (r = 0; r < R; r++) {
-            acc[r][0] = _mm512_setzero_pd();
-            acc[r][1] = _mm512_setzero_pd();
-        }
+        #define PYGBN_ZERO(r) if (r < R) { a0[r] = _mm512_setzero_pd(); a1[r] = a0[r]; }
+        PYGBN_EACH8(PYGBN_ZERO)
+        #undef PYGBN_ZERO
         for (k = 0; k < kup; k++) {
-            __m512d p0 = _mm512_load_pd(pt + k * ld);
-            __m512d p1 = NV > 1 ? _mm512_load_pd(pt + k * ld + 8) : p0;
-            #pragma GCC unroll 8
-            for (r = 0; r < R; r++) {
-                __m512d t = _mm512_set1_pd(ts[r * kup + k]);
-                acc[r][0] = _mm512_fmadd_pd(p0, t, acc[r][0]);
-                if (NV > 1)
-                    acc[r][1] = _mm512_fmadd_pd(p1, t, acc[r][1]);
-            }
+            p0 = _mm512_load_pd(pt + k * ld);
+            p1 = NV > 1 ? _mm512_load_pd(pt + k * ld + 8) : p0;
+            #define PYGBN_FMA(r) if (r < R) { \\
+                t = _mm512_set1_pd(ts[r * kup + k]); \\
+                a0[r] = _mm512_fmadd_pd(p0, t, a0[r]); \\
+                if (NV > 1) a1[r] = _mm512_fmadd_pd(p1, t, a1[r]); }
+            PYGBN_EACH8(PYGBN_FMA)
+            #undef PYGBN_FMA
         }
-        #pragma GCC unroll 8
-        for (r = 0; r < R; r++) {
-            __m512d lim = _mm512_set1_pd(DBL_MIN / down[r]), d = _mm512_set1_pd(down[r]);
-            #pragma GCC unroll 2
-            for (c = 0; c < NV; c++) {
-                __m512d y = _mm512_mul_pd(_mm512_max_pd(acc[r][c], lim), d);
-                int m = n - 8 * c;
-                if (m >= 8)
-                    _mm512_storeu_pd(out + r * kin + 8 * c, y);
-                else if (m > 0)
-                    _mm512_mask_storeu_pd(out + r * kin + 8 * c, (__mmask8) ((1u << m) - 1u), y);
-            }
-        }
+        #define PYGBN_FINISH(r) if (r < R) { \\
+            lim = _mm512_set1_pd(DBL_MIN / down[r]); \\
+            d = _mm512_set1_pd(down[r]); \\
+            pygbn_store512(out + r * kin, _mm512_mul_pd(_mm512_max_pd(a0[r], lim), d), n); \\
+            if (NV > 1) pygbn_store512(out + r * kin + 8, _mm512_mul_pd(_mm512_max_pd(a1[r], lim), d), n - 8); }
+        PYGBN_EACH8(PYGBN_FINISH)
+        #undef PYGBN_FINISH
     }
     #define PYGBN_TILE512(RR, NN) pygbn_tile512(ts + j * kup, kup, pt + v, ld, out + j * kin + v, \
                                                 kin, down + j, RR, NN, n)
@@ -365,14 +388,18 @@ cdef extern from *:
         __mmask8 tail = (__mmask8) ((1u << (kup % 8)) - 1u);
         for (j = 0; j < nrows; j++) {
             const double *x = theta + j * kup;
-            double *y = ts + j * kup;
+            double *y = ts + j * kup, lanes[8], m;
             __m512d vm = _mm512_setzero_pd(), vf;
             int s;
             for (k = 0; k + 8 <= kup; k += 8)
                 vm = _mm512_max_pd(vm, _mm512_loadu_pd(x + k));
             if (tail)
                 vm = _mm512_max_pd(vm, _mm512_maskz_loadu_pd(tail, x + k));
-            s = pygbn_scale_of(_mm512_reduce_max_pd(vm), top, smax);
+            _mm512_storeu_pd(lanes, vm);
+            m = lanes[0];
+            for (k = 1; k < 8; k++)
+                m = m > lanes[k] ? m : lanes[k];
+            s = pygbn_scale_of(m, top, smax);
             down[j] = pygbn_pow2(-s);
             vf = _mm512_set1_pd(pygbn_pow2(s));
             for (k = 0; k + 8 <= kup; k += 8)
@@ -387,12 +414,30 @@ cdef extern from *:
     /* the best path this CPU runs: 2 AVX-512, 1 AVX2 + FMA, 0 portable C */
     static int pygbn_product_best(void) {
     #if defined(PYGBN_PRODUCT_X86)
-        __builtin_cpu_init();
+        /* cpuid leaf 1: ECX bit 12 FMA, 27 OSXSAVE, 28 AVX; leaf 7: EBX bit 5 AVX2, 16 AVX512F;
+           XCR0: the OS saves the ymm state (bits 1, 2) and the zmm state (bits 5, 6, 7) */
+        unsigned r[4];
+        uint64_t xcr0;
+        int fma, avx2, avx512;
+        pygbn_cpuid(0, r);
+        if (r[0] < 7)
+            return 0;
+        pygbn_cpuid(1, r);
+        if (!((r[2] >> 27) & 1u) || !((r[2] >> 28) & 1u))
+            return 0;
+        fma = (r[2] >> 12) & 1u;
+        xcr0 = pygbn_xgetbv0();
+        if ((xcr0 & 0x6u) != 0x6u)
+            return 0;
+        pygbn_cpuid(7, r);
+        avx2 = (r[1] >> 5) & 1u;
+        avx512 = ((r[1] >> 16) & 1u) && (xcr0 & 0xE6u) == 0xE6u;
     #if defined(PYGBN_PRODUCT_AVX512)
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+        if (avx512 && fma)
             return 2;
     #endif
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        (void) avx512;
+        if (avx2 && fma)
             return 1;
     #endif
         return 0;
@@ -475,7 +520,9 @@ cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
     return 0 if e < 0 else (SCALE_MAX if e > SCALE_MAX else e)
 
 
-# the product's path (pygbn_product_best), or the one a test forced (_product_path)
+# the best path this CPU runs (pygbn_product_best: cpuid, once), and the one a test forced
+# (_product_path)
+cdef int _path_best = _product_best()
 cdef int _path_forced = -1
 
 
@@ -484,13 +531,13 @@ def _product_path(int path=-1):
     0 portable C); ``path >= 0`` forces that path (the best this CPU runs where
     it runs less), -1 restores the default.  Returns the path now in use."""
     global _path_forced
-    cdef int best = _product_best()
+    cdef int best = _path_best
     _path_forced = -1 if path < 0 else (path if path < best else best)
     return best if _path_forced < 0 else _path_forced
 
 
 cdef inline int _product_path_now() noexcept nogil:
-    return _product_best() if _path_forced < 0 else _path_forced
+    return _path_best if _path_forced < 0 else _path_forced
 
 
 cdef double *_phi_transposed(const double[:, ::1] phi, void **base) except? NULL:
