@@ -332,22 +332,21 @@ cdef extern from *:
         memcpy(&x, &b, 8);
         return x;
     }
-    static inline int pygbn_scale_of(double m, int top, int smax) {  /* S from the largest entry */
-        uint64_t b;
-        int e;
-        memcpy(&b, &m, 8);
-        if (b == 0)
+    static inline int pygbn_exponent_scale(int e, int top, int smax) {  /* S from e (-1023: zeros) */
+        if (e == -1023)
             return 0;
-        e = top - ((int) (b >> 52) - 1022);
+        e = top - e;
         return e < 0 ? 0 : (e > smax ? smax : e);
+    }
+    static inline int pygbn_scale_of(double m, int top, int smax) {  /* S from the largest entry */
+        return pygbn_exponent_scale(pygbn_row_max_exponent(&m, 1), top, smax);
     }
     static void pygbn_scale_rows_c(const double *theta, Py_ssize_t kup, Py_ssize_t nrows, double *ts,
                                    double *down, int top, int smax) {
         Py_ssize_t j, k;
         for (j = 0; j < nrows; j++) {
             const double *x = theta + j * kup;
-            int e = pygbn_row_max_exponent(x, kup);
-            int s = e == -1023 ? 0 : (top - e < 0 ? 0 : (top - e > smax ? smax : top - e));
+            int s = pygbn_exponent_scale(pygbn_row_max_exponent(x, kup), top, smax);
             double f = pygbn_pow2(s);
             down[j] = pygbn_pow2(-s);
             for (k = 0; k < kup; k++)
@@ -490,6 +489,7 @@ cdef extern from *:
     }
     """
     int _row_max_exponent "pygbn_row_max_exponent"(const double *x, Py_ssize_t n) noexcept nogil
+    int _exponent_scale "pygbn_exponent_scale"(int e, int top, int smax) noexcept nogil
     const int PRODUCT_PAD "PYGBN_PRODUCT_PAD"
     void _transpose_pad "pygbn_transpose_pad"(const double *phi, Py_ssize_t kin, Py_ssize_t kup,
                                               Py_ssize_t ld, double *pt) noexcept nogil
@@ -513,11 +513,7 @@ cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
     (about 100 cycles), which made the products and the upward pass several
     times slower on the upper layers' rows (15% of whose theta are DBL_MIN).
     """
-    cdef int e = _row_max_exponent(x, n)
-    if e == -1023:
-        return 0
-    e = SCALE_TOP - e
-    return 0 if e < 0 else (SCALE_MAX if e > SCALE_MAX else e)
+    return _exponent_scale(_row_max_exponent(x, n), SCALE_TOP, SCALE_MAX)
 
 
 # the best path this CPU runs (pygbn_product_best: cpuid, once), and the one a test forced
