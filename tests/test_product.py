@@ -4,7 +4,7 @@ Every entry ``max(sum_k theta[j, k] phi[v, k], DBL_MIN)`` is one chain of
 correctly rounded fused multiply-adds in the order of k on the row scaled by
 ``2^S`` (``_row_scale``), then scaled back: the tests compare with that chain
 formed in exact rational arithmetic, check that every path this CPU runs
-(AVX-512, AVX2 + FMA, portable C) gives the same bits, and that an entry does
+(AVX-512, AVX2 + FMA or NEON, portable C) gives the same bits, and that an entry does
 not depend on the rows beside it, the blocks or the thread count.
 """
 from fractions import Fraction
@@ -19,7 +19,7 @@ from pygbn.inference import _upper
 TINY = np.finfo(float).tiny
 SIZES = [1, 3, 7, 8, 15, 16, 17, 33, 100, 101]
 BEST = _upper._product_path()
-PATHS = list(range(BEST + 1))            # 0 portable C, 1 AVX2 + FMA, 2 AVX-512
+PATHS = list(range(BEST + 1))            # 0 portable C; x86-64: 1 AVX2 + FMA, 2 AVX-512; AArch64: 1 NEON
 
 
 def _row_scale(row):
@@ -71,6 +71,9 @@ def test_product_path_hook_reports_and_restores():
     assert _upper._product_path(0) == 0
     assert _upper._product_path(5) == BEST              # never more than the CPU runs
     assert _upper._product_path(-1) == BEST
+    names = _upper._product_path_names()
+    assert len(names) == BEST + 1 and names[0] == "portable C"
+    assert set(names[1:]) <= {"AVX2 + FMA", "AVX-512", "NEON"}
 
 
 @pytest.mark.parametrize("kin", SIZES)

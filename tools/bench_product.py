@@ -3,7 +3,7 @@
 The upper layers form the prior shapes ``Phi^(t+1) theta^(t+1)_j`` of every
 document each iteration by ``pygbn.inference._upper.doc_prior``: the
 module's own kernel (register tiles of fused multiply-adds; AVX-512, AVX2 +
-FMA or portable C, chosen at run time).  This script times each path this
+FMA, NEON or portable C, chosen at run time).  This script times each path this
 CPU runs beside one ``numpy`` matrix product and one
 ``scipy.linalg.blas.dgemm`` call of the same size, and names the BLAS
 library and kernel architecture in use (``threadpoolctl`` where installed)::
@@ -63,10 +63,10 @@ def main(argv=None) -> int:
     except ImportError:
         print("# threadpoolctl not installed")
     print(f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')} J={J} K={K} block={a.block}")
-    paths = {2: "AVX-512", 1: "AVX2 + FMA", 0: "portable C"}
     if hasattr(_upper, "_product_path"):
+        paths = dict(enumerate(_upper._product_path_names()))
         best = _upper._product_path()
-        chosen = [p for p in (2, 1, 0) if p <= best and (p > 0 or a.portable or best == 0)]
+        chosen = [p for p in range(best, -1, -1) if p > 0 or a.portable or best == 0]
     else:                                       # an older build (BLAS calls)
         best, chosen = None, [None]
 

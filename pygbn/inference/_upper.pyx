@@ -17,7 +17,7 @@ fixed blocks of documents, block ``b`` drawing only from stream
 
 The products are this module's own kernel (:c:func:`_product_rows`, no BLAS):
 register tiles of AVX-512 or AVX2 + FMA vectors where the CPU has them
-(chosen at run time), portable C elsewhere, every entry one chain of fused
+(chosen at run time), NEON on AArch64, portable C elsewhere, every entry one chain of fused
 multiply-adds in the order of k, so that an entry does not depend on the
 path, the tile or block it falls in, or the thread count.
 
@@ -86,13 +86,14 @@ cdef extern from *:
        transposed (kup x ld, ld a multiple of PYGBN_PRODUCT_PAD, zeros past kin),
        ts the scaled theta rows (nrows x kup), down_j = 2^-S_j and lim_j =
        DBL_MIN / down_j (= DBL_MIN 2^S_j, so lim_j down_j = DBL_MIN exactly).
-       Every path (AVX-512, AVX2 + FMA, portable C) forms every entry by that
+       Every path (AVX-512, AVX2 + FMA, NEON, portable C) forms every entry by that
        chain of correctly rounded fused multiply-adds, so all give the same
        bits, whatever the tile an entry falls in.  The x86 paths are chosen at
        run time (pygbn_product_best, from cpuid), with GCC and Clang (functions
        with target attributes) and MSVC (which takes the intrinsics in any
-       function) on x86-64; build knobs (CFLAGS): -DPYGBN_PRODUCT_NO_AVX512
-       leaves out the AVX-512 path, -DPYGBN_PRODUCT_NO_SIMD both x86 paths. */
+       function) on x86-64; NEON on AArch64.  Build knobs (CFLAGS):
+       -DPYGBN_PRODUCT_NO_AVX512 leaves out the AVX-512 path,
+       -DPYGBN_PRODUCT_NO_SIMD every vector path. */
     #define PYGBN_PRODUCT_PAD 16
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) \
         && !defined(PYGBN_PRODUCT_NO_SIMD)
@@ -121,6 +122,9 @@ cdef extern from *:
         r[0] = (unsigned) q[0]; r[1] = (unsigned) q[1]; r[2] = (unsigned) q[2]; r[3] = (unsigned) q[3];
     }
     static uint64_t pygbn_xgetbv0(void) { return (uint64_t) _xgetbv(0); }
+    #elif (defined(__aarch64__) || defined(_M_ARM64)) && !defined(PYGBN_PRODUCT_NO_SIMD)
+    #define PYGBN_PRODUCT_NEON 1
+    #include <arm_neon.h>
     #endif
     #if defined(PYGBN_PRODUCT_X86) && !defined(PYGBN_PRODUCT_NO_AVX512)
     #define PYGBN_PRODUCT_AVX512 1
@@ -188,6 +192,70 @@ cdef extern from *:
             j += R;
         }
     }
+
+    #if defined(PYGBN_PRODUCT_NEON)
+    /* NEON (AArch64, whose FMLA is a fused multiply-add): tiles of R rows (4, 2, 1) x
+       8 outputs in 4 vectors of 2; a row's end stored lane by lane */
+    #define PYGBN_EACH4N(X) X(0) X(1) X(2) X(3)
+    PYGBN_INLINE void pygbn_store_neon(double *out, float64x2_t y, int m) {
+        if (m >= 2)
+            vst1q_f64(out, y);
+        else if (m == 1)
+            vst1q_lane_f64(out, y, 0);
+    }
+    PYGBN_INLINE void pygbn_tile_neon(const double *ts, Py_ssize_t kup, const double *pt,
+                                      Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                      const double *down, const int R, int n) {
+        float64x2_t a0[4], a1[4], a2[4], a3[4], p0, p1, p2, p3, t, lim, d;
+        Py_ssize_t k;
+        #define PYGBN_ZERO(r) if (r < R) { a0[r] = vdupq_n_f64(0.0); a1[r] = a0[r]; a2[r] = a0[r]; \\
+                                           a3[r] = a0[r]; }
+        PYGBN_EACH4N(PYGBN_ZERO)
+        #undef PYGBN_ZERO
+        for (k = 0; k < kup; k++) {
+            p0 = vld1q_f64(pt + k * ld);
+            p1 = vld1q_f64(pt + k * ld + 2);
+            p2 = vld1q_f64(pt + k * ld + 4);
+            p3 = vld1q_f64(pt + k * ld + 6);
+            #define PYGBN_FMA(r) if (r < R) { \\
+                t = vdupq_n_f64(ts[r * kup + k]); \\
+                a0[r] = vfmaq_f64(a0[r], p0, t); \\
+                a1[r] = vfmaq_f64(a1[r], p1, t); \\
+                a2[r] = vfmaq_f64(a2[r], p2, t); \\
+                a3[r] = vfmaq_f64(a3[r], p3, t); }
+            PYGBN_EACH4N(PYGBN_FMA)
+            #undef PYGBN_FMA
+        }
+        #define PYGBN_FINISH(r) if (r < R) { \\
+            lim = vdupq_n_f64(DBL_MIN / down[r]); \\
+            d = vdupq_n_f64(down[r]); \\
+            pygbn_store_neon(out + r * kin, vmulq_f64(vmaxq_f64(a0[r], lim), d), n); \\
+            pygbn_store_neon(out + r * kin + 2, vmulq_f64(vmaxq_f64(a1[r], lim), d), n - 2); \\
+            pygbn_store_neon(out + r * kin + 4, vmulq_f64(vmaxq_f64(a2[r], lim), d), n - 4); \\
+            pygbn_store_neon(out + r * kin + 6, vmulq_f64(vmaxq_f64(a3[r], lim), d), n - 6); }
+        PYGBN_EACH4N(PYGBN_FINISH)
+        #undef PYGBN_FINISH
+    }
+    static void pygbn_product_neon(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                   double *out, Py_ssize_t kin, const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            int R = nrows - j >= 4 ? 4 : (nrows - j >= 2 ? 2 : 1);
+            for (v = 0; v < kin; v += 8) {
+                int n = kin - v >= 8 ? 8 : (int) (kin - v);
+                const double *tj = ts + j * kup, *pv = pt + v;
+                double *o = out + j * kin + v;
+                if (R == 4)
+                    pygbn_tile_neon(tj, kup, pv, ld, o, kin, down + j, 4, n);
+                else if (R == 2)
+                    pygbn_tile_neon(tj, kup, pv, ld, o, kin, down + j, 2, n);
+                else
+                    pygbn_tile_neon(tj, kup, pv, ld, o, kin, down + j, 1, n);
+            }
+            j += R;
+        }
+    }
+    #endif
 
     #if defined(PYGBN_PRODUCT_X86)
     /* the tiles below write one statement per row r = 0, ..., 7 (those with r < R: R is a
@@ -410,8 +478,23 @@ cdef extern from *:
     #endif
     #endif
 
-    /* the best path this CPU runs: 2 AVX-512, 1 AVX2 + FMA, 0 portable C */
+    /* the paths: 0 portable C; on x86-64 1 AVX2 + FMA and 2 AVX-512, on AArch64 1 NEON */
+    static const char *pygbn_product_path_name(int path) {
+    #if defined(PYGBN_PRODUCT_X86)
+        return path == 2 ? "AVX-512" : (path == 1 ? "AVX2 + FMA" : "portable C");
+    #elif defined(PYGBN_PRODUCT_NEON)
+        return path == 1 ? "NEON" : "portable C";
+    #else
+        (void) path;
+        return "portable C";
+    #endif
+    }
+
+    /* the best path this CPU runs */
     static int pygbn_product_best(void) {
+    #if defined(PYGBN_PRODUCT_NEON)
+        return 1;                                       /* NEON is part of AArch64 */
+    #endif
     #if defined(PYGBN_PRODUCT_X86)
         /* cpuid leaf 1: ECX bit 12 FMA, 27 OSXSAVE, 28 AVX; leaf 7: EBX bit 5 AVX2, 16 AVX512F;
            XCR0: the OS saves the ymm state (bits 1, 2) and the zmm state (bits 5, 6, 7) */
@@ -457,6 +540,12 @@ cdef extern from *:
             return;
         }
     #endif
+    #if defined(PYGBN_PRODUCT_NEON)
+        if (path == 1) {
+            pygbn_product_neon(ts, kup, pt, ld, out, kin, down, nrows);
+            return;
+        }
+    #endif
         (void) path;
         pygbn_product_c(ts, kup, pt, ld, out, kin, down, nrows);
     }
@@ -494,6 +583,7 @@ cdef extern from *:
     void _transpose_pad "pygbn_transpose_pad"(const double *phi, Py_ssize_t kin, Py_ssize_t kup,
                                               Py_ssize_t ld, double *pt) noexcept nogil
     int _product_best "pygbn_product_best"() noexcept nogil
+    const char *_product_path_name "pygbn_product_path_name"(int path) noexcept nogil
     void _product "pygbn_product"(int path, const double *ts, Py_ssize_t kup, const double *pt,
                                   Py_ssize_t ld, double *out, Py_ssize_t kin, const double *down,
                                   Py_ssize_t nrows) noexcept nogil
@@ -523,13 +613,19 @@ cdef int _path_forced = -1
 
 
 def _product_path(int path=-1):
-    """Test hook: the path of the Phi theta products (2 AVX-512, 1 AVX2 + FMA,
-    0 portable C); ``path >= 0`` forces that path (the best this CPU runs where
-    it runs less), -1 restores the default.  Returns the path now in use."""
+    """Test hook: the path of the Phi theta products (0 portable C; x86-64: 1 AVX2 +
+    FMA, 2 AVX-512; AArch64: 1 NEON); ``path >= 0`` forces that path (the best
+    this CPU runs where it runs less), -1 restores the default.  Returns the
+    path now in use."""
     global _path_forced
     cdef int best = _path_best
     _path_forced = -1 if path < 0 else (path if path < best else best)
     return best if _path_forced < 0 else _path_forced
+
+
+def _product_path_names():
+    """The names of the paths this CPU runs, by number (:func:`_product_path`)."""
+    return [_product_path_name(p).decode() for p in range(_path_best + 1)]
 
 
 cdef inline int _product_path_now() noexcept nogil:
@@ -565,9 +661,8 @@ cdef void _product_rows(const double *theta, const double *pt, int kin, int kup,
     (``y = 0; y = fma(phi[v, k], theta[j, k] 2^S, y)`` for k = 0, 1, ...),
     formed by register tiles of rows x outputs (``pygbn_product`` in this
     module's C code: AVX-512 or AVX2 + FMA where the CPU has them, chosen at
-    run time; elsewhere portable C with libm's ``fma``, an instruction on
-    aarch64 and every x86 with FMA, a slow correctly rounded emulation on
-    x86 without it, made before 2013).  All paths give the same bits, and an
+    run time; NEON on AArch64; elsewhere portable C with libm's ``fma``, a
+    slow correctly rounded emulation on x86 without FMA, made before 2013).  All paths give the same bits, and an
     entry does not depend on the rows beside it, the block it is in, or the
     thread count.
     """
