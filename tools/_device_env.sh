@@ -30,8 +30,8 @@ device_build() {
 
 # What decides the speed of the kernels on a machine: the C compiler, the CPU's vector
 # extensions (the gamma row kernel's target_clones pick avx512f, avx2 or the baseline at run
-# time), numpy and scipy, and the BLAS behind scipy.linalg.cython_blas (the upper layers'
-# Phi theta products) with the kernel architecture OpenBLAS chose for this CPU.
+# time, as does the upper layers' Phi theta product kernel: AVX-512, AVX2 + FMA or portable C),
+# numpy and scipy, and the BLAS numpy and scipy use with the kernel architecture OpenBLAS chose.
 device_facts() {
     echo "    compiler: $( (${CC:-cc} --version 2>/dev/null || gcc --version 2>/dev/null) | head -n 1)"
     echo "    CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); flags:" \

@@ -9,18 +9,17 @@ fixed blocks of documents, block ``b`` drawing only from stream
   non-zero, without the K_t cumulative weights of each cell (chunk sums and
   a two-level search instead).
 * :func:`sample_theta`: eq:step4 fused with its prior: the prior rows
-  ``theta^(t+1) Phi^(t+1)^T`` of a document block are formed by BLAS into a
-  per-block buffer (no J x K_t temporary) and the gamma draws are made by
+  ``theta^(t+1) Phi^(t+1)^T`` of a document block are formed by the product
+  kernel into a per-block buffer (no J x K_t temporary) and the gamma draws are made by
   :c:func:`pygbn.random._gamma.gamma_row`; the row sums of theta come
   with it.
 * :func:`doc_prior`: the same prior rows, for the collapsed layer-one sweep.
 
-The products go through ``scipy.linalg.cython_blas.dgemm`` (imported on the first
-product: a one-layer fit never loads ``scipy.linalg``) in calls of at
-most ``PRODUCT_LIMIT`` = 2^18 multiply-adds: OpenBLAS (scipy's) runs a call
-that small on the calling thread, so the library's thread count is the only
-one in play, and a block's rows are always computed by the same calls (the
-result does not depend on the threads, nor on how blocks are grouped).
+The products are this module's own kernel (:c:func:`_product_rows`, no BLAS):
+register tiles of AVX-512 or AVX2 + FMA vectors where the CPU has them
+(chosen at run time), NEON on AArch64, portable C elsewhere, every entry one chain of fused
+multiply-adds in the order of k, so that an entry does not depend on the
+path, the tile or block it falls in, or the thread count.
 
 A block whose scratch memory cannot be allocated (:mod:`pygbn.inference._alloc`)
 does no work and the kernel raises ``MemoryError`` after the loop.
@@ -34,7 +33,6 @@ from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform
-from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
@@ -48,29 +46,9 @@ cdef enum:
     CHUNK = 8
     # below this many tables a split is a sequence of categorical draws
     SMALL_SPLIT = 32
-    # multiply-adds per BLAS call: OpenBLAS runs calls up to this size on one thread
-    PRODUCT_LIMIT = 262144
     # rows are scaled by 2^S, S <= SCALE_MAX, so that their largest entry is at most 2^SCALE_TOP
     SCALE_TOP = 900
     SCALE_MAX = 1000
-
-
-ctypedef void (*dgemm_t)(char *transa, char *transb, int *m, int *n, int *k, double *alpha, double *a,
-                         int *lda, double *b, int *ldb, double *beta, double *c, int *ldc) noexcept nogil
-
-# scipy.linalg.cython_blas.dgemm, taken on the first product (_load_blas): importing
-# scipy.linalg costs about 6 MB resident, and a one-layer fit forms no product
-cdef dgemm_t dgemm = NULL
-
-
-cdef int _load_blas() except -1:
-    """Set ``dgemm`` from ``scipy.linalg.cython_blas`` (imported here, once)."""
-    global dgemm
-    if dgemm == NULL:
-        from scipy.linalg import cython_blas
-        cap = cython_blas.__pyx_capi__["dgemm"]
-        dgemm = <dgemm_t> PyCapsule_GetPointer(cap, PyCapsule_GetName(cap))
-    return 0
 
 
 def _fail_next_allocations(int n):
@@ -86,6 +64,9 @@ cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
+    #include <stdlib.h>
+    #include <math.h>
+    #include <float.h>
     /* the exponent e of frexp (max x = f 2^e, f in [0.5, 1)) of a row of
        non-negative doubles, from the largest bit pattern (their order);
        -1023 for a row of zeros */
@@ -98,8 +79,517 @@ cdef extern from *:
         }
         return m == 0 ? -1023 : (int) (m >> 52) - 1022;
     }
+
+    /* ---- the Phi theta product kernel ----------------------------------------
+       out[j, v] = max(y, lim_j) down_j, y = sum_k pt[k, v] ts[j, k] as one chain:
+       y = 0; for k = 0, ..., kup - 1: y = fma(pt[k, v], ts[j, k], y).  pt is Phi
+       transposed (kup x ld, ld a multiple of PYGBN_PRODUCT_PAD, zeros past kin),
+       ts the scaled theta rows (nrows x kup), down_j = 2^-S_j and lim_j =
+       DBL_MIN / down_j (= DBL_MIN 2^S_j, so lim_j down_j = DBL_MIN exactly).
+       Every path (AVX-512, AVX2 + FMA, NEON, portable C) forms every entry by that
+       chain of correctly rounded fused multiply-adds, so all give the same
+       bits, whatever the tile an entry falls in.  The x86 paths are chosen at
+       run time (pygbn_product_best, from cpuid), with GCC and Clang (functions
+       with target attributes) and MSVC (which takes the intrinsics in any
+       function) on x86-64; NEON on AArch64.  Build knobs (CFLAGS):
+       -DPYGBN_PRODUCT_NO_AVX512 leaves out the AVX-512 path,
+       -DPYGBN_PRODUCT_NO_SIMD every vector path. */
+    #define PYGBN_PRODUCT_PAD 16
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) \
+        && !defined(PYGBN_PRODUCT_NO_SIMD)
+    #define PYGBN_PRODUCT_X86 1
+    #include <immintrin.h>
+    #include <cpuid.h>
+    #define PYGBN_T256 __attribute__((target("avx2,fma")))
+    #define PYGBN_T512 __attribute__((target("avx512f,fma")))
+    static void pygbn_cpuid(unsigned leaf, unsigned r[4]) {
+        __cpuid_count(leaf, 0, r[0], r[1], r[2], r[3]);
+    }
+    static uint64_t pygbn_xgetbv0(void) {            /* only where cpuid says OSXSAVE */
+        uint32_t lo, hi;
+        __asm__ volatile (".byte 0x0f, 0x01, 0xd0" : "=a" (lo), "=d" (hi) : "c" (0));  /* xgetbv */
+        return ((uint64_t) hi << 32) | lo;
+    }
+    #elif defined(_MSC_VER) && defined(_M_X64) && !defined(PYGBN_PRODUCT_NO_SIMD)
+    #define PYGBN_PRODUCT_X86 1
+    #include <immintrin.h>
+    #include <intrin.h>
+    #define PYGBN_T256
+    #define PYGBN_T512
+    static void pygbn_cpuid(unsigned leaf, unsigned r[4]) {
+        int q[4];
+        __cpuidex(q, (int) leaf, 0);
+        r[0] = (unsigned) q[0]; r[1] = (unsigned) q[1]; r[2] = (unsigned) q[2]; r[3] = (unsigned) q[3];
+    }
+    static uint64_t pygbn_xgetbv0(void) { return (uint64_t) _xgetbv(0); }
+    #elif (defined(__aarch64__) || defined(_M_ARM64)) && !defined(PYGBN_PRODUCT_NO_SIMD)
+    #define PYGBN_PRODUCT_NEON 1
+    #include <arm_neon.h>
+    #endif
+    #if defined(PYGBN_PRODUCT_X86) && !defined(PYGBN_PRODUCT_NO_AVX512)
+    #define PYGBN_PRODUCT_AVX512 1
+    #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    #define PYGBN_INLINE static inline __attribute__((always_inline))
+    #elif defined(_MSC_VER)
+    #define PYGBN_INLINE static __forceinline
+    #else
+    #define PYGBN_INLINE static inline
+    #endif
+
+    /* pt[k * ld + v] = phi[v * kup + k] (v < kin), 0 for kin <= v < ld */
+    static void pygbn_transpose_pad(const double *phi, Py_ssize_t kin, Py_ssize_t kup,
+                                    Py_ssize_t ld, double *pt) {
+        Py_ssize_t k, v;
+        for (k = 0; k < kup; k++) {
+            for (v = 0; v < kin; v++)
+                pt[k * ld + v] = phi[v * kup + k];
+            for (v = kin; v < ld; v++)
+                pt[k * ld + v] = 0.0;
+        }
+    }
+
+    /* the finished entry: max(y, lim) down (DBL_MIN where y <= lim; no subnormal is formed) */
+    static inline double pygbn_product_finish(double y, double lim, double down) {
+        return (y > lim ? y : lim) * down;
+    }
+
+    /* portable C: R rows x 4 outputs of scalar chains (libm fma: an instruction where
+       the target has one, a correctly rounded emulation elsewhere) */
+    PYGBN_INLINE void pygbn_tile_c(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                   double *out, Py_ssize_t kin, const double *down, const int R,
+                                   int n) {
+        double acc[4][4];
+        Py_ssize_t k;
+        int r, c;
+        for (r = 0; r < R; r++)
+            for (c = 0; c < 4; c++)
+                acc[r][c] = 0.0;
+        for (k = 0; k < kup; k++)
+            for (r = 0; r < R; r++) {
+                double t = ts[r * kup + k];
+                for (c = 0; c < 4; c++)
+                    acc[r][c] = fma(pt[k * ld + c], t, acc[r][c]);
+            }
+        for (r = 0; r < R; r++) {
+            double lim = DBL_MIN / down[r];
+            for (c = 0; c < n; c++)
+                out[r * kin + c] = pygbn_product_finish(acc[r][c], lim, down[r]);
+        }
+    }
+    static void pygbn_product_c(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                double *out, Py_ssize_t kin, const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            int R = nrows - j >= 4 ? 4 : 1;
+            for (v = 0; v < kin; v += 4) {
+                int n = kin - v >= 4 ? 4 : (int) (kin - v);
+                if (R == 4)
+                    pygbn_tile_c(ts + j * kup, kup, pt + v, ld, out + j * kin + v, kin, down + j, 4, n);
+                else
+                    pygbn_tile_c(ts + j * kup, kup, pt + v, ld, out + j * kin + v, kin, down + j, 1, n);
+            }
+            j += R;
+        }
+    }
+
+    #if defined(PYGBN_PRODUCT_NEON)
+    /* NEON (AArch64, whose FMLA is a fused multiply-add): tiles of R rows (4, 2, 1) x
+       8 outputs in 4 vectors of 2; a row's end stored lane by lane */
+    #define PYGBN_EACH4N(X) X(0) X(1) X(2) X(3)
+    PYGBN_INLINE void pygbn_store_neon(double *out, float64x2_t y, int m) {
+        if (m >= 2)
+            vst1q_f64(out, y);
+        else if (m == 1)
+            vst1q_lane_f64(out, y, 0);
+    }
+    PYGBN_INLINE void pygbn_tile_neon(const double *ts, Py_ssize_t kup, const double *pt,
+                                      Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                      const double *down, const int R, int n) {
+        float64x2_t a0[4], a1[4], a2[4], a3[4], p0, p1, p2, p3, t, lim, d;
+        Py_ssize_t k;
+        #define PYGBN_ZERO(r) if (r < R) { a0[r] = vdupq_n_f64(0.0); a1[r] = a0[r]; a2[r] = a0[r]; \\
+                                           a3[r] = a0[r]; }
+        PYGBN_EACH4N(PYGBN_ZERO)
+        #undef PYGBN_ZERO
+        for (k = 0; k < kup; k++) {
+            p0 = vld1q_f64(pt + k * ld);
+            p1 = vld1q_f64(pt + k * ld + 2);
+            p2 = vld1q_f64(pt + k * ld + 4);
+            p3 = vld1q_f64(pt + k * ld + 6);
+            #define PYGBN_FMA(r) if (r < R) { \\
+                t = vdupq_n_f64(ts[r * kup + k]); \\
+                a0[r] = vfmaq_f64(a0[r], p0, t); \\
+                a1[r] = vfmaq_f64(a1[r], p1, t); \\
+                a2[r] = vfmaq_f64(a2[r], p2, t); \\
+                a3[r] = vfmaq_f64(a3[r], p3, t); }
+            PYGBN_EACH4N(PYGBN_FMA)
+            #undef PYGBN_FMA
+        }
+        #define PYGBN_FINISH(r) if (r < R) { \\
+            lim = vdupq_n_f64(DBL_MIN / down[r]); \\
+            d = vdupq_n_f64(down[r]); \\
+            pygbn_store_neon(out + r * kin, vmulq_f64(vmaxq_f64(a0[r], lim), d), n); \\
+            pygbn_store_neon(out + r * kin + 2, vmulq_f64(vmaxq_f64(a1[r], lim), d), n - 2); \\
+            pygbn_store_neon(out + r * kin + 4, vmulq_f64(vmaxq_f64(a2[r], lim), d), n - 4); \\
+            pygbn_store_neon(out + r * kin + 6, vmulq_f64(vmaxq_f64(a3[r], lim), d), n - 6); }
+        PYGBN_EACH4N(PYGBN_FINISH)
+        #undef PYGBN_FINISH
+    }
+    static void pygbn_product_neon(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                   double *out, Py_ssize_t kin, const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            int R = nrows - j >= 4 ? 4 : (nrows - j >= 2 ? 2 : 1);
+            for (v = 0; v < kin; v += 8) {
+                int n = kin - v >= 8 ? 8 : (int) (kin - v);
+                const double *tj = ts + j * kup, *pv = pt + v;
+                double *o = out + j * kin + v;
+                if (R == 4)
+                    pygbn_tile_neon(tj, kup, pv, ld, o, kin, down + j, 4, n);
+                else if (R == 2)
+                    pygbn_tile_neon(tj, kup, pv, ld, o, kin, down + j, 2, n);
+                else
+                    pygbn_tile_neon(tj, kup, pv, ld, o, kin, down + j, 1, n);
+            }
+            j += R;
+        }
+    }
+    #endif
+
+    #if defined(PYGBN_PRODUCT_X86)
+    /* the tiles below write one statement per row r = 0, ..., 7 (those with r < R: R is a
+       constant where a tile is inlined), so that no compiler needs to unroll a loop to keep
+       the accumulators in registers */
+    #define PYGBN_EACH4(X) X(0) X(1) X(2) X(3)
+    #define PYGBN_EACH8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+    /* AVX2 + FMA: tiles of R rows (4, 2, 1) x NV vectors of 4 outputs (2, 1); the
+       partial vectors of a row's end are stored through a small buffer */
+    PYGBN_INLINE PYGBN_T256 void pygbn_store256(double *out, __m256d y, int m) {
+        if (m >= 4) {
+            _mm256_storeu_pd(out, y);
+        } else if (m > 0) {
+            double tmp[4];
+            _mm256_storeu_pd(tmp, y);
+            memcpy(out, tmp, (size_t) m * sizeof(double));
+        }
+    }
+    PYGBN_INLINE PYGBN_T256 void pygbn_tile256(const double *ts, Py_ssize_t kup, const double *pt,
+                                               Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                               const double *down, const int R, const int NV, int n) {
+        __m256d a0[4], a1[4], p0, p1, t, lim, d;
+        Py_ssize_t k;
+        #define PYGBN_ZERO(r) if (r < R) { a0[r] = _mm256_setzero_pd(); a1[r] = a0[r]; }
+        PYGBN_EACH4(PYGBN_ZERO)
+        #undef PYGBN_ZERO
+        for (k = 0; k < kup; k++) {
+            p0 = _mm256_load_pd(pt + k * ld);
+            p1 = NV > 1 ? _mm256_load_pd(pt + k * ld + 4) : p0;
+            #define PYGBN_FMA(r) if (r < R) { \\
+                t = _mm256_broadcast_sd(ts + r * kup + k); \\
+                a0[r] = _mm256_fmadd_pd(p0, t, a0[r]); \\
+                if (NV > 1) a1[r] = _mm256_fmadd_pd(p1, t, a1[r]); }
+            PYGBN_EACH4(PYGBN_FMA)
+            #undef PYGBN_FMA
+        }
+        #define PYGBN_FINISH(r) if (r < R) { \\
+            lim = _mm256_set1_pd(DBL_MIN / down[r]); \\
+            d = _mm256_set1_pd(down[r]); \\
+            pygbn_store256(out + r * kin, _mm256_mul_pd(_mm256_max_pd(a0[r], lim), d), n); \\
+            if (NV > 1) pygbn_store256(out + r * kin + 4, _mm256_mul_pd(_mm256_max_pd(a1[r], lim), d), n - 4); }
+        PYGBN_EACH4(PYGBN_FINISH)
+        #undef PYGBN_FINISH
+    }
+    #define PYGBN_TILE256(RR, NN) pygbn_tile256(ts + j * kup, kup, pt + v, ld, out + j * kin + v, \
+                                                kin, down + j, RR, NN, n)
+    static PYGBN_T256 void pygbn_product_avx2(const double *ts, Py_ssize_t kup, const double *pt,
+                                              Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                              const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            int R = nrows - j >= 4 ? 4 : (nrows - j >= 2 ? 2 : 1);
+            for (v = 0; v < kin; v += 8) {
+                int n = kin - v >= 8 ? 8 : (int) (kin - v);
+                if (n > 4) {
+                    if (R == 4) PYGBN_TILE256(4, 2); else if (R == 2) PYGBN_TILE256(2, 2); else PYGBN_TILE256(1, 2);
+                } else {
+                    if (R == 4) PYGBN_TILE256(4, 1); else if (R == 2) PYGBN_TILE256(2, 1); else PYGBN_TILE256(1, 1);
+                }
+            }
+            j += R;
+        }
+    }
+
+    #if defined(PYGBN_PRODUCT_AVX512)
+    /* AVX-512: tiles of R rows (8, 4, 2, 1) x NV vectors of 8 outputs (2, 1); a
+       row's end by masked stores */
+    PYGBN_INLINE PYGBN_T512 void pygbn_store512(double *out, __m512d y, int m) {
+        if (m >= 8)
+            _mm512_storeu_pd(out, y);
+        else if (m > 0)
+            _mm512_mask_storeu_pd(out, (__mmask8) ((1u << m) - 1u), y);
+    }
+    PYGBN_INLINE PYGBN_T512 void pygbn_tile512(const double *ts, Py_ssize_t kup, const double *pt,
+                                               Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                               const double *down, const int R, const int NV, int n) {
+        __m512d a0[8], a1[8], p0, p1, t, lim, d;
+        Py_ssize_t k;
+        #define PYGBN_ZERO(r) if (r < R) { a0[r] = _mm512_setzero_pd(); a1[r] = a0[r]; }
+        PYGBN_EACH8(PYGBN_ZERO)
+        #undef PYGBN_ZERO
+        for (k = 0; k < kup; k++) {
+            p0 = _mm512_load_pd(pt + k * ld);
+            p1 = NV > 1 ? _mm512_load_pd(pt + k * ld + 8) : p0;
+            #define PYGBN_FMA(r) if (r < R) { \\
+                t = _mm512_set1_pd(ts[r * kup + k]); \\
+                a0[r] = _mm512_fmadd_pd(p0, t, a0[r]); \\
+                if (NV > 1) a1[r] = _mm512_fmadd_pd(p1, t, a1[r]); }
+            PYGBN_EACH8(PYGBN_FMA)
+            #undef PYGBN_FMA
+        }
+        #define PYGBN_FINISH(r) if (r < R) { \\
+            lim = _mm512_set1_pd(DBL_MIN / down[r]); \\
+            d = _mm512_set1_pd(down[r]); \\
+            pygbn_store512(out + r * kin, _mm512_mul_pd(_mm512_max_pd(a0[r], lim), d), n); \\
+            if (NV > 1) pygbn_store512(out + r * kin + 8, _mm512_mul_pd(_mm512_max_pd(a1[r], lim), d), n - 8); }
+        PYGBN_EACH8(PYGBN_FINISH)
+        #undef PYGBN_FINISH
+    }
+    #define PYGBN_TILE512(RR, NN) pygbn_tile512(ts + j * kup, kup, pt + v, ld, out + j * kin + v, \
+                                                kin, down + j, RR, NN, n)
+    static PYGBN_T512 void pygbn_product_avx512(const double *ts, Py_ssize_t kup, const double *pt,
+                                                Py_ssize_t ld, double *out, Py_ssize_t kin,
+                                                const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j, v;
+        for (v = 0; v < kin; v += 16) {
+            int n = kin - v >= 16 ? 16 : (int) (kin - v);
+            j = 0;
+            while (j < nrows) {
+                Py_ssize_t left = nrows - j;
+                int R = left >= 8 ? 8 : (left >= 4 ? 4 : (left >= 2 ? 2 : 1));
+                if (n > 8) {
+                    switch (R) {
+                    case 8: PYGBN_TILE512(8, 2); break;
+                    case 4: PYGBN_TILE512(4, 2); break;
+                    case 2: PYGBN_TILE512(2, 2); break;
+                    default: PYGBN_TILE512(1, 2);
+                    }
+                } else {
+                    switch (R) {
+                    case 8: PYGBN_TILE512(8, 1); break;
+                    case 4: PYGBN_TILE512(4, 1); break;
+                    case 2: PYGBN_TILE512(2, 1); break;
+                    default: PYGBN_TILE512(1, 1);
+                    }
+                }
+                j += R;
+            }
+        }
+    }
+    #endif
+    #endif
+
+    /* ---- the rows' scaling (see _row_scale): ts[j] = theta[j] 2^S_j, down[j] = 2^-S_j,
+       S_j = top - e_j within [0, smax] (0 for a row of zeros), e_j the frexp exponent of the
+       row's largest entry.  Exact scalings; every path gives the same S (the largest of
+       non-negative doubles is the one with the largest bits) and the same ts. */
+    static inline double pygbn_pow2(int s) {                       /* 2^s, -1022 <= s <= 1023 */
+        uint64_t b = (uint64_t) (s + 1023) << 52;
+        double x;
+        memcpy(&x, &b, 8);
+        return x;
+    }
+    static inline int pygbn_exponent_scale(int e, int top, int smax) {  /* S from e (-1023: zeros) */
+        if (e == -1023)
+            return 0;
+        e = top - e;
+        return e < 0 ? 0 : (e > smax ? smax : e);
+    }
+    static inline int pygbn_scale_of(double m, int top, int smax) {  /* S from the largest entry */
+        return pygbn_exponent_scale(pygbn_row_max_exponent(&m, 1), top, smax);
+    }
+    static void pygbn_scale_rows_c(const double *theta, Py_ssize_t kup, Py_ssize_t nrows, double *ts,
+                                   double *down, int top, int smax) {
+        Py_ssize_t j, k;
+        for (j = 0; j < nrows; j++) {
+            const double *x = theta + j * kup;
+            int s = pygbn_exponent_scale(pygbn_row_max_exponent(x, kup), top, smax);
+            double f = pygbn_pow2(s);
+            down[j] = pygbn_pow2(-s);
+            for (k = 0; k < kup; k++)
+                ts[j * kup + k] = x[k] * f;
+        }
+    }
+    #if defined(PYGBN_PRODUCT_X86)
+    static PYGBN_T256 void pygbn_scale_rows_avx2(const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                                 double *ts, double *down, int top, int smax) {
+        Py_ssize_t j, k;
+        for (j = 0; j < nrows; j++) {
+            const double *x = theta + j * kup;
+            double *y = ts + j * kup, lanes[4], m, f;
+            __m256d vm = _mm256_setzero_pd(), vf;
+            int s;
+            for (k = 0; k + 4 <= kup; k += 4)
+                vm = _mm256_max_pd(vm, _mm256_loadu_pd(x + k));
+            _mm256_storeu_pd(lanes, vm);
+            m = lanes[0] > lanes[1] ? lanes[0] : lanes[1];
+            m = m > lanes[2] ? m : lanes[2];
+            m = m > lanes[3] ? m : lanes[3];
+            for (; k < kup; k++)
+                m = m > x[k] ? m : x[k];
+            s = pygbn_scale_of(m, top, smax);
+            f = pygbn_pow2(s);
+            down[j] = pygbn_pow2(-s);
+            vf = _mm256_set1_pd(f);
+            for (k = 0; k + 4 <= kup; k += 4)
+                _mm256_storeu_pd(y + k, _mm256_mul_pd(_mm256_loadu_pd(x + k), vf));
+            for (; k < kup; k++)
+                y[k] = x[k] * f;
+        }
+    }
+    #if defined(PYGBN_PRODUCT_AVX512)
+    static PYGBN_T512 void pygbn_scale_rows_avx512(const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                                   double *ts, double *down, int top, int smax) {
+        Py_ssize_t j, k;
+        __mmask8 tail = (__mmask8) ((1u << (kup % 8)) - 1u);
+        for (j = 0; j < nrows; j++) {
+            const double *x = theta + j * kup;
+            double *y = ts + j * kup, lanes[8], m;
+            __m512d vm = _mm512_setzero_pd(), vf;
+            int s;
+            for (k = 0; k + 8 <= kup; k += 8)
+                vm = _mm512_max_pd(vm, _mm512_loadu_pd(x + k));
+            if (tail)
+                vm = _mm512_max_pd(vm, _mm512_maskz_loadu_pd(tail, x + k));
+            _mm512_storeu_pd(lanes, vm);
+            m = lanes[0];
+            for (k = 1; k < 8; k++)
+                m = m > lanes[k] ? m : lanes[k];
+            s = pygbn_scale_of(m, top, smax);
+            down[j] = pygbn_pow2(-s);
+            vf = _mm512_set1_pd(pygbn_pow2(s));
+            for (k = 0; k + 8 <= kup; k += 8)
+                _mm512_storeu_pd(y + k, _mm512_mul_pd(_mm512_loadu_pd(x + k), vf));
+            if (tail)
+                _mm512_mask_storeu_pd(y + k, tail, _mm512_maskz_mul_pd(tail, _mm512_maskz_loadu_pd(tail, x + k), vf));
+        }
+    }
+    #endif
+    #endif
+
+    /* the paths: 0 portable C; on x86-64 1 AVX2 + FMA and 2 AVX-512, on AArch64 1 NEON */
+    static const char *pygbn_product_path_name(int path) {
+    #if defined(PYGBN_PRODUCT_X86)
+        return path == 2 ? "AVX-512" : (path == 1 ? "AVX2 + FMA" : "portable C");
+    #elif defined(PYGBN_PRODUCT_NEON)
+        return path == 1 ? "NEON" : "portable C";
+    #else
+        (void) path;
+        return "portable C";
+    #endif
+    }
+
+    /* the best path this CPU runs */
+    static int pygbn_product_best(void) {
+    #if defined(PYGBN_PRODUCT_NEON)
+        return 1;                                       /* NEON is part of AArch64 */
+    #endif
+    #if defined(PYGBN_PRODUCT_X86)
+        /* cpuid leaf 1: ECX bit 12 FMA, 27 OSXSAVE, 28 AVX; leaf 7: EBX bit 5 AVX2, 16 AVX512F;
+           XCR0: the OS saves the ymm state (bits 1, 2) and the zmm state (bits 5, 6, 7) */
+        unsigned r[4];
+        uint64_t xcr0;
+        int fma, avx2, avx512;
+        pygbn_cpuid(0, r);
+        if (r[0] < 7)
+            return 0;
+        pygbn_cpuid(1, r);
+        if (!((r[2] >> 27) & 1u) || !((r[2] >> 28) & 1u))
+            return 0;
+        fma = (r[2] >> 12) & 1u;
+        xcr0 = pygbn_xgetbv0();
+        if ((xcr0 & 0x6u) != 0x6u)
+            return 0;
+        pygbn_cpuid(7, r);
+        avx2 = (r[1] >> 5) & 1u;
+        avx512 = ((r[1] >> 16) & 1u) && (xcr0 & 0xE6u) == 0xE6u;
+    #if defined(PYGBN_PRODUCT_AVX512)
+        if (avx512 && fma)
+            return 2;
+    #endif
+        (void) avx512;
+        if (avx2 && fma)
+            return 1;
+    #endif
+        return 0;
+    }
+
+    static void pygbn_product(int path, const double *ts, Py_ssize_t kup, const double *pt,
+                              Py_ssize_t ld, double *out, Py_ssize_t kin, const double *down,
+                              Py_ssize_t nrows) {
+    #if defined(PYGBN_PRODUCT_X86)
+    #if defined(PYGBN_PRODUCT_AVX512)
+        if (path == 2) {
+            pygbn_product_avx512(ts, kup, pt, ld, out, kin, down, nrows);
+            return;
+        }
+    #endif
+        if (path == 1) {
+            pygbn_product_avx2(ts, kup, pt, ld, out, kin, down, nrows);
+            return;
+        }
+    #endif
+    #if defined(PYGBN_PRODUCT_NEON)
+        if (path == 1) {
+            pygbn_product_neon(ts, kup, pt, ld, out, kin, down, nrows);
+            return;
+        }
+    #endif
+        (void) path;
+        pygbn_product_c(ts, kup, pt, ld, out, kin, down, nrows);
+    }
+
+    static void pygbn_scale_rows(int path, const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                 double *ts, double *down, int top, int smax) {
+    #if defined(PYGBN_PRODUCT_X86)
+    #if defined(PYGBN_PRODUCT_AVX512)
+        if (path == 2) {
+            pygbn_scale_rows_avx512(theta, kup, nrows, ts, down, top, smax);
+            return;
+        }
+    #endif
+        if (path == 1) {
+            pygbn_scale_rows_avx2(theta, kup, nrows, ts, down, top, smax);
+            return;
+        }
+    #endif
+        (void) path;
+        pygbn_scale_rows_c(theta, kup, nrows, ts, down, top, smax);
+    }
+
+    /* n doubles aligned to 64 bytes inside the block *base (free(*base)); NULL if none */
+    static double *pygbn_malloc_aligned(Py_ssize_t n, void **base) {
+        char *p = (char *) malloc((size_t) n * sizeof(double) + 64);
+        *base = p;
+        if (p == NULL)
+            return NULL;
+        return (double *) (p + (64 - (uintptr_t) p % 64));
+    }
     """
     int _row_max_exponent "pygbn_row_max_exponent"(const double *x, Py_ssize_t n) noexcept nogil
+    int _exponent_scale "pygbn_exponent_scale"(int e, int top, int smax) noexcept nogil
+    const int PRODUCT_PAD "PYGBN_PRODUCT_PAD"
+    void _transpose_pad "pygbn_transpose_pad"(const double *phi, Py_ssize_t kin, Py_ssize_t kup,
+                                              Py_ssize_t ld, double *pt) noexcept nogil
+    int _product_best "pygbn_product_best"() noexcept nogil
+    const char *_product_path_name "pygbn_product_path_name"(int path) noexcept nogil
+    void _product "pygbn_product"(int path, const double *ts, Py_ssize_t kup, const double *pt,
+                                  Py_ssize_t ld, double *out, Py_ssize_t kin, const double *down,
+                                  Py_ssize_t nrows) noexcept nogil
+    double *_malloc_aligned "pygbn_malloc_aligned"(Py_ssize_t n, void **base) noexcept nogil
+    void _scale_rows "pygbn_scale_rows"(int path, const double *theta, Py_ssize_t kup, Py_ssize_t nrows,
+                                        double *ts, double *down, int top, int smax) noexcept nogil
 
 
 cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
@@ -113,63 +603,74 @@ cdef inline int _row_scale(const double *x, Py_ssize_t n) noexcept nogil:
     (about 100 cycles), which made the products and the upward pass several
     times slower on the upper layers' rows (15% of whose theta are DBL_MIN).
     """
-    cdef int e = _row_max_exponent(x, n)
-    if e == -1023:
-        return 0
-    e = SCALE_TOP - e
-    return 0 if e < 0 else (SCALE_MAX if e > SCALE_MAX else e)
+    return _exponent_scale(_row_max_exponent(x, n), SCALE_TOP, SCALE_MAX)
 
 
-cdef void _product_rows(const double *theta, const double *phi, int kin, int kup, int nrows,
-                        double *out, double *scratch) noexcept nogil:
+# the best path this CPU runs (pygbn_product_best: cpuid, once), and the one a test forced
+# (_product_path)
+cdef int _path_best = _product_best()
+cdef int _path_forced = -1
+
+
+def _product_path(int path=-1):
+    """Test hook: the path of the Phi theta products (0 portable C; x86-64: 1 AVX2 +
+    FMA, 2 AVX-512; AArch64: 1 NEON); ``path >= 0`` forces that path (the best
+    this CPU runs where it runs less), -1 restores the default.  Returns the
+    path now in use."""
+    global _path_forced
+    cdef int best = _path_best
+    _path_forced = -1 if path < 0 else (path if path < best else best)
+    return best if _path_forced < 0 else _path_forced
+
+
+def _product_path_names():
+    """The names of the paths this CPU runs, by number (:func:`_product_path`)."""
+    return [_product_path_name(p).decode() for p in range(_path_best + 1)]
+
+
+cdef inline int _product_path_now() noexcept nogil:
+    return _path_best if _path_forced < 0 else _path_forced
+
+
+cdef double *_phi_transposed(const double[:, ::1] phi, void **base) except? NULL:
+    """Phi (kin x kup) transposed into a 64-byte aligned ``kup x ld`` array, ``ld``
+    the row length padded to PRODUCT_PAD with zeros (free ``base[0]``)."""
+    cdef Py_ssize_t kin = phi.shape[0], kup = phi.shape[1]
+    cdef Py_ssize_t ld = (kin + PRODUCT_PAD - 1) // PRODUCT_PAD * PRODUCT_PAD
+    cdef double *pt = _malloc_aligned(kup * ld, base)
+    if pt == NULL:
+        raise MemoryError("the transposed Phi of a product could not be allocated")
+    if kup > 0:
+        _transpose_pad(&phi[0, 0], kin, kup, ld, pt)
+    return pt
+
+
+cdef void _product_rows(const double *theta, const double *pt, int kin, int kup, int nrows,
+                        double *out, double *scratch, int path) noexcept nogil:
     """``out[j, v] = max(sum_k theta[j, k] phi[v, k], DBL_MIN)`` for ``nrows`` rows (all row-major).
 
-    Each theta row is first multiplied by its own ``2^S`` (:c:func:`_row_scale`,
-    into ``scratch``, ``nrows * (kup + 1)`` doubles) and each output row by
+    ``pt`` is Phi transposed and padded (:c:func:`_phi_transposed`).  Each theta
+    row is first multiplied by its own ``2^S`` (:c:func:`_row_scale`'s, formed
+    by ``pygbn_scale_rows`` with the same vectors as the product, into
+    ``scratch``, ``nrows * (kup + 1)`` doubles) and each output row by
     ``2^-S`` afterwards: exact scalings, so every entry is what the unscaled
-    product gives wherever that product has no subnormal term, and the same
-    or more accurate otherwise (an entry below DBL_MIN is DBL_MIN either way).
+    sum gives wherever that has no subnormal term, and the same or more
+    accurate otherwise (an entry below DBL_MIN is DBL_MIN either way).
 
-    In BLAS's column-major terms ``out^T = phi (kin x kup) theta^T``; calls are
-    cut to at most PRODUCT_LIMIT multiply-adds by rows (and by output columns
-    when a single row is that large), never along k, so every entry is one
-    dot product in BLAS's own order.
+    Every entry is one chain of fused multiply-adds in the order of k
+    (``y = 0; y = fma(phi[v, k], theta[j, k] 2^S, y)`` for k = 0, 1, ...),
+    formed by register tiles of rows x outputs (``pygbn_product`` in this
+    module's C code: AVX-512 or AVX2 + FMA where the CPU has them, chosen at
+    run time; NEON on AArch64; elsewhere portable C with libm's ``fma``, a
+    slow correctly rounded emulation on x86 without FMA, made before 2013).  All paths give the same bits, and an
+    entry does not depend on the rows beside it, the block it is in, or the
+    thread count.
     """
-    cdef int rows = PRODUCT_LIMIT // (kin * kup) if kin * kup > 0 else nrows
-    cdef int cols = kin, j0, v0, m, nv, j, i, sc
-    cdef double one = 1.0, zero = 0.0, f, lim, y
     cdef double *ts = scratch
     cdef double *down = scratch + <Py_ssize_t> nrows * kup
-    cdef double *row
-    cdef char tr = b'T', nt = b'N'
-    for j in range(nrows):
-        sc = _row_scale(theta + <Py_ssize_t> j * kup, kup)
-        f = ldexp(1.0, sc)
-        down[j] = ldexp(1.0, -sc)
-        for i in range(kup):
-            ts[<Py_ssize_t> j * kup + i] = theta[<Py_ssize_t> j * kup + i] * f
-    if rows < 1:
-        rows = 1
-        cols = PRODUCT_LIMIT // kup if kup < PRODUCT_LIMIT else 1
-    if rows > nrows:
-        rows = nrows
-    j0 = 0
-    while j0 < nrows:
-        m = rows if j0 + rows <= nrows else nrows - j0
-        v0 = 0
-        while v0 < kin:
-            nv = cols if v0 + cols <= kin else kin - v0
-            dgemm(&tr, &nt, &nv, &m, &kup, &one, <double *> phi + <Py_ssize_t> v0 * kup, &kup,
-                  ts + <Py_ssize_t> j0 * kup, &kup, &zero, out + <Py_ssize_t> j0 * kin + v0, &kin)
-            v0 += nv
-        j0 += m
-    for j in range(nrows):
-        # y * 2^-S > DBL_MIN exactly when y > DBL_MIN * 2^S (no subnormal is formed)
-        lim = DBL_MIN / down[j]
-        row = out + <Py_ssize_t> j * kin
-        for i in range(kin):
-            y = row[i]
-            row[i] = y * down[j] if y > lim else DBL_MIN
+    _scale_rows(path, theta, kup, nrows, ts, down, SCALE_TOP, SCALE_MAX)
+    _product(path, ts, kup, pt, (kin + PRODUCT_PAD - 1) // PRODUCT_PAD * PRODUCT_PAD, out, kin, down,
+             nrows)
 
 
 def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const int64_t[::1] bounds,
@@ -177,27 +678,30 @@ def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const 
     """``out[j - bounds[0], :] = max(theta_up[j] Phi_up^T, DBL_MIN)`` for the documents of the blocks.
 
     ``theta_up`` is theta^(t+1) (J x K_{t+1}), ``phi_up`` Phi^(t+1)
-    (K_t x K_{t+1}); ``out`` has ``bounds[-1] - bounds[0]`` rows.  Block ``b``'s
-    rows are formed by the same BLAS calls whatever the thread count
-    (:c:func:`_product_rows`).
+    (K_t x K_{t+1}); ``out`` has ``bounds[-1] - bounds[0]`` rows.  Every entry
+    is one fixed chain of fused multiply-adds (:c:func:`_product_rows`): the
+    same bits whatever the blocks, the thread count or the CPU's vector width.
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef int kin = phi_up.shape[0], kup = phi_up.shape[1]
     cdef Py_ssize_t b, off = bounds[0]
     cdef double *work
-    cdef int n_failed = 0
+    cdef double *pt
+    cdef void *pt_base = NULL
+    cdef int n_failed = 0, path = _product_path_now()
     if n_blocks <= 0 or kin == 0:
         return
-    _load_blas()
+    pt = _phi_transposed(phi_up, &pt_base)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         if bounds[b + 1] > bounds[b]:
             work = <double *> block_malloc((bounds[b + 1] - bounds[b]) * (kup + 1) * sizeof(double))
             if work == NULL:
                 n_failed += 1
             else:
-                _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], kin, kup,
-                              <int> (bounds[b + 1] - bounds[b]), &out[bounds[b] - off, 0], work)
+                _product_rows(&theta_up[bounds[b], 0], pt, kin, kup,
+                              <int> (bounds[b + 1] - bounds[b]), &out[bounds[b] - off, 0], work, path)
             free(work)
+    free(pt_base)
     if n_failed:
         raise MemoryError(f"doc_prior: scratch memory of {n_failed} document block(s) "
                           "could not be allocated")
@@ -231,7 +735,9 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     cdef double *work
     cdef const double *prior
     cdef double s
-    cdef int n_failed = 0
+    cdef double *pt = NULL
+    cdef void *pt_base = NULL
+    cdef int n_failed = 0, path = _product_path_now()
     cdef bitgen_t *g
     for b in range(n_blocks):
         if bounds[b + 1] - bounds[b] > max_rows:
@@ -239,7 +745,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
     if n_blocks <= 0 or k == 0:
         return
     if not shared:
-        _load_blas()
+        pt = _phi_transposed(phi_up, &pt_base)
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         nrows = bounds[b + 1] - bounds[b]
@@ -252,8 +758,8 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
         else:
             buf = work + 8 * k
             if not shared:
-                _product_rows(&theta_up[bounds[b], 0], &phi_up[0, 0], <int> k, kup, <int> nrows, buf,
-                              buf + max_rows * k)
+                _product_rows(&theta_up[bounds[b], 0], pt, <int> k, kup, <int> nrows, buf,
+                              buf + max_rows * k, path)
             for j in range(bounds[b], bounds[b + 1]):
                 prior = &prior_row[0] if shared else buf + (j - bounds[b]) * k
                 for i in range(k):
@@ -262,6 +768,7 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
                 if sums:
                     row_sums[j] = s
         free(work)
+    free(pt_base)
     if n_failed:
         raise MemoryError(f"sample_theta: scratch memory of {n_failed} document block(s) "
                           "could not be allocated")

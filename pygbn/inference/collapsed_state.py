@@ -229,8 +229,8 @@ class CollapsedState(TokenLabels):
         ``a_j = theta_up[j] @ phi_up.T`` (floored positive), made for a few
         document blocks (``bounds``) at a time, no (J, K) array.
 
-        The rows come from :func:`pygbn.inference._upper.doc_prior`: BLAS calls
-        small enough that OpenBLAS runs them on the calling thread (one
+        The rows come from :func:`pygbn.inference._upper.doc_prior`: pygbn's
+        own product kernel, on the calling thread (one
         ``np.matmul`` per block woke OpenBLAS's worker threads, whose
         busy-waiting between the calls took the CPU from this serial sweep:
         3-6x its time at T >= 2 on two cores).

@@ -373,7 +373,7 @@ class GibbsSampler:
         if t == net.depth:
             return np.maximum(net.r, _TINY)[None, :]
         upper = net.layers[t]
-        # a block's rows come from the same BLAS calls whatever else the chain holds, so a
+        # a row's prior does not depend on whatever else the chain holds (_upper's kernel), so a
         # part of the documents on another machine gets exactly the rows it gets here
         prior = np.empty((self.n_docs, upper.n_inputs))
         _upper.doc_prior(upper.theta, upper.phi, self.bounds, prior, self.n_threads)

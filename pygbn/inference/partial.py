@@ -318,7 +318,7 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     ``phi_vk (n_jk^(-ji) + a_jk)`` (exactly when T = 1; by Metropolis-Hastings
     steps that leave it invariant otherwise), with ``a_j = r`` at T = 1 and
     ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time by
-    :func:`pygbn.inference._upper.doc_prior`, the same BLAS calls per block
+    :func:`pygbn.inference._upper.doc_prior`, the same bits per row
     wherever the block is).  Updates ``m[0] = n_jk`` in place and returns the
     blocks' term-topic counts ``n_vk`` (the statistic of Phi^(1), stored by
     term: :meth:`PartialState.new_term_counts`; for all blocks into the counts
@@ -353,7 +353,7 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
             c1 = min(c0 + step, nb)
             lo, hi = int(bounds[c0]), int(bounds[c1])
             prior = buf[:hi - lo]
-            # a block's rows by the same BLAS calls wherever the block is (_upper.doc_prior)
+            # a row's prior does not depend on the block it is in (_upper.doc_prior)
             _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
             pa, ac = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
                                             tokens.labels, phi, prior, b, *tables,
