@@ -58,6 +58,15 @@ def _dirichlet_counts(V, K, eta_frac, rng):
     return np.ascontiguousarray(n)
 
 
+def _test_chain_shapes(J, K, rng):
+    """(J, K) shapes r_k + m_jk like the digits test chain's theta^(1) draws (PRG link, T = 1):
+    r_k uniform in 0.37-1.15, m_jk = 0 for 60% of the entries, else 1 + Geometric(0.5) - 1."""
+    r = rng.uniform(0.37, 1.15, size=K)
+    m = rng.geometric(0.5, size=(J, K)).astype(np.float64)
+    m[rng.random((J, K)) < 0.6] = 0.0
+    return r[None, :] + m
+
+
 def gamma_row_table(repeat, scale):
     """ns per gamma draw of the row kernels at the Dirichlet's shapes (eta + n_vk)
     and the theta draws' shapes: ``_gamma.gamma_rows`` (the row kernel, rows of
@@ -76,7 +85,8 @@ def gamma_row_table(repeat, scale):
     head = f"{'shapes':34s} {'row kernel':>10s} {'fill(64)':>9s} {'gamma_fast':>10s} {'numpy':>7s}"
     print(head)
     print("-" * len(head))
-    sets = [(f"a={a:g}", np.full((K, V), a)) for a in (1e-3, 0.01, 0.015, 0.05, 0.1, 0.3, 0.5, 0.9)]
+    sets = [(f"a={a:g}", np.full((K, V), a))
+            for a in (1e-3, 0.01, 0.015, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.999)]
     sets += [(f"a={a:g}", np.full((K, V), a)) for a in (1.01, 10.01, 100.01, 1000.01)]
     for eta in (0.01, 0.05):
         for frac in (0.99, 0.9, 0.5):
@@ -84,6 +94,7 @@ def gamma_row_table(repeat, scale):
     theta = np.exp(rng.uniform(np.log(1e-3), np.log(0.1), size=(K, V)))
     sets.append(("theta prior 0.001-0.1", theta))
     sets.append(("theta 0.001-0.1, 10% +1..1000", theta + _dirichlet_counts(K, V, 0.9, rng)))
+    sets.append(("r 0.37-1.15 + m, 60% m=0", _test_chain_shapes(K, V, rng)))
     for label, a in sets:
         a = np.ascontiguousarray(a, dtype=np.float64)
         flat = a.ravel()
@@ -99,6 +110,24 @@ def gamma_row_table(repeat, scale):
         t.append(best_ns(lambda s, f=flat: _kernel("gamma_fast", f, random_state=2, n_jobs=1), a.size, repeat))
         t.append(best_ns(lambda s, f=flat: rng.standard_gamma(f), a.size, repeat))
         print(f"{label:34s} {t[0]:10.1f} {t[1]:9.1f} {t[2]:10.1f} {t[3]:7.1f}")
+    print()
+    J, k = 10_000 // scale, 100
+    print(f"gamma rows of {k} ({J} rows, rate 1.3; ns per draw, best of {repeat} CPU times)")
+    head = f"{'shapes':34s} {'row kernel':>10s}"
+    print(head)
+    print("-" * len(head))
+    short = [(f"a={a:g}", np.full((J, k), a)) for a in (0.01, 0.3, 0.5, 0.7, 0.9)]
+    short.append(("r 0.37-1.15 + m, 60% m=0", _test_chain_shapes(J, k, rng)))
+    for label, a in short:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        bounds = np.array([0, J], dtype=np.int64)
+        rate = np.full(J, 1.3)
+        out, sums = np.empty_like(a), np.empty(J)
+
+        def rows(s, a=a, bounds=bounds, rate=rate, out=out, sums=sums):
+            st = BlockStreams(np.random.default_rng(2), 1)
+            _gamma.gamma_rows(a, rate, bounds, st.addresses, out, sums, 1)
+        print(f"{label:34s} {best_ns(rows, a.size, repeat):10.1f}")
     print()
     print(f"Dirichlet draws of Phi, ({V}, {K}) counts, blocks of {COLUMN_BLOCK} columns, one thread"
           " (ns per entry)")

@@ -8,8 +8,12 @@ result does not depend on ``n_threads``).
 """
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uintptr_t
+from libc.float cimport DBL_MIN
+from libc.math cimport log
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
+
+from pygbn.random._gamma cimport gs_pass_isa
 
 
 def gamma_rows(const double[:, ::1] a, const double[::1] rate, const int64_t[::1] bounds,
@@ -60,3 +64,24 @@ def accept_counts(double y, const uintptr_t[::1] stream, int64_t repeat):
             for r in range(repeat):
                 counts[h] += accept_exp_neg(g, y, <double> h)
     return out
+
+
+def gs_pass(int isa, bint tail, const double[::1] a, const double[::1] u, const double[::1] h, double rate):
+    """One vectorised GS pass of the row kernel, the version of one instruction set
+    (``isa`` 0: the baseline, 1: AVX2, 2: AVX-512F; tests: every version gives the
+    same bits): the lead pass (:c:func:`gs_lead`, ``u`` the uniforms) or the tail
+    pass (:c:func:`gs_tail`, ``u`` the values ``P > 1``).  Returns ``(p, lx, val)``
+    after the pass, or None where this build or CPU has no such version."""
+    import numpy as np
+    cdef Py_ssize_t n = a.shape[0]
+    p_out = np.array(u, dtype=np.float64)
+    lx_out = np.zeros(n)
+    val_out = np.zeros(n)
+    cdef double[::1] p = p_out, lx = lx_out, val = val_out
+    cdef int ok
+    if n == 0:
+        return p_out, lx_out, val_out
+    with nogil:
+        ok = gs_pass_isa(isa, tail, &a[0], &p[0], &h[0], &lx[0], &val[0], n, 1.0 / rate, log(rate),
+                         DBL_MIN * rate)
+    return (p_out, lx_out, val_out) if ok else None
