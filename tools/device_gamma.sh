@@ -3,7 +3,8 @@
 # machine whose compiler makes its shapes-below-one path slow (issue 13: on a 16-core machine with
 # GCC 13.3 the row kernel took 75-121 ns a draw at a < 1, before commit 85bc445, where GCC 12.2 on
 # the 2-core machine gives 15-47): tools/bench_samplers.py --rows for each build, one core each,
-# side by side, and how each build compiled the first-proposal pass (pygbn_gs_lead).
+# side by side, and how each build compiled the vectorised passes (pygbn_gs_lead, pygbn_gs_tail)
+# and the product paths.
 #
 #   default      as setup.py builds it (target_clones avx512f, avx2, default)
 #   noavx512     CFLAGS=-DPYGBN_GS_LEAD_NO_AVX512 (avx2 and default only)
@@ -54,16 +55,26 @@ done
 wait
 for v in $VARIANTS; do [ "$v" = info ] || { echo "== rows_$v"; sed -n '1,24p' "$work/rows_$v.txt"; }; done
 
-lead_counts() {   # the versions of pygbn_gs_lead in one build's _gamma module
-    local so dis body c
+lead_counts() {   # the versions of the vectorised passes in one build's modules
+    local so dis body c f
     so=$(ls "$1"/pygbn/random/_gamma*.so 2>/dev/null | head -n 1)
     [ -n "$so" ] || { echo "    (no _gamma module)"; return; }
     dis=$(objdump -d --no-show-raw-insn "$so" 2>/dev/null)
-    for c in avx512f avx2 default; do
-        body=$(awk -v n="<pygbn_gs_lead.$c>:" '$2==n{f=1;next} /^$/{f=0} f' <<<"$dis")
-        [ -n "$body" ] || body=$(awk '$2=="<pygbn_gs_lead>:"{f=1;next} /^$/{f=0} f' <<<"$dis")
-        echo "    gs_lead.$c: $(grep -c . <<<"$body") instructions, $(grep -c call <<<"$body") calls," \
-            "$(grep -c zmm <<<"$body") with zmm, $(grep -c ymm <<<"$body") with ymm"
+    for f in pygbn_gs_lead pygbn_gs_tail; do
+        for c in avx512f avx2 default; do
+            body=$(awk -v n="<$f.$c>:" '$2==n{f=1;next} /^$/{f=0} f' <<<"$dis")
+            [ -n "$body" ] || body=$(awk -v n="<$f>:" '$2==n{f=1;next} /^$/{f=0} f' <<<"$dis")
+            echo "    ${f#pygbn_}.$c: $(grep -c . <<<"$body") instructions, $(grep -c call <<<"$body") calls," \
+                "$(grep -c zmm <<<"$body") with zmm, $(grep -c ymm <<<"$body") with ymm"
+        done
+    done
+    # the Phi theta product's paths (pygbn/inference/_upper.pyx: intrinsics, so always vector code)
+    so=$(ls "$1"/pygbn/inference/_upper*.so 2>/dev/null | head -n 1)
+    [ -n "$so" ] || return
+    dis=$(objdump -d --no-show-raw-insn "$so" 2>/dev/null)
+    for f in pygbn_product_avx512 pygbn_product_avx2; do
+        body=$(awk -v n="<$f>:" '$2==n{f=1;next} /^$/{f=0} f' <<<"$dis")
+        echo "    ${f#pygbn_}: $(grep -c . <<<"$body") instructions, $(grep -c 'vfmadd' <<<"$body") FMAs"
     done
 }
 if command -v objdump >/dev/null; then
@@ -78,10 +89,13 @@ if [ -f "$work/build_info.log" ]; then
         | cut -d: -f1 | sort | uniq -c >"$work/vec_counts.txt"
     echo "== loops vectorised per module ($(awk '{s += $1} END {print s}' "$work/vec_counts.txt") in all)"
     cat "$work/vec_counts.txt"
-    lo=$(grep -n "pygbn_gs_lead(const double" "$ROOT/pygbn/random/_gamma.c" | head -n 1 | cut -d: -f1)
-    echo "== info: -fopt-info-vec-all on _gamma.c lines $lo-$(( lo + 30 )) (pygbn_gs_lead)"
-    grep -E "_gamma\.c:[0-9]+" "$work/build_info.log" | awk -F: -v lo="$lo" '$2 >= lo && $2 <= lo + 30' \
-        | sort | uniq -c | head -n 60
+    for f in pygbn_gs_lead_body pygbn_gs_tail_body; do
+        lo=$(grep -n "void $f(const double" "$ROOT/pygbn/random/_gamma.c" | head -n 1 | cut -d: -f1)
+        [ -n "$lo" ] || continue
+        echo "== info: -fopt-info-vec-all on _gamma.c lines $lo-$(( lo + 30 )) ($f)"
+        grep -E "_gamma\.c:[0-9]+" "$work/build_info.log" | awk -F: -v lo="$lo" '$2 >= lo && $2 <= lo + 30' \
+            | sort | uniq -c | head -n 60
+    done
 fi
 so=$(ls "$ROOT"/pygbn/random/_gamma*.so | head -n 1)
 cp "$so" "$ROOT/pygbn/random/_gamma.c" "$work/" 2>/dev/null
