@@ -18,8 +18,12 @@ fixed blocks of documents, block ``b`` drawing only from stream
 The products are this module's own kernel (:c:func:`_product_rows`, no BLAS):
 register tiles of AVX-512 or AVX2 + FMA vectors where the CPU has them
 (chosen at run time), NEON on AArch64, portable C elsewhere, every entry one chain of fused
-multiply-adds in the order of k, so that an entry does not depend on the
-path, the tile or block it falls in, or the thread count.
+multiply-adds in the order of k, so that an entry does not depend on which
+of these paths runs, the tile or block it falls in, or the thread count.  On x86-64 CPUs
+without FMA (made before 2013; emulators that expose only SSE/AVX) SSE2
+tiles form the same chain with separately rounded products and sums
+instead: bits of their own (a few ulps from the fused ones), which likewise
+do not depend on the tile, the block or the thread count.
 
 A block whose scratch memory cannot be allocated (:mod:`pygbn.inference._alloc`)
 does no work and the kernel raises ``MemoryError`` after the loop.
@@ -88,7 +92,10 @@ cdef extern from *:
        DBL_MIN / down_j (= DBL_MIN 2^S_j, so lim_j down_j = DBL_MIN exactly).
        Every path (AVX-512, AVX2 + FMA, NEON, portable C) forms every entry by that
        chain of correctly rounded fused multiply-adds, so all give the same
-       bits, whatever the tile an entry falls in.  The x86 paths are chosen at
+       bits, whatever the tile an entry falls in; but the SSE2 path, for x86-64
+       CPUs without FMA, where libm's fma is a slow emulation: it forms the chain
+       y = y + pt[k, v] ts[j, k] (product and sum rounded apart), bits of its
+       own, the same in every tile.  The x86 paths are chosen at
        run time (pygbn_product_best, from cpuid), with GCC and Clang (functions
        with target attributes) and MSVC (which takes the intrinsics in any
        function) on x86-64; NEON on AArch64.  Build knobs (CFLAGS):
@@ -674,8 +681,9 @@ cdef int _path_forced = -1
 
 
 def _product_path(int path=-1):
-    """Test hook: the path of the Phi theta products (0 portable C; x86-64: 1 AVX2 +
-    FMA, 2 AVX-512; AArch64: 1 NEON); ``path >= 0`` forces that path (the best
+    """Test hook: the path of the Phi theta products (0 portable C; x86-64: 1 SSE2
+    (no FMA: other bits), 2 AVX2 + FMA, 3 AVX-512; AArch64: 1 NEON); ``path >= 0``
+    forces that path (the best
     this CPU runs where it runs less), -1 restores the default.  Returns the
     path now in use."""
     global _path_forced
@@ -722,10 +730,13 @@ cdef void _product_rows(const double *theta, const double *pt, int kin, int kup,
     (``y = 0; y = fma(phi[v, k], theta[j, k] 2^S, y)`` for k = 0, 1, ...),
     formed by register tiles of rows x outputs (``pygbn_product`` in this
     module's C code: AVX-512 or AVX2 + FMA where the CPU has them, chosen at
-    run time; NEON on AArch64; elsewhere portable C with libm's ``fma``, a
-    slow correctly rounded emulation on x86 without FMA, made before 2013).  All paths give the same bits, and an
-    entry does not depend on the rows beside it, the block it is in, or the
-    thread count.
+    run time; NEON on AArch64; elsewhere portable C with libm's ``fma``).
+    These paths give the same bits.  On x86-64 without FMA (made before
+    2013, or emulated; libm's ``fma`` is a slow correctly rounded emulation
+    there, the portable path is kept for the tests) SSE2 tiles form
+    ``y = y + phi[v, k] theta[j, k] 2^S``, the product rounded before the
+    sum: other bits, a few ulps away.  On every path an entry does not
+    depend on the rows beside it, the block it is in, or the thread count.
     """
     cdef double *ts = scratch
     cdef double *down = scratch + <Py_ssize_t> nrows * kup
@@ -741,7 +752,9 @@ def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const 
     ``theta_up`` is theta^(t+1) (J x K_{t+1}), ``phi_up`` Phi^(t+1)
     (K_t x K_{t+1}); ``out`` has ``bounds[-1] - bounds[0]`` rows.  Every entry
     is one fixed chain of fused multiply-adds (:c:func:`_product_rows`): the
-    same bits whatever the blocks, the thread count or the CPU's vector width.
+    same bits whatever the blocks, the thread count or the CPU's vector width
+    (on x86-64 without FMA a chain of separate multiplies and adds: bits of its
+    own, the same whatever the blocks and the thread count).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef int kin = phi_up.shape[0], kup = phi_up.shape[1]
