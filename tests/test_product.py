@@ -110,10 +110,11 @@ def test_entries_are_the_fma_chain_and_all_paths_agree(kin, kup):
     np.testing.assert_allclose(out[1], np.maximum(TINY * phi.sum(axis=1), TINY), rtol=1e-13)
 
 
-def test_product_is_close_to_the_long_double_product():
+@pytest.mark.parametrize("path", [-1] + MULADD)                 # the default path, SSE2
+def test_product_is_close_to_the_long_double_product(path):
     """A Debian-sized row block: within kup ulps of the sum in long double (nonnegative terms)."""
     theta, phi = _inputs(300, 100, 100, 7)
-    out = _prior(theta, phi)
+    out = _prior(theta, phi, path=path)
     exact = np.maximum(theta.astype(np.longdouble) @ phi.T.astype(np.longdouble), TINY)
     rel = np.abs(out.astype(np.longdouble) - exact) / exact
     assert float(rel.max()) <= 100 * 2.0 ** -53
@@ -133,24 +134,27 @@ def test_rows_do_not_depend_on_blocks_or_threads(path):
     assert part.tobytes() == ref[5:].tobytes()
 
 
-def test_sample_theta_prior_is_doc_prior_on_every_path():
-    """sample_theta's prior rows come from the same product: the same draws on every path."""
+def _theta_draws(path, bounds, n_threads):
+    """sample_theta's draws (bytes) on a forced path, one stream per block of ``bounds``."""
     rng = np.random.default_rng(5)
     J, kin, kup = 50, 17, 9
     theta, phi = _inputs(J, kin, kup, 5)
     m = rng.poisson(1.0, size=(J, kin)).astype(np.int32)
     rate = 1.0 + rng.random(J)
-    bounds = np.array([0, 13, 50], dtype=np.int64)
-    draws = []
-    for p in FUSED:
-        streams = BlockStreams(np.random.default_rng(6), 2)
-        out, sums = np.empty((J, kin)), np.empty(J)
-        _upper._product_path(p)
-        try:
-            _upper.sample_theta(theta, phi, np.empty(0), m, rate, bounds, streams.addresses, out, sums, 2)
-        finally:
-            _upper._product_path(-1)
-        draws.append(out.tobytes())
+    bounds = np.array(bounds, dtype=np.int64)
+    streams = BlockStreams(np.random.default_rng(6), len(bounds) - 1)
+    out, sums = np.empty((J, kin)), np.empty(J)
+    _upper._product_path(path)
+    try:
+        _upper.sample_theta(theta, phi, np.empty(0), m, rate, bounds, streams.addresses, out, sums, n_threads)
+    finally:
+        _upper._product_path(-1)
+    return out.tobytes()
+
+
+def test_sample_theta_prior_is_doc_prior_on_every_path():
+    """sample_theta's prior rows come from the same product: the same draws on every path."""
+    draws = [_theta_draws(p, [0, 13, 50], 2) for p in FUSED]
     assert len(set(draws)) == 1
 
 
@@ -175,30 +179,6 @@ def test_sse2_entries_are_the_mul_add_chain(kin, kup):
 
 
 @pytest.mark.skipif(not MULADD, reason="no SSE2 path (not x86-64, or built without SIMD)")
-def test_sse2_product_is_close_to_the_long_double_product():
-    theta, phi = _inputs(300, 100, 100, 7)
-    out = _prior(theta, phi, path=MULADD[0])
-    exact = np.maximum(theta.astype(np.longdouble) @ phi.T.astype(np.longdouble), TINY)
-    rel = np.abs(out.astype(np.longdouble) - exact) / exact
-    assert float(rel.max()) <= 100 * 2.0 ** -53
-
-
-@pytest.mark.skipif(not MULADD, reason="no SSE2 path (not x86-64, or built without SIMD)")
 def test_sample_theta_on_the_sse2_path_does_not_depend_on_threads():
-    rng = np.random.default_rng(5)
-    J, kin, kup = 50, 17, 9
-    theta, phi = _inputs(J, kin, kup, 5)
-    m = rng.poisson(1.0, size=(J, kin)).astype(np.int32)
-    rate = 1.0 + rng.random(J)
-    bounds = np.array([0, 13, 31, 50], dtype=np.int64)
-    draws = []
-    for nt in (1, 2, 3):
-        streams = BlockStreams(np.random.default_rng(6), 3)
-        out, sums = np.empty((J, kin)), np.empty(J)
-        _upper._product_path(MULADD[0])
-        try:
-            _upper.sample_theta(theta, phi, np.empty(0), m, rate, bounds, streams.addresses, out, sums, nt)
-        finally:
-            _upper._product_path(-1)
-        draws.append(out.tobytes())
+    draws = [_theta_draws(MULADD[0], [0, 13, 31, 50], nt) for nt in (1, 2, 3)]
     assert len(set(draws)) == 1
