@@ -3,8 +3,9 @@
 The upper layers form the prior shapes ``Phi^(t+1) theta^(t+1)_j`` of every
 document each iteration by ``pygbn.inference._upper.doc_prior``: the
 module's own kernel (register tiles of fused multiply-adds; AVX-512, AVX2 +
-FMA, NEON or portable C, chosen at run time).  This script times each path this
-CPU runs beside one ``numpy`` matrix product and one
+FMA, NEON or portable C, chosen at run time; on x86-64 CPUs without FMA, SSE2
+tiles of separate multiplies and adds).  This script times each path this CPU
+runs (the portable C one with ``--portable``) beside one ``numpy`` matrix product and one
 ``scipy.linalg.blas.dgemm`` call of the same size, and names the BLAS
 library and kernel architecture in use (``threadpoolctl`` where installed)::
 

@@ -18,8 +18,12 @@ fixed blocks of documents, block ``b`` drawing only from stream
 The products are this module's own kernel (:c:func:`_product_rows`, no BLAS):
 register tiles of AVX-512 or AVX2 + FMA vectors where the CPU has them
 (chosen at run time), NEON on AArch64, portable C elsewhere, every entry one chain of fused
-multiply-adds in the order of k, so that an entry does not depend on the
-path, the tile or block it falls in, or the thread count.
+multiply-adds in the order of k, so that an entry does not depend on which
+of these paths runs, the tile or block it falls in, or the thread count.  On x86-64 CPUs
+without FMA (made before 2013; emulators that expose only SSE/AVX) SSE2
+tiles form the same chain with separately rounded products and sums
+instead: bits of their own (a few ulps from the fused ones), which likewise
+do not depend on the tile, the block or the thread count.
 
 A block whose scratch memory cannot be allocated (:mod:`pygbn.inference._alloc`)
 does no work and the kernel raises ``MemoryError`` after the loop.
@@ -88,7 +92,10 @@ cdef extern from *:
        DBL_MIN / down_j (= DBL_MIN 2^S_j, so lim_j down_j = DBL_MIN exactly).
        Every path (AVX-512, AVX2 + FMA, NEON, portable C) forms every entry by that
        chain of correctly rounded fused multiply-adds, so all give the same
-       bits, whatever the tile an entry falls in.  The x86 paths are chosen at
+       bits, whatever the tile an entry falls in; but the SSE2 path, for x86-64
+       CPUs without FMA, where libm's fma is a slow emulation: it forms the chain
+       y = y + pt[k, v] ts[j, k] (product and sum rounded apart), bits of its
+       own, the same in every tile.  The x86 paths are chosen at
        run time (pygbn_product_best, from cpuid), with GCC and Clang (functions
        with target attributes) and MSVC (which takes the intrinsics in any
        function) on x86-64; NEON on AArch64.  Build knobs (CFLAGS):
@@ -263,6 +270,62 @@ cdef extern from *:
        the accumulators in registers */
     #define PYGBN_EACH4(X) X(0) X(1) X(2) X(3)
     #define PYGBN_EACH8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+    /* SSE2, for x86-64 CPUs without FMA (SSE2 is part of x86-64): tiles of R rows (4, 2, 1)
+       x NV vectors of 2 outputs (2, 1), every entry one chain of separately rounded products
+       and sums, y = 0; y = y + pt[k, v] ts[j, k] for k = 0, 1, ...  (mulpd, then addpd: no
+       compiler fuses them, as setup.py builds with -ffp-contract=off and this function has no
+       FMA target).  Its bits are those of that chain, not of the fused one of the other paths */
+    PYGBN_INLINE void pygbn_store128(double *out, __m128d y, int m) {
+        if (m >= 2)
+            _mm_storeu_pd(out, y);
+        else if (m == 1)
+            _mm_store_sd(out, y);
+    }
+    PYGBN_INLINE void pygbn_tile128(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                    double *out, Py_ssize_t kin, const double *down, const int R,
+                                    const int NV, int n) {
+        __m128d a0[4], a1[4], p0, p1, t, lim, d;
+        Py_ssize_t k;
+        #define PYGBN_ZERO(r) if (r < R) { a0[r] = _mm_setzero_pd(); a1[r] = a0[r]; }
+        PYGBN_EACH4(PYGBN_ZERO)
+        #undef PYGBN_ZERO
+        for (k = 0; k < kup; k++) {
+            p0 = _mm_load_pd(pt + k * ld);
+            p1 = NV > 1 ? _mm_load_pd(pt + k * ld + 2) : p0;
+            #define PYGBN_MULADD(r) if (r < R) { \\
+                t = _mm_load1_pd(ts + r * kup + k); \\
+                a0[r] = _mm_add_pd(a0[r], _mm_mul_pd(p0, t)); \\
+                if (NV > 1) a1[r] = _mm_add_pd(a1[r], _mm_mul_pd(p1, t)); }
+            PYGBN_EACH4(PYGBN_MULADD)
+            #undef PYGBN_MULADD
+        }
+        #define PYGBN_FINISH(r) if (r < R) { \\
+            lim = _mm_set1_pd(DBL_MIN / down[r]); \\
+            d = _mm_set1_pd(down[r]); \\
+            pygbn_store128(out + r * kin, _mm_mul_pd(_mm_max_pd(a0[r], lim), d), n); \\
+            if (NV > 1) pygbn_store128(out + r * kin + 2, _mm_mul_pd(_mm_max_pd(a1[r], lim), d), n - 2); }
+        PYGBN_EACH4(PYGBN_FINISH)
+        #undef PYGBN_FINISH
+    }
+    #define PYGBN_TILE128(RR, NN) pygbn_tile128(ts + j * kup, kup, pt + v, ld, out + j * kin + v, \\
+                                                kin, down + j, RR, NN, n)
+    static void pygbn_product_sse2(const double *ts, Py_ssize_t kup, const double *pt, Py_ssize_t ld,
+                                   double *out, Py_ssize_t kin, const double *down, Py_ssize_t nrows) {
+        Py_ssize_t j = 0, v;
+        while (j < nrows) {
+            int R = nrows - j >= 4 ? 4 : (nrows - j >= 2 ? 2 : 1);
+            for (v = 0; v < kin; v += 4) {
+                int n = kin - v >= 4 ? 4 : (int) (kin - v);
+                if (n > 2) {
+                    if (R == 4) PYGBN_TILE128(4, 2); else if (R == 2) PYGBN_TILE128(2, 2); else PYGBN_TILE128(1, 2);
+                } else {
+                    if (R == 4) PYGBN_TILE128(4, 1); else if (R == 2) PYGBN_TILE128(2, 1); else PYGBN_TILE128(1, 1);
+                }
+            }
+            j += R;
+        }
+    }
 
     /* AVX2 + FMA: tiles of R rows (4, 2, 1) x NV vectors of 4 outputs (2, 1); the
        partial vectors of a row's end are stored through a small buffer */
@@ -478,10 +541,12 @@ cdef extern from *:
     #endif
     #endif
 
-    /* the paths: 0 portable C; on x86-64 1 AVX2 + FMA and 2 AVX-512, on AArch64 1 NEON */
+    /* the paths: 0 portable C; on x86-64 1 SSE2 (no FMA: other bits), 2 AVX2 + FMA and
+       3 AVX-512, on AArch64 1 NEON */
     static const char *pygbn_product_path_name(int path) {
     #if defined(PYGBN_PRODUCT_X86)
-        return path == 2 ? "AVX-512" : (path == 1 ? "AVX2 + FMA" : "portable C");
+        static const char *names[4] = {"portable C", "SSE2", "AVX2 + FMA", "AVX-512"};
+        return names[path < 0 ? 0 : (path > 3 ? 3 : path)];
     #elif defined(PYGBN_PRODUCT_NEON)
         return path == 1 ? "NEON" : "portable C";
     #else
@@ -503,24 +568,23 @@ cdef extern from *:
         int fma, avx2, avx512;
         pygbn_cpuid(0, r);
         if (r[0] < 7)
-            return 0;
+            return 1;                                   /* SSE2 is part of x86-64 */
         pygbn_cpuid(1, r);
         if (!((r[2] >> 27) & 1u) || !((r[2] >> 28) & 1u))
-            return 0;
+            return 1;
         fma = (r[2] >> 12) & 1u;
         xcr0 = pygbn_xgetbv0();
         if ((xcr0 & 0x6u) != 0x6u)
-            return 0;
+            return 1;
         pygbn_cpuid(7, r);
         avx2 = (r[1] >> 5) & 1u;
         avx512 = ((r[1] >> 16) & 1u) && (xcr0 & 0xE6u) == 0xE6u;
     #if defined(PYGBN_PRODUCT_AVX512)
         if (avx512 && fma)
-            return 2;
+            return 3;
     #endif
         (void) avx512;
-        if (avx2 && fma)
-            return 1;
+        return avx2 && fma ? 2 : 1;
     #endif
         return 0;
     }
@@ -530,13 +594,17 @@ cdef extern from *:
                               Py_ssize_t nrows) {
     #if defined(PYGBN_PRODUCT_X86)
     #if defined(PYGBN_PRODUCT_AVX512)
-        if (path == 2) {
+        if (path == 3) {
             pygbn_product_avx512(ts, kup, pt, ld, out, kin, down, nrows);
             return;
         }
     #endif
-        if (path == 1) {
+        if (path == 2) {
             pygbn_product_avx2(ts, kup, pt, ld, out, kin, down, nrows);
+            return;
+        }
+        if (path == 1) {
+            pygbn_product_sse2(ts, kup, pt, ld, out, kin, down, nrows);
             return;
         }
     #endif
@@ -554,12 +622,12 @@ cdef extern from *:
                                  double *ts, double *down, int top, int smax) {
     #if defined(PYGBN_PRODUCT_X86)
     #if defined(PYGBN_PRODUCT_AVX512)
-        if (path == 2) {
+        if (path == 3) {
             pygbn_scale_rows_avx512(theta, kup, nrows, ts, down, top, smax);
             return;
         }
     #endif
-        if (path == 1) {
+        if (path == 2) {
             pygbn_scale_rows_avx2(theta, kup, nrows, ts, down, top, smax);
             return;
         }
@@ -613,8 +681,9 @@ cdef int _path_forced = -1
 
 
 def _product_path(int path=-1):
-    """Test hook: the path of the Phi theta products (0 portable C; x86-64: 1 AVX2 +
-    FMA, 2 AVX-512; AArch64: 1 NEON); ``path >= 0`` forces that path (the best
+    """Test hook: the path of the Phi theta products (0 portable C; x86-64: 1 SSE2
+    (no FMA: other bits), 2 AVX2 + FMA, 3 AVX-512; AArch64: 1 NEON); ``path >= 0``
+    forces that path (the best
     this CPU runs where it runs less), -1 restores the default.  Returns the
     path now in use."""
     global _path_forced
@@ -661,10 +730,13 @@ cdef void _product_rows(const double *theta, const double *pt, int kin, int kup,
     (``y = 0; y = fma(phi[v, k], theta[j, k] 2^S, y)`` for k = 0, 1, ...),
     formed by register tiles of rows x outputs (``pygbn_product`` in this
     module's C code: AVX-512 or AVX2 + FMA where the CPU has them, chosen at
-    run time; NEON on AArch64; elsewhere portable C with libm's ``fma``, a
-    slow correctly rounded emulation on x86 without FMA, made before 2013).  All paths give the same bits, and an
-    entry does not depend on the rows beside it, the block it is in, or the
-    thread count.
+    run time; NEON on AArch64; elsewhere portable C with libm's ``fma``).
+    These paths give the same bits.  On x86-64 without FMA (made before
+    2013, or emulated; libm's ``fma`` is a slow correctly rounded emulation
+    there, the portable path is kept for the tests) SSE2 tiles form
+    ``y = y + phi[v, k] theta[j, k] 2^S``, the product rounded before the
+    sum: other bits, a few ulps away.  On every path an entry does not
+    depend on the rows beside it, the block it is in, or the thread count.
     """
     cdef double *ts = scratch
     cdef double *down = scratch + <Py_ssize_t> nrows * kup
@@ -680,7 +752,9 @@ def doc_prior(const double[:, ::1] theta_up, const double[:, ::1] phi_up, const 
     ``theta_up`` is theta^(t+1) (J x K_{t+1}), ``phi_up`` Phi^(t+1)
     (K_t x K_{t+1}); ``out`` has ``bounds[-1] - bounds[0]`` rows.  Every entry
     is one fixed chain of fused multiply-adds (:c:func:`_product_rows`): the
-    same bits whatever the blocks, the thread count or the CPU's vector width.
+    same bits whatever the blocks, the thread count or the CPU's vector width
+    (on x86-64 without FMA a chain of separate multiplies and adds: bits of its
+    own, the same whatever the blocks and the thread count).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef int kin = phi_up.shape[0], kup = phi_up.shape[1]
