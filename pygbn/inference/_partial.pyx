@@ -42,7 +42,7 @@ from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_uniform
+from numpy.random.c_distributions cimport random_standard_uniform, random_standard_uniform_fill
 
 from libc.math cimport nextafter
 
@@ -222,12 +222,25 @@ cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t
     return <int32_t> (K - 1)
 
 
-cdef inline double _uniform(bitgen_t *g) noexcept nogil:
-    """A uniform in [0, 1): ``random_standard_uniform`` without its call (the same number)."""
-    return g.next_double(g.state)
+cdef enum:
+    _UBUF = 256
+
+cdef struct Uni:
+    bitgen_t *gen
+    Py_ssize_t pos
+    double buf[_UBUF]
 
 
-cdef inline int32_t _propose(bitgen_t *g, Doc *d, const double *phi_v, double D, double Q,
+cdef inline double _uniform(Uni *g) noexcept nogil:
+    """The stream's next uniform in [0, 1), from a buffer of _UBUF."""
+    if g.pos == _UBUF:
+        random_standard_uniform_fill(g.gen, _UBUF, g.buf)
+        g.pos = 0
+    g.pos += 1
+    return g.buf[g.pos - 1]
+
+
+cdef inline int32_t _propose(Uni *g, Doc *d, const double *phi_v, double D, double Q,
                              double P, const float *cumf, const topic_t *guide) noexcept nogil:
     """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: a uniform picks
     the document bucket ``D`` (weights ``w``) or the prior bucket
@@ -255,7 +268,7 @@ cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const t
         prefetch(guide + t * M + (i if i < M else M - 1))
 
 
-cdef inline int32_t _direct(bitgen_t *g, const Doc *d, const double *phi_v) noexcept nogil:
+cdef inline int32_t _direct(Uni *g, const Doc *d, const double *phi_v) noexcept nogil:
     """The exact conditional ``phi_vk (n_jk + a_jk)`` by an O(K) scan (fallback when
     both buckets vanish by underflow); uniform if every weight is zero."""
     cdef Py_ssize_t k, K = d.n_topics_total
@@ -279,7 +292,7 @@ cdef inline double _weight(const Doc *d, int32_t k) noexcept nogil:
     return (d.nj[k] + d.a[k]) / (d.nj[k] + d.lam * d.b[k])
 
 
-cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr,
+cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr,
                       const int32_t *indices, const double *values, const int64_t *doc_ptr,
                       topic_t *labels, const double *phi, const double *prior, bint shared,
                       const double *b, double bsum, const int64_t *table_row, const float *cumf,
@@ -296,6 +309,10 @@ cdef int _sweep_block(bitgen_t *g, Py_ssize_t j0, Py_ssize_t j1, const int64_t *
     cdef const topic_t *guide_v
     cdef Py_ssize_t M = _GUIDE_CELLS * K
     cdef doc_count_t *row
+    cdef Uni uni
+    cdef Uni *g = &uni
+    uni.gen = gen
+    uni.pos = _UBUF
     d.n_topics_total = K
     d.n_topics = 0
     d.b = b
@@ -486,7 +503,7 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     """
     cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], M = _GUIDE_CELLS * phi.shape[1], v, k, i
     cdef int64_t t
-    cdef double c, Q, lo, hi, margin, inv
+    cdef double c, Q, lo, hi, margin, inv, step
     cdef double *cs
     cdef int n_failed = 0
     cs = NULL   # set by every thread below (Cython copies it in as firstprivate)
@@ -515,11 +532,13 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                     for k in range(K):
                         cum[t, k] = <float> (cs[k] / Q) if Q > 0.0 else 0.0
                 margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
+                step = Q / M                                # (i + 1) step is within 2^-52 Q of Q (i + 1) / M
                 k = 0
                 hi = 0.0                                    # Q 0 / M
                 for i in range(M):
                     lo = hi                                 # Q i / M, the last cell's upper end
-                    hi = Q * (i + 1) / M
+                    # (a multiplication, not a division a cell; subnormal Q: the division)
+                    hi = (i + 1) * step if Q >= 1e-290 else Q * (i + 1) / M
                     while k < K - 1 and not (cs[k] > lo):
                         k = k + 1
                     # pure: every x = u Q with floor(u M) = i lies in topic k's interval
