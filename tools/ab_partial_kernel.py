@@ -1,0 +1,102 @@
+"""A/B of two builds of the partial token sweep kernel on one captured input, in one process.
+
+Usage::
+
+    PYTHONPATH=. python tools/ab_partial_kernel.py --corpus /tmp/pygbn_bench_scale/lda_5200000_seed0.npz \\
+        --base /tmp/base-tree --warm 30 --reps 8
+
+``--base`` is another checkout with a built ``pygbn/inference/_partial*.so``
+(e.g. main in a scratch worktree); "new" is the ``pygbn`` this process
+imports.  A one-layer ``method="partial"`` chain (``GibbsSampler``, one
+thread) runs ``--warm`` sweeps with the *base* kernel, then the input of the
+next sweep's ``partial_sweep`` call is captured, and the two kernels sweep
+copies of that same input (labels and ``n_jk`` reset before each call),
+alternating base / new (new first on odd repetitions) ``--reps`` times.
+Prints the CPU seconds (``time.process_time``) of every call, the minimum
+and median of each build, and the paired ratios new / base: on a shared
+machine the pairs are steadier than runs in separate processes.  The two
+builds need not draw the same chain (the input is the same; what each
+draws from it is not compared).  Timings only; no assertion is made.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _load_base(tree: str):
+    """The ``_partial`` extension module of the build in ``tree``, under another name."""
+    found = glob.glob(os.path.join(tree, "pygbn", "inference", "_partial.cpython-*.so"))
+    if not found:
+        raise SystemExit(f"no built pygbn/inference/_partial extension under {tree}")
+    spec = importlib.util.spec_from_file_location("ab_base._partial", found[0])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, required=True)
+    ap.add_argument("--base", required=True, help="checkout holding the base build")
+    ap.add_argument("--K", type=int, default=100)
+    ap.add_argument("--warm", type=int, default=30)
+    ap.add_argument("--reps", type=int, default=8)
+    args = ap.parse_args(argv)
+
+    from pygbn.inference import GibbsSampler, _partial
+    from pygbn.model import PoissonLink
+
+    base = _load_base(args.base)
+    X = sp.load_npz(args.corpus).tocsr()
+    Y = PoissonLink().check_data(X)
+    s = GibbsSampler.for_training(Y, args.K, method="partial", n_jobs=1, random_state=0)
+    new_sweep = _partial.partial_sweep
+    captured = []
+
+    def capture(*a, **kw):
+        captured.append((list(a), kw))
+        return base.partial_sweep(*a, **kw)
+
+    _partial.partial_sweep = base.partial_sweep          # the warm-up chain: the base kernel's
+    try:
+        for it in range(args.warm):
+            s.sweep(update_p_c=it > 0)
+        _partial.partial_sweep = capture
+        s.sweep(update_p_c=True)
+    finally:
+        _partial.partial_sweep = new_sweep
+    a, kw = captured[0]
+    labels, njk = a[4], a[14]                              # partial_sweep's labels and njk arguments
+    labels0, njk0 = labels.copy(), njk.copy()
+    times = {"base": [], "new": []}
+    for r in range(args.reps):
+        order = (("base", base.partial_sweep), ("new", new_sweep))
+        for name, fn in (order if r % 2 == 0 else order[::-1]):
+            labels[:] = labels0
+            njk[:] = njk0
+            t0 = time.process_time()
+            fn(*a, **kw)
+            times[name].append(time.process_time() - t0)
+    n_tok = labels0.size
+    print(f"# {args.corpus.name}, K = {args.K}, input after {args.warm} sweeps: {n_tok} tokens; "
+          f"load average {os.getloadavg()[0]:.2f}; base {args.base}")
+    for name in ("base", "new"):
+        v = np.asarray(times[name])
+        print(f"{name}: min {v.min():.3f} median {np.median(v):.3f} CPU s ({1e9 * v.min() / n_tok:.1f} ns/token); "
+              + " ".join(f"{x:.3f}" for x in v))
+    print("paired new / base: " + " ".join(f"{n / b:.3f}" for n, b in zip(times["new"], times["base"])))
+
+
+if __name__ == "__main__":
+    main()
