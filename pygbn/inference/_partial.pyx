@@ -691,11 +691,24 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
             import numpy as np
             term_split = np.arange(nt + 1, dtype=np.int64) * V // nt
         split = term_split
-    else:
-        split = None
+    if nt == 1:
+        with nogil:
+            tok = tok0
+            for c in range(c0, c1):
+                v = indices[c]
+                n = <int64_t> values[c]
+                row = rmap[v] if use_slots else v
+                if row >= 0:
+                    for i in range(n):
+                        out[row * K + lab[tok + i]] += 1
+                else:
+                    for i in range(n):
+                        slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> lab[tok + i], 1)
+                tok = tok + n
+        return
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
-        lo = split[t] if nt > 1 else 0
-        hi = split[t + 1] if nt > 1 else V
+        lo = split[t]
+        hi = split[t + 1]
         tok = tok0
         for c in range(c0, c1):
             v = indices[c]
