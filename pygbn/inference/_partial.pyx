@@ -513,7 +513,8 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
     estimate ``floor(C_k M / Q)`` and settled by comparisons with the same
     ``lo`` values (exact), counted in ``cnt``, and the entries are their
     running sums: the same entries as a merge of C with the cells, without its
-    branch per cell (which mispredicts about once every two cells)."""
+    data-dependent branch per cell (the merge's advance of k, taken about once
+    every two cells, was most of the table build's time)."""
     cdef Py_ssize_t k, i, e, M = _GUIDE_CELLS * K
     cdef double Q = cs[K - 1], inv, lo, hi, margin, c, scale, dM = <double> M
     cdef bint pure
@@ -655,6 +656,20 @@ def count_term_labels(const int64_t[::1] indptr, const int32_t[::1] indices, con
     add_term_labels(0, indices.shape[0], 0, indices, values, labels, nvk, 1)
 
 
+cdef inline void _add_cell(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int64_t *sstart, uint32_t *sl,
+                           int32_t v, const topic_t *lab, int64_t n) noexcept nogil:
+    """Add the ``n`` tokens of one cell of term v (labels ``lab``) to v's row of n_vk:
+    its dense row (``rmap[v]``, or v where ``rmap`` is NULL) or, where that is -1, its slots."""
+    cdef int32_t row = rmap[v] if rmap != NULL else v
+    cdef int64_t i
+    if row >= 0:
+        for i in range(n):
+            out[row * K + lab[i]] += 1
+    else:
+        for i in range(n):
+            slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> lab[i], 1)
+
+
 def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] indices,
                     const double[::1] values, const topic_t[::1] labels, nvk_t[:, ::1] nvk,
                     int n_threads, const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
@@ -675,8 +690,8 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
     threads' tokens."""
     cdef Py_ssize_t K = nvk.shape[1], t, nt = max(n_threads, 1)
     cdef Py_ssize_t V = row_map.shape[0] if row_map is not None and row_map.shape[0] > 0 else nvk.shape[0]
-    cdef int64_t c, i, tok, n, lo, hi
-    cdef int32_t v, row
+    cdef int64_t c, tok, n, lo, hi
+    cdef int32_t v
     cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
@@ -695,15 +710,8 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
         with nogil:
             tok = tok0
             for c in range(c0, c1):
-                v = indices[c]
                 n = <int64_t> values[c]
-                row = rmap[v] if use_slots else v
-                if row >= 0:
-                    for i in range(n):
-                        out[row * K + lab[tok + i]] += 1
-                else:
-                    for i in range(n):
-                        slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> lab[tok + i], 1)
+                _add_cell(out, K, rmap, sstart, sl, indices[c], lab + tok, n)
                 tok = tok + n
         return
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
@@ -714,13 +722,7 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
             v = indices[c]
             n = <int64_t> values[c]
             if v >= lo and v < hi:
-                row = rmap[v] if use_slots else v
-                if row >= 0:
-                    for i in range(n):
-                        out[row * K + lab[tok + i]] += 1
-                else:
-                    for i in range(n):
-                        slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> lab[tok + i], 1)
+                _add_cell(out, K, rmap, sstart, sl, v, lab + tok, n)
             tok = tok + n
 
 
