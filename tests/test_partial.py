@@ -345,3 +345,55 @@ def test_dirichlet_columns_draw_their_law():
     assert np.all(np.isfinite(tiny)) and np.all(tiny > 0)
     np.testing.assert_allclose(tiny.sum(axis=0), 1.0, rtol=1e-12)
     assert tiny[:, 2].max() > 0.99          # Dir(1e-6, ...): nearly all mass on one term
+
+
+@pytest.mark.parametrize("slots", [False, True])
+def test_term_label_counts_are_the_same_for_any_threads_and_term_split(slots):
+    """``add_term_labels`` adds every token of its cells once, into its term's dense
+    row or slots, whatever the threads and the terms each counts (``term_split``)."""
+    rng = np.random.default_rng(5)
+    V, K, n_cells = 50, 12, 3000
+    indices = rng.integers(0, V, n_cells).astype(np.int32)
+    values = rng.integers(1, 5, n_cells).astype(np.float64)
+    labels = rng.integers(0, K, int(values.sum())).astype(np.int16)
+    c0, c1 = 7, n_cells - 11
+    tok0 = int(values[:c0].sum())
+    expect = np.zeros((V, K), dtype=np.int64)
+    np.add.at(expect, (np.repeat(indices[c0:c1], values[c0:c1].astype(np.int64)),
+                       labels[tok0:tok0 + int(values[c0:c1].sum())]), 1)
+    row_map = np.full(V, -1, dtype=np.int32)
+    dense_terms = np.arange(0, V, 2 if slots else 1)
+    row_map[dense_terms] = np.arange(dense_terms.size, dtype=np.int32)
+    totals = np.bincount(indices, weights=values, minlength=V).astype(np.int64)
+    slot_start = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(np.where(row_map < 0, totals, 0), out=slot_start[1:])
+    for nt, split in [(1, None), (2, None), (3, None), (2, [0, 1, V]), (3, [0, 0, 40, V]), (4, [0, 10, 10, 49, V])]:
+        split = None if split is None else np.array(split, dtype=np.int64)
+        dense = np.zeros((dense_terms.size, K), dtype=np.int32)
+        kw = {"row_map": row_map, "slot_start": slot_start,
+              "slots": np.zeros(int(slot_start[-1]), dtype=np.uint32)} if slots else {}
+        _partial.add_term_labels(c0, c1, tok0, indices, values, labels, dense, nt, term_split=split, **kw)
+        got = np.zeros((V, K), dtype=np.int64)
+        got[dense_terms] = dense
+        if slots:
+            words = kw["slots"].astype(np.int64)
+            filled = np.flatnonzero(words)
+            terms = np.searchsorted(slot_start, filled, side="right") - 1
+            got[terms, (words[filled] >> 16) - 1] = words[filled] & 0xFFFF
+        assert np.array_equal(got, expect), (nt, split)
+
+
+def test_term_split_balances_the_tokens():
+    """``PartialState.term_split``: n_threads + 1 non-decreasing bounds from 0 to V,
+    each run of terms holding about an equal share of the tokens."""
+    rng = np.random.default_rng(2)
+    Y = np.where(rng.random((200, 300)) < 0.05, rng.integers(1, 30, (200, 300)), 0).astype(float)
+    Y[:, :5] = 40.0                                        # a few frequent terms first
+    state = PartialState.from_counts(sp.csr_matrix(Y), 8, rng=rng)
+    assert state.term_split(1) is None
+    for nt in (2, 3, 5):
+        split = state.term_split(nt)
+        assert split.dtype == np.int64 and split[0] == 0 and split[-1] == 300 and np.all(np.diff(split) >= 0)
+        shares = np.diff(np.r_[0, np.cumsum(state.term_tokens)][split]) / state.term_tokens.sum()
+        largest = state.term_tokens.max() / state.term_tokens.sum()
+        assert np.all(np.abs(shares - 1 / nt) <= largest + 1e-12)

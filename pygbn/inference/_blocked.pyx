@@ -29,7 +29,7 @@ from numpy.random.c_distributions cimport (random_standard_uniform, random_stand
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors,
-                                      gather_concentrations,
+                                      gather_concentrations, shared_prefetch_w, GATHER_AHEAD,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._gamma cimport gamma_row
 from pygbn.random._inline cimport random_gamma_fast
@@ -640,7 +640,9 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
     per-thread scratch of ``columns x V`` doubles in one pass over the rows,
     draws them column by column from ``streams[b]`` (:c:func:`_dirichlet_gammas`:
     the row gamma kernel, normalised) and writes the block's columns of
-    ``out`` in one pass over its rows.  The draw does not depend on the
+    ``out`` in one pass over its rows (both passes prefetch the row
+    ``GATHER_AHEAD`` ahead: a block's columns are a cache line or two of each
+    row).  The draw does not depend on the
     thread count.  With ``row_map``, ``slot_start`` and ``slots`` the counts
     are a :class:`pygbn.inference.term_counts.TermCounts` (dense rows in
     ``counts``, the other terms' in their slots: see :func:`split_sparse`); an
@@ -694,6 +696,9 @@ def dirichlet_columns(const stat_t[:, ::1] counts, double eta, const int64_t[::1
                 for k in range(nk):
                     fac[k] = _dirichlet_gammas(g, a + k * V, V, draw + k * V, work + 2 * width * V)
                 for v in range(V):
+                    if v + GATHER_AHEAD < V:
+                        shared_prefetch_w(&out[v + GATHER_AHEAD, k0])
+                        shared_prefetch_w(&out[v + GATHER_AHEAD, k0 + nk - 1])
                     for k in range(nk):
                         x = draw[k * V + v] * fac[k]
                         out[v, k0 + k] = x if x > DBL_MIN else DBL_MIN

@@ -44,6 +44,7 @@ buffer when the block ends: the draws keep their laws, and the chain still
 does not depend on the number of threads (a block's numbers come from its own
 stream whatever thread sweeps it).
 """
+cimport cython
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
@@ -506,6 +507,103 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     return int(tot[0]), int(tot[1])
 
 
+cdef enum:
+    # terms whose prior sums are formed side by side in build_prior_tables
+    _SUM_ROWS = 4
+
+
+cdef inline void _prior_sums(const double *phi_v, const double *b, Py_ssize_t K, Py_ssize_t rows,
+                             double *cs) noexcept nogil:
+    """``cs[r K + k] = C_k`` of the terms of the ``rows`` (at most ``_SUM_ROWS``) rows of
+    Phi from ``phi_v``: ``C_k = sum_{i <= k} phi_vi b_i``, added left to right.  Four
+    rows' sums are formed side by side (four independent chains of additions, each
+    the same operations in the same order as one row's, so the same bits)."""
+    cdef Py_ssize_t k, r
+    cdef double c0 = 0.0, c1 = 0.0, c2 = 0.0, c3 = 0.0, c
+    if rows == _SUM_ROWS:
+        for k in range(K):
+            c0 = c0 + phi_v[k] * b[k]
+            c1 = c1 + phi_v[K + k] * b[k]
+            c2 = c2 + phi_v[2 * K + k] * b[k]
+            c3 = c3 + phi_v[3 * K + k] * b[k]
+            cs[k] = c0
+            cs[K + k] = c1
+            cs[2 * K + k] = c2
+            cs[3 * K + k] = c3
+        return
+    for r in range(rows):
+        c = 0.0
+        for k in range(K):
+            c = c + phi_v[r * K + k] * b[k]
+            cs[r * K + k] = c
+
+
+@cython.cdivision(True)
+cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_t *guide, double *edge,
+                              int32_t *cnt) noexcept nogil:
+    """One term's inversion table from its sums ``cs`` (``C_k``, ``Q = C_{K-1}``):
+    ``cum`` and ``guide`` as :func:`build_prior_tables` describes them, with
+    ``edge`` (M + 1 doubles) and ``cnt`` (M + 1 int32) as scratch.
+
+    The guide entry of cell i (lower end ``lo_i = Q i / M``) is the first k with
+    ``C_k > lo_i``, at most K - 1: since C and lo are non-decreasing, that is
+    ``#{k < K - 1: C_k <= lo_i}``, the number of k < K - 1 whose first cell
+    with ``lo >= C_k`` is at or before i.  Each k's first cell is found from its
+    estimate ``floor(C_k M / Q)`` and settled by comparisons with the same
+    ``lo`` values (exact), counted in ``cnt``, and the entries are their
+    running sums: the same entries as a merge of C with the cells, without its
+    data-dependent branch per cell (the merge's advance of k, taken about once
+    every two cells, was most of the table build's time)."""
+    cdef Py_ssize_t k, i, e, M = _GUIDE_CELLS * K
+    cdef double Q = cs[K - 1], inv, lo, hi, margin, c, scale, dM = <double> M
+    cdef bint pure
+    if Q >= 1e-290:
+        inv = 1.0 / Q
+        for k in range(K):
+            cum[k] = <float> (cs[k] * inv)
+    else:                                      # 1 / Q would lose precision or overflow
+        for k in range(K):
+            cum[k] = <float> (cs[k] / Q) if Q > 0.0 else 0.0
+    margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
+    if not (Q >= 1e-290):                       # M / Q would overflow: merge C with the cells
+        k = 0
+        hi = 0.0                                # Q 0 / M
+        for i in range(M):
+            lo = hi                             # Q i / M, the last cell's upper end
+            hi = Q * (i + 1) / M
+            while k < K - 1 and not (cs[k] > lo):
+                k = k + 1
+            # pure: every x = u Q with floor(u M) = i lies in topic k's interval
+            if (k == 0 or cs[k - 1] <= lo - margin) and (k == K - 1 or cs[k] > hi + margin):
+                guide[i] = <topic_t> (~k)
+            else:
+                guide[i] = <topic_t> k
+        return
+    # the cells' ends Q i / M (formed as the merge forms them), no counts yet
+    for i in range(M + 1):
+        edge[i] = Q * <double> <int32_t> i / dM
+        cnt[i] = 0
+    scale = dM * inv
+    for k in range(K - 1):
+        c = cs[k]
+        e = <Py_ssize_t> (c * scale)
+        if e > M:
+            e = M
+        while e > 0 and edge[e - 1] >= c:
+            e = e - 1
+        while e < M and edge[e] < c:
+            e = e + 1
+        cnt[e] += 1                             # cell e is the first with lo >= C_k (M: none)
+    k = 0
+    for i in range(M):
+        k = k + cnt[i]
+        lo = edge[i]
+        hi = edge[i + 1]
+        # pure: every x = u Q with floor(u M) = i lies in topic k's interval
+        pure = ((k == 0) | (cs[k - (k > 0)] <= lo - margin)) & ((k == K - 1) | (cs[k] > hi + margin))
+        guide[i] = <topic_t> (k ^ (-(<Py_ssize_t> pure)))
+
+
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
                        float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, int n_threads):
     """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
@@ -514,63 +612,51 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     float32, ``C_k = sum_{i <= k} w_i`` (left to right, the sums an O(K) scan
     of the sweep forms; the sweep's comparisons with it are exact, see
     ``_cum_less``) and the guide over ``M = GUIDE_CELLS K`` cells:
-    ``guide[t, i]`` = the first k with ``C_k > i Q_v / M`` (the cell ends formed
-    as ``i (Q_v / M)``, a multiplication a cell instead of a division, within
-    ``2^-52 Q_v`` of ``i Q_v / M``: far inside the margin below, and an entry is
-    only where the exact search starts; Chen & Asau's indexed search: the topic of ``x = u Q_v`` is found from
+    ``guide[t, i]`` = the first k with ``C_k > i Q_v / M`` (Chen & Asau's
+    indexed search: the topic of ``x = u Q_v`` is found from
     ``guide[t, floor(u M)]`` in O(1) expected steps), stored as ``~k`` (pure)
     when topic k's interval covers the whole cell ``[i Q_v / M, (i + 1) Q_v / M]``
     with a margin of ``2^-40 Q_v`` (then every such x lies in it, whatever the
     rounding of ``u Q_v`` and ``u M``, and the draw reads nothing else).  No randomness:
-    parallel over terms, the same tables for any thread count.
+    parallel over groups of ``_SUM_ROWS`` (4) terms, whose sums are formed side by
+    side (:c:func:`_prior_sums`: each term's the same bits as alone), the same
+    tables for any thread count.
     ``guide``'s type is the labels' (``K <= 32767`` for int16).
     """
-    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], M = _GUIDE_CELLS * phi.shape[1], v, k, i
+    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows
+    cdef Py_ssize_t n_groups = (V + _SUM_ROWS - 1) // _SUM_ROWS
     cdef int64_t t
-    cdef double c, Q, lo, hi, margin, inv, step
     cdef double *cs
+    cdef double *edge
+    cdef int32_t *cnt
     cdef int n_failed = 0
-    cs = NULL   # set by every thread below (Cython copies it in as firstprivate)
+    if V == 0:
+        return
+    if K == 0:
+        mass[:] = 0.0
+        return
+    cs = NULL   # set by every thread below (Cython copies them in as firstprivate)
+    edge = NULL
+    cnt = NULL
     with nogil, parallel(num_threads=n_threads):
-        cs = <double *> malloc(K * sizeof(double))        # the row's sums C_k (per thread)
-        for v in prange(V, schedule="dynamic", chunksize=64):
-            t = table_row[v]
-            c = 0.0
-            if t < 0:
-                for k in range(K):
-                    c = c + phi[v, k] * b[k]
-                mass[v] = c
-            elif cs == NULL:
+        # per thread: the rows' sums C_k, and the guide's cell ends and counts
+        cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1) * sizeof(double))
+        edge = cs + _SUM_ROWS * K if cs != NULL else NULL
+        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1) * sizeof(int32_t))
+        for grp in prange(n_groups, schedule="dynamic", chunksize=16):
+            if cs == NULL or cnt == NULL:
                 n_failed += 1
             else:
-                for k in range(K):
-                    c = c + phi[v, k] * b[k]
-                    cs[k] = c
-                mass[v] = c
-                Q = c
-                if Q >= 1e-290:
-                    inv = 1.0 / Q
-                    for k in range(K):
-                        cum[t, k] = <float> (cs[k] * inv)
-                else:                                      # 1 / Q would lose precision or overflow
-                    for k in range(K):
-                        cum[t, k] = <float> (cs[k] / Q) if Q > 0.0 else 0.0
-                margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
-                step = Q / M                                # (i + 1) step is within 2^-52 Q of Q (i + 1) / M
-                k = 0
-                hi = 0.0                                    # Q 0 / M
-                for i in range(M):
-                    lo = hi                                 # Q i / M, the last cell's upper end
-                    # (a multiplication, not a division a cell; subnormal Q: the division)
-                    hi = (i + 1) * step if Q >= 1e-290 else Q * (i + 1) / M
-                    while k < K - 1 and not (cs[k] > lo):
-                        k = k + 1
-                    # pure: every x = u Q with floor(u M) = i lies in topic k's interval
-                    if (k == 0 or cs[k - 1] <= lo - margin) and (k == K - 1 or cs[k] > hi + margin):
-                        guide[t, i] = <topic_t> (~k)
-                    else:
-                        guide[t, i] = <topic_t> k
+                v0 = grp * _SUM_ROWS
+                rows = V - v0 if V - v0 < _SUM_ROWS else _SUM_ROWS
+                _prior_sums(&phi[v0, 0], &b[0], K, rows, cs)
+                for r in range(rows):
+                    mass[v0 + r] = cs[r * K + K - 1]
+                    t = table_row[v0 + r]
+                    if t >= 0:
+                        _prior_table(cs + r * K, K, &cum[t, 0], &guide[t, 0], edge, cnt)
         free(cs)
+        free(cnt)
     if n_failed:
         raise MemoryError("build_prior_tables: scratch memory could not be allocated")
 
@@ -609,42 +695,73 @@ def count_term_labels(const int64_t[::1] indptr, const int32_t[::1] indices, con
     add_term_labels(0, indices.shape[0], 0, indices, values, labels, nvk, 1)
 
 
+cdef inline void _add_cell(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int64_t *sstart, uint32_t *sl,
+                           int32_t v, const topic_t *lab, int64_t n) noexcept nogil:
+    """Add the ``n`` tokens of one cell of term v (labels ``lab``) to v's row of n_vk:
+    its dense row (``rmap[v]``, or v where ``rmap`` is NULL) or, where that is -1, its slots."""
+    cdef int32_t row = rmap[v] if rmap != NULL else v
+    cdef int64_t i
+    if row >= 0:
+        for i in range(n):
+            out[row * K + lab[i]] += 1
+    else:
+        for i in range(n):
+            slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> lab[i], 1)
+
+
 def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] indices,
                     const double[::1] values, const topic_t[::1] labels, nvk_t[:, ::1] nvk,
                     int n_threads, const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
-                    uint32_t[::1] slots=None):
+                    uint32_t[::1] slots=None, const int64_t[::1] term_split=None):
     """Add the term-topic counts of the tokens of cells ``c0:c1`` (the first at
     ``labels[tok0]``, tokens in CSR order) into ``nvk`` (V, K), or, with
     ``row_map``, ``slot_start`` and ``slots``, into a
     :class:`pygbn.inference.term_counts.TermCounts`: term v's row ``row_map[v]``
     of ``nvk`` when that is >= 0, else its slots.
 
-    With ``n_threads`` > 1, thread t counts the terms ``v`` with
-    ``v % n_threads == t`` (each reads all the cells): no two threads write the
-    same entry, and integer counts are the same in any order."""
+    With ``n_threads`` > 1, thread t counts the terms ``term_split[t] <= v <
+    term_split[t + 1]`` (``term_split``: n_threads + 1 increasing bounds from 0 to
+    V; by default V / n_threads terms each), each reading all the cells: no two
+    threads write the same entry (nor, but at the bounds, the same cache line),
+    integer counts are the same in any order, and a document's cells, sorted by
+    term, change owner at most n_threads - 1 times (a predictable branch).
+    :meth:`pygbn.inference.partial.PartialState.term_split` balances the
+    threads' tokens."""
     cdef Py_ssize_t K = nvk.shape[1], t, nt = max(n_threads, 1)
-    cdef int64_t c, i, tok, n
-    cdef int32_t v, row
+    cdef Py_ssize_t V = row_map.shape[0] if row_map is not None and row_map.shape[0] > 0 else nvk.shape[0]
+    cdef int64_t c, tok, n, lo, hi
+    cdef int32_t v
     cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
     cdef nvk_t *out = &nvk[0, 0] if nvk.shape[0] else NULL
+    cdef const topic_t *lab = &labels[0] if labels.shape[0] else NULL
+    cdef const int64_t[::1] split
     if c1 <= c0 or (out == NULL and sl == NULL):
         return
+    if nt > 1:
+        if term_split is None:
+            import numpy as np
+            term_split = np.arange(nt + 1, dtype=np.int64) * V // nt
+        split = term_split
+    if nt == 1:
+        with nogil:
+            tok = tok0
+            for c in range(c0, c1):
+                n = <int64_t> values[c]
+                _add_cell(out, K, rmap, sstart, sl, indices[c], lab + tok, n)
+                tok = tok + n
+        return
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
+        lo = split[t]
+        hi = split[t + 1]
         tok = tok0
         for c in range(c0, c1):
             v = indices[c]
             n = <int64_t> values[c]
-            if nt == 1 or v % nt == t:
-                row = rmap[v] if use_slots else v
-                if row >= 0:
-                    for i in range(n):
-                        out[row * K + labels[tok + i]] += 1
-                else:
-                    for i in range(n):
-                        slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> labels[tok + i], 1)
+            if v >= lo and v < hi:
+                _add_cell(out, K, rmap, sstart, sl, v, lab + tok, n)
             tok = tok + n
 
 

@@ -125,6 +125,32 @@ ctypedef fused term_count_t:
     int64_t
 
 
+cdef extern from *:
+    """
+    /* A hint that *p will be read (pygbn_shared_prefetch) or written (pygbn_shared_prefetch_w)
+       soon; no effect on results. */
+    #ifndef PYGBN_SHARED_PREFETCH
+    #define PYGBN_SHARED_PREFETCH
+    #if defined(__GNUC__) || defined(__clang__)
+    #define pygbn_shared_prefetch(p) __builtin_prefetch((const void *) (p), 0)
+    #define pygbn_shared_prefetch_w(p) __builtin_prefetch((const void *) (p), 1)
+    #else
+    #define pygbn_shared_prefetch(p) ((void) 0)
+    #define pygbn_shared_prefetch_w(p) ((void) 0)
+    #endif
+    #endif
+    """
+    void shared_prefetch "pygbn_shared_prefetch"(const void *p) noexcept nogil
+    void shared_prefetch_w "pygbn_shared_prefetch_w"(const void *p) noexcept nogil
+
+
+cdef enum:
+    # rows ahead whose entries the column-block passes of the Dirichlet draws prefetch
+    # (gather_concentrations, pygbn.inference._blocked.dirichlet_columns): a block reads
+    # and writes a few entries of every row, each row a cache line or two of its own
+    GATHER_AHEAD = 16
+
+
 cdef inline void gather_concentrations(const term_count_t *dense, Py_ssize_t K, Py_ssize_t V,
                                        const int32_t *rmap, const int64_t *sstart, const uint32_t *sl,
                                        int32_t *cur, Py_ssize_t c0, Py_ssize_t nc, double eta,
@@ -133,9 +159,15 @@ cdef inline void gather_concentrations(const term_count_t *dense, Py_ssize_t K, 
     of the (V, K) counts: the C-ordered array ``dense`` when ``rmap`` is NULL, else a
     TermCounts (term v's row ``rmap[v]`` of ``dense`` when that is >= 0, else its
     sorted slots from ``sstart[v]``, read from the thread's cursor ``cur[v]``:
-    slot_gather, slot_cursors)."""
-    cdef Py_ssize_t v, j, row
+    slot_gather, slot_cursors).  The dense row ``GATHER_AHEAD`` terms ahead is
+    prefetched (each row is read a cache line or two at a time, a miss apiece)."""
+    cdef Py_ssize_t v, j, row, ahead
     for v in range(V):
+        if v + GATHER_AHEAD < V:
+            ahead = rmap[v + GATHER_AHEAD] if rmap != NULL else v + GATHER_AHEAD
+            if ahead >= 0:
+                shared_prefetch(&dense[ahead * K + c0])
+                shared_prefetch(&dense[ahead * K + c0 + nc - 1])
         row = rmap[v] if rmap != NULL else v
         if row >= 0:
             for j in range(nc):

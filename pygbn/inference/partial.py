@@ -111,6 +111,7 @@ class PartialState(TokenLabels):
         self._pool = {}
         self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
         self._phi_stamp = 0
+        self._split = {}
         self.rebuild()
 
     @classmethod
@@ -178,6 +179,23 @@ class PartialState(TokenLabels):
         dense, kw = split_target(out)
         _partial.add_term_labels(0, self.indices.shape[0], 0, self.indices, self.values, self.labels, dense, 1, **kw)
         return out
+
+    def term_split(self, n_threads: int) -> Optional[np.ndarray]:
+        """Bounds of the terms each of ``n_threads`` threads counts in the ``n_vk``
+        pass (:func:`pygbn.inference._partial.add_term_labels`): contiguous runs of
+        terms holding about equal shares of the data's tokens (None for one
+        thread).  Speed only: the counts are the same integers for any bounds."""
+        nt = int(n_threads)
+        if nt <= 1:
+            return None
+        split = self._split.get(nt)
+        if split is None:
+            cum = np.cumsum(self.term_tokens)
+            total = int(cum[-1]) if cum.size else 0
+            split = np.searchsorted(cum, total * np.arange(nt + 1) // nt, side="left").astype(np.int64)
+            split[0], split[-1] = 0, self.n_terms
+            split = self._split[nt] = np.maximum.accumulate(split)
+        return split
 
     def new_term_counts(self, current=None):
         """Zero ``n_vk`` for this state's K: ``current`` (the counts it replaces,
@@ -377,5 +395,6 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     dense, kw = split_target(n_vk)
     lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     _partial.add_term_labels(int(tokens.indptr[lo]), int(tokens.indptr[hi]), int(tokens.doc_ptr[lo]),
-                             tokens.indices, tokens.values, tokens.labels, dense, nt, **kw)
+                             tokens.indices, tokens.values, tokens.labels, dense, nt,
+                             term_split=tokens.term_split(nt), **kw)
     return n_vk
