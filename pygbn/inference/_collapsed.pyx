@@ -81,17 +81,7 @@ cdef enum:
     # and gets it back once it uses fewer than K / (2 DENSE_SHARE)
     DENSE_SHARE = 3
 
-from pygbn.inference._shared cimport doc_count_t, topic_t
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define PYGBN_PREFETCH(p) __builtin_prefetch((const void *) (p))
-    #else
-    #define PYGBN_PREFETCH(p) ((void) 0)
-    #endif
-    """
-    void prefetch "PYGBN_PREFETCH"(const void *p) noexcept nogil
+from pygbn.inference._shared cimport doc_count_t, topic_t, shared_prefetch as prefetch
 
 cdef extern from *:
     """

@@ -53,19 +53,7 @@ from numpy.random.c_distributions cimport random_standard_uniform_fill
 
 from libc.math cimport nextafter
 
-from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add
-
-
-cdef extern from *:
-    """
-    /* A hint that *p will be read soon (no effect on results). */
-    #if defined(__GNUC__) || defined(__clang__)
-    #define pygbn_partial_prefetch(p) __builtin_prefetch((const void *) (p))
-    #else
-    #define pygbn_partial_prefetch(p) ((void) 0)
-    #endif
-    """
-    void prefetch "pygbn_partial_prefetch"(const void *p) noexcept nogil
+from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
 
 
 ctypedef fused nvk_t:

@@ -128,7 +128,8 @@ ctypedef fused term_count_t:
 cdef extern from *:
     """
     /* A hint that *p will be read (pygbn_shared_prefetch) or written (pygbn_shared_prefetch_w)
-       soon; no effect on results. */
+       soon; no effect on results.  The one prefetch of the layer-one kernels (_collapsed,
+       _partial, _blocked). */
     #ifndef PYGBN_SHARED_PREFETCH
     #define PYGBN_SHARED_PREFETCH
     #if defined(__GNUC__) || defined(__clang__)
