@@ -538,12 +538,13 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
     ``#{k < K - 1: C_k <= lo_i}``, the number of k < K - 1 whose first cell
     with ``lo >= C_k`` is at or before i.  Each k's first cell is found from its
     estimate ``floor(C_k M / Q)`` and settled by comparisons with the same
-    ``lo`` values (exact), counted in ``cnt``, and the entries are their
-    running sums: the same entries as a merge of C with the cells, without its
+    ``lo`` values (exact; the estimate only decides where the comparisons
+    start, so it is read off ``cum``, which no Q overflows), counted in
+    ``cnt``, and the entries are their running sums: the same entries as a merge of C with the cells, without its
     data-dependent branch per cell (the merge's advance of k, taken about once
     every two cells, was most of the table build's time)."""
     cdef Py_ssize_t k, i, e, M = _GUIDE_CELLS * K
-    cdef double Q = cs[K - 1], inv, lo, hi, margin, c, scale, dM = <double> M
+    cdef double Q = cs[K - 1], inv, lo, hi, margin, c, dM = <double> M
     cdef bint pure
     if Q >= 1e-290:
         inv = 1.0 / Q
@@ -553,28 +554,13 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
         for k in range(K):
             cum[k] = <float> (cs[k] / Q) if Q > 0.0 else 0.0
     margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
-    if not (Q >= 1e-290):                       # M / Q would overflow: merge C with the cells
-        k = 0
-        hi = 0.0                                # Q 0 / M
-        for i in range(M):
-            lo = hi                             # Q i / M, the last cell's upper end
-            hi = Q * (i + 1) / M
-            while k < K - 1 and not (cs[k] > lo):
-                k = k + 1
-            # pure: every x = u Q with floor(u M) = i lies in topic k's interval
-            if (k == 0 or cs[k - 1] <= lo - margin) and (k == K - 1 or cs[k] > hi + margin):
-                guide[i] = <topic_t> (~k)
-            else:
-                guide[i] = <topic_t> k
-        return
-    # the cells' ends Q i / M (formed as the merge forms them), no counts yet
+    # the cells' ends Q i / M, no counts yet
     for i in range(M + 1):
         edge[i] = Q * <double> <int32_t> i / dM
         cnt[i] = 0
-    scale = dM * inv
     for k in range(K - 1):
         c = cs[k]
-        e = <Py_ssize_t> (c * scale)
+        e = <Py_ssize_t> (cum[k] * dM)          # the estimate (C_k / Q to float32, times M; any Q)
         if e > M:
             e = M
         while e > 0 and edge[e - 1] >= c:
