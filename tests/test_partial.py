@@ -100,7 +100,7 @@ def _tables_and_scans_agree(phi, b, with_t, without, terms, u):
     got = []
     for tables in (with_t, without):
         out = np.empty(u.size, dtype=np.int32)
-        _partial.prior_topics(phi, b, *tables, terms, u, out)
+        _partial.prior_topics(phi, b, *tables[:4], terms, u, out)
         got.append(out)
     np.testing.assert_array_equal(got[0], got[1])
     return got
@@ -142,7 +142,7 @@ def test_prior_tables_invert_their_weights():
     w = phi[0] * b
     u = rng.random(50000)
     draws = np.empty(u.size, dtype=np.int32)
-    _partial.prior_topics(phi, b, *with_t, np.zeros(u.size, dtype=np.int64), u, draws)
+    _partial.prior_topics(phi, b, *with_t[:4], np.zeros(u.size, dtype=np.int64), u, draws)
     assert _chi2_p(draws, w / w.sum()) > 1e-3
 
 
@@ -212,7 +212,7 @@ def test_prior_tables_only_for_the_terms_with_dense_counts():
     n_v = np.asarray(Y.sum(axis=0)).ravel()
     want = (n_v >= PartialState.TABLE_MIN_TOKENS) & (4 * n_v >= K)
     assert want.any() and (~want & (n_v >= PartialState.TABLE_MIN_TOKENS)).any()
-    rows, cum, guide, mass = s.tokens.prior_tables(s.network.layers[0].phi, proposal_shape(s.network), 1)
+    rows, cum, guide, mass, _ = s.tokens.prior_tables(s.network.layers[0].phi, proposal_shape(s.network), 1)
     np.testing.assert_array_equal(rows >= 0, want)
     assert cum.shape == (want.sum(), K) and guide.shape == (want.sum(), _partial.GUIDE_CELLS * K)
     s.tokens.phi_stamp += 1

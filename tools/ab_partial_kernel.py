@@ -8,7 +8,8 @@ Usage::
 ``--base`` is another checkout with a built ``pygbn/inference/_partial*.so``
 (e.g. main in a scratch worktree); "new" is the ``pygbn`` this process
 imports.  A one-layer ``method="partial"`` chain (``GibbsSampler``, one
-thread) runs ``--warm`` sweeps with the *base* kernel, then the input of the
+thread) runs ``--warm`` sweeps with the *base* kernel (p_j and c_j updated
+after the first ``--pc-start`` sweeps, as a fit's schedule does), then the input of the
 next sweep's ``partial_sweep`` call is captured, and the two kernels sweep
 copies of that same input (labels and ``n_jk`` reset before each call),
 alternating base / new (new first on odd repetitions) ``--reps`` times.
@@ -17,6 +18,11 @@ and median of each build, and the paired ratios new / base: on a shared
 machine the pairs are steadier than runs in separate processes.  The two
 builds need not draw the same chain (the input is the same; what each
 draws from it is not compared).  Timings only; no assertion is made.
+When the two builds' ``partial_sweep`` take different parameters (e.g. one
+has the document bucket's ``top`` sets and the other not), each gets the
+captured arguments it names (``inspect.signature``); the input is captured
+from this tree's ``partial.py``, so the base must not need one this tree
+does not pass.  Prints the captured state's mean topics a document.
 """
 from __future__ import annotations
 
@@ -45,6 +51,14 @@ def _load_base(tree: str):
     return mod
 
 
+def _for(fn, names, args):
+    """The positional ``args`` (named ``names``, this tree's parameters) that ``fn`` takes."""
+    import inspect
+
+    want = list(inspect.signature(fn).parameters)
+    return [a for n, a in zip(names, args) if n in want]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, required=True)
@@ -52,6 +66,8 @@ def main(argv=None):
     ap.add_argument("--K", type=int, default=100)
     ap.add_argument("--warm", type=int, default=30)
     ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--pc-start", type=int, default=10,
+                    help="p_j and c_j updated after this many warm-up sweeps (the fits' pc_start)")
     args = ap.parse_args(argv)
 
     from pygbn.inference import GibbsSampler, _partial
@@ -61,35 +77,44 @@ def main(argv=None):
     X = sp.load_npz(args.corpus).tocsr()
     Y = PoissonLink().check_data(X)
     s = GibbsSampler.for_training(Y, args.K, method="partial", n_jobs=1, random_state=0)
+    import inspect
+
     new_sweep = _partial.partial_sweep
+    names = list(inspect.signature(new_sweep).parameters)
     captured = []
+
+    def run_base(*a, **kw):
+        return base.partial_sweep(*_for(base.partial_sweep, names, a), **kw)
 
     def capture(*a, **kw):
         captured.append((list(a), kw))
-        return base.partial_sweep(*a, **kw)
+        return run_base(*a, **kw)
 
-    _partial.partial_sweep = base.partial_sweep          # the warm-up chain: the base kernel's
+    _partial.partial_sweep = run_base                    # the warm-up chain: the base kernel's
     try:
         for it in range(args.warm):
-            s.sweep(update_p_c=it > 0)
+            s.sweep(update_p_c=it >= args.pc_start)
         _partial.partial_sweep = capture
         s.sweep(update_p_c=True)
     finally:
         _partial.partial_sweep = new_sweep
     a, kw = captured[0]
-    labels, njk = a[4], a[14]                              # partial_sweep's labels and njk arguments
+    labels, njk = a[names.index("labels")], a[names.index("njk")]
     labels0, njk0 = labels.copy(), njk.copy()
+    a_base = _for(base.partial_sweep, names, a)
     times = {"base": [], "new": []}
     for r in range(args.reps):
-        order = (("base", base.partial_sweep), ("new", new_sweep))
-        for name, fn in (order if r % 2 == 0 else order[::-1]):
+        order = (("base", base.partial_sweep, a_base), ("new", new_sweep, a))
+        for name, fn, args_fn in (order if r % 2 == 0 else order[::-1]):
             labels[:] = labels0
             njk[:] = njk0
             t0 = time.process_time()
-            fn(*a, **kw)
+            fn(*args_fn, **kw)
             times[name].append(time.process_time() - t0)
     n_tok = labels0.size
-    print(f"# {args.corpus.name}, K = {args.K}, input after {args.warm} sweeps: {n_tok} tokens; "
+    topics = np.count_nonzero(njk0, axis=1)
+    print(f"# {args.corpus.name}, K = {args.K}, input after {args.warm} sweeps: {n_tok} tokens, "
+          f"{topics.mean():.1f} topics a document; "
           f"load average {os.getloadavg()[0]:.2f}; base {args.base}")
     for name in ("base", "new"):
         v = np.asarray(times[name])

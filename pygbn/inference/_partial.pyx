@@ -46,12 +46,13 @@ stream whatever thread sweeps it).
 """
 cimport cython
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uintptr_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform_fill
 
 from libc.math cimport nextafter
+from libc.float cimport DBL_MIN
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
 
@@ -74,88 +75,96 @@ cdef extern from *:
     /* margins of the float32 inversion tables (see _cum_less): relative, then absolute */
     #define PYGBN_CUMF_REL 2.384185791015625e-07     /* 2^-22 */
     #define PYGBN_CUMF_ABS 7.174648137343064e-43     /* 2^-140 */
+    /* the top sets' thinning bytes: 1 - 2^-50 (see _top_set) */
+    #define PYGBN_QSCALE 0.9999999999999991118215802998747676610946655273437
     """
     const double CUMF_REL "PYGBN_CUMF_REL"
+    const double QSCALE "PYGBN_QSCALE"
     const double CUMF_ABS "PYGBN_CUMF_ABS"
 
 
 cdef struct Doc:
     # one document's state while it is swept (per-thread scratch)
     Py_ssize_t n_topics_total   # K
-    int32_t *nj                 # n_jk, dense (zero outside the document's topics)
-    int32_t *pos                # position of topic k in the compact list (-1 if n_jk = 0)
-    int32_t *topics             # compact list: the topics with n_jk > 0, in no order,
-    double *cnt                 # their n_jk (as doubles)
-    int32_t n_topics
+    int32_t *nj                 # n_jk, dense
+    int64_t *mark               # (c << 6) | i when topic k is entry i of cell c's top set
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
     double lam                  # lambda_j
     double u_prior              # the uniform of the next prior-bucket draw
 
 
-cdef inline void _add(Doc *d, int32_t k, double phik) noexcept nogil:
-    """One more token of topic k (``phik = phi_vk`` of the current term)."""
-    cdef int32_t p = d.pos[k]
-    if p < 0:
-        p = d.n_topics
-        d.pos[k] = p
-        d.topics[p] = k
-        d.cnt[p] = 0.0
-        d.n_topics += 1
-    d.cnt[p] += 1.0
-    d.nj[k] += 1
+cdef struct Cell:
+    # the document bucket's pieces for one stored cell (term v) of the document
+    int64_t c                   # the cell's index (its stamp in Doc.mark)
+    Py_ssize_t m                # entries of the term's top set
+    const double *tphi          # their phi_vk, largest first
+    const int32_t *tk           # their topics
+    const uint8_t *sq           # q_k of every topic: q_k / 256 <= phi_vk / h < (q_k + 2) / 256 (outside the set)
+    double h                    # bound: phi_vk <= h for every topic k outside the top set
+    double inv_h                # 1 / h (0 when h = 0)
+    double E                    # sum over the top set of phi_vk n_jk
+    int64_t n_doc               # its tokens
+    int64_t self_pos            # the token's position among them
+    int64_t n_other             # tokens that the R piece picks from (n_doc - 1, or n_doc with include_self)
 
 
-cdef inline void _remove(Doc *d, int32_t k, double phik) noexcept nogil:
-    """One token of topic k fewer (swap-removal from the list when n_jk reaches 0)."""
-    cdef int32_t p = d.pos[k], last
-    d.nj[k] -= 1
-    if d.nj[k] == 0:
-        last = d.n_topics - 1
-        if p != last:
-            d.topics[p] = d.topics[last]
-            d.cnt[p] = d.cnt[last]
-            d.pos[d.topics[p]] = p
-        d.pos[k] = -1
-        d.n_topics = last
-    else:
-        d.cnt[p] -= 1.0
+cdef inline Py_ssize_t top_size(Py_ssize_t width, Py_ssize_t K) noexcept nogil:
+    """Entries m of a top-set row of ``width = 2 + m + ceil(m / 2) + ceil(K / 8)`` doubles."""
+    return (2 * (width - 2 - (K + 7) // 8)) // 3
 
 
-cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
-    """The document bucket's total ``D = sum_i phi_vk_i n_jk_i`` over the document's
-    topics ``k_i``.  ``phi_next`` (the next cell's row of Phi, or NULL): its
-    entries at the same topics are prefetched."""
-    cdef double s = 0.0
+cdef inline void _cell_start(Cell *cl, Doc *d, const double *top_v, Py_ssize_t m, int64_t c) noexcept nogil:
+    """Read term v's top set (``top_v``, see :func:`build_prior_tables`) for cell ``c``:
+    mark its topics in ``d.mark`` and form ``E = sum_{k in top} phi_vk n_jk``."""
     cdef Py_ssize_t i
-    cdef const int32_t *tp = d.topics
-    cdef const double *cn = d.cnt
-    if phi_next != NULL:
-        for i in range(d.n_topics):
-            prefetch(phi_next + tp[i])
-            s += phi_v[tp[i]] * cn[i]
-        return s
-    for i in range(d.n_topics):
-        s += phi_v[tp[i]] * cn[i]
-    return s
+    cdef double e = 0.0
+    cl.c = c
+    cl.m = m
+    cl.h = top_v[0]
+    cl.inv_h = top_v[1]
+    cl.tphi = top_v + 2
+    cl.tk = <const int32_t *> (top_v + 2 + m)
+    cl.sq = <const uint8_t *> (top_v + 2 + m + (m + 1) // 2)
+    for i in range(m):
+        d.mark[cl.tk[i]] = (c << 6) | i
+        e += cl.tphi[i] * d.nj[cl.tk[i]]
+    cl.E = e
 
 
-cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, D)``) of the document bucket, weights
-    ``phi_vk n_jk`` in the list's order; the last topic of positive weight if
-    rounding overshoots."""
-    cdef Py_ssize_t i, last = 0
+cdef inline double _top_mass(const Cell *cl, const Doc *d) noexcept nogil:
+    """``E`` formed afresh from the counts."""
+    cdef Py_ssize_t i
+    cdef double e = 0.0
+    for i in range(cl.m):
+        e += cl.tphi[i] * d.nj[cl.tk[i]]
+    return e
+
+
+cdef inline void _count(Cell *cl, Doc *d, int32_t k, int32_t delta) noexcept nogil:
+    """``n_jk += delta`` (+-1), and ``E`` with it when k is in the cell's top set."""
+    cdef int64_t mk = d.mark[k]
+    d.nj[k] += delta
+    if (mk >> 6) == cl.c:
+        cl.E += delta * cl.tphi[mk & 63]
+        if not (cl.E > 0.0):
+            cl.E = _top_mass(cl, d)
+
+
+cdef inline int32_t _pick_top(const Cell *cl, const Doc *d, double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, E)``) of the top set's weights ``phi_vk n_jk``,
+    largest phi first; the last of positive weight if rounding overshoots, -1
+    if none has (E was a rounding residue)."""
+    cdef Py_ssize_t i, last = -1
     cdef double t
-    cdef const int32_t *tp = d.topics
-    cdef const double *cn = d.cnt
-    for i in range(d.n_topics):
-        t = phi_v[tp[i]] * cn[i]
+    for i in range(cl.m):
+        t = cl.tphi[i] * d.nj[cl.tk[i]]
         if t > 0.0:
             last = i
             if u < t:
-                return tp[i]
+                return cl.tk[i]
             u -= t
-    return tp[last]
+    return cl.tk[last] if last >= 0 else -1
 
 
 cdef inline bint _cum_less(const double *phi_v, const double *b, Py_ssize_t k, double u, double Q,
@@ -245,24 +254,6 @@ cdef inline double _uniform(Uni *g) noexcept nogil:
     return g.buf[g.pos - 1]
 
 
-cdef inline int32_t _propose(Uni *g, Doc *d, const double *phi_v, double D, double Q,
-                             double P, const float *cumf, const topic_t *guide) noexcept nogil:
-    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: a uniform picks
-    the document bucket ``D`` (weights ``w``) or the prior bucket
-    ``P = lambda_j Q_v`` (``Q = Q_v``); the prior bucket's position is the
-    uniform ``d.u_prior`` drawn at the previous prior draw (so that its table
-    entry can be prefetched), then replaced (:c:func:`_pick_prior`)."""
-    cdef double u = _uniform(g) * (D + P)
-    cdef double up
-    if u < D and d.n_topics > 0:
-        return _pick_doc(d, phi_v, u)
-    if P > 0.0:
-        up = d.u_prior
-        d.u_prior = _uniform(g)
-        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
-    return _pick_doc(d, phi_v, _uniform(g) * D)
-
-
 cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const topic_t *guide,
                                  int32_t v, Py_ssize_t K) noexcept nogil:
     """Prefetch the guide entry that term v's next prior draw reads."""
@@ -297,19 +288,94 @@ cdef inline double _weight(const Doc *d, int32_t k) noexcept nogil:
     return (d.nj[k] + d.a[k]) / (d.nj[k] + d.lam * d.b[k])
 
 
+cdef inline int32_t _scan_doc(Uni *g, const Doc *d, const double *phi_v) noexcept nogil:
+    """The document bucket's whole law ``phi_vk n_jk`` by an O(K) scan, for when
+    only the R piece holds mass (E and P vanished by underflow); :c:func:`_direct`
+    if that vanishes too."""
+    cdef Py_ssize_t k, K = d.n_topics_total, last = -1
+    cdef double total = 0.0, u, t
+    for k in range(K):
+        total += phi_v[k] * d.nj[k]
+    if not (total > 0.0):
+        return _direct(g, d, phi_v)
+    u = _uniform(g) * total
+    for k in range(K):
+        t = phi_v[k] * d.nj[k]
+        if t > 0.0:
+            last = k
+            if u < t:
+                return <int32_t> k
+            u -= t
+    return <int32_t> last
+
+
+cdef inline bint _thin(double u, double h, uint8_t q, const double *phi_v, int32_t k) noexcept nogil:
+    """``u h < phi_vk`` (``u`` uniform: true with probability ``phi_vk / h``), decided
+    by the byte ``q`` (``q / 256 <= phi_vk / h`` with a margin, ``(q + 2) / 256 > phi_vk / h``
+    by nearly 1/256: :c:func:`_top_set`) without reading ``phi_vk`` unless
+    ``256 u`` is in ``[q, q + 2)``: the same answer for every u."""
+    cdef double x = u * 256.0
+    if x < q:
+        return True
+    if x >= q + 2:
+        return False
+    return u * h < phi_v[k]
+
+
+cdef inline int32_t _propose(Uni *g, Doc *d, Cell *cl, const topic_t *lab, const double *phi_v, double Q,
+                             double P, const float *cumf, const topic_t *guide) noexcept nogil:
+    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` by rejection from the
+    mixture of three pieces (the module's "Proposal"): a uniform ``u`` in
+    ``[0, E + R + P)`` picks the top set's ``E`` (the topic by inversion at
+    ``u``), the bound ``R = h n_other`` (the other token at index
+    ``floor((u - E) / h)``, its label k rejected when it is in the top set, else
+    accepted when a new uniform times h is below phi_vk) or the prior bucket
+    ``P = lambda_j Q_v`` (``d.u_prior``, then replaced: :c:func:`_pick_prior`);
+    a rejected trial starts a new one."""
+    cdef double u, R = cl.h * cl.n_other, up, x
+    cdef int64_t idx
+    cdef int32_t k
+    if not (cl.E + P > 0.0):
+        return _scan_doc(g, d, phi_v)
+    while True:
+        u = _uniform(g) * (cl.E + R + P)
+        if u < cl.E:
+            k = _pick_top(cl, d, u)
+            if k >= 0:
+                return k
+            cl.E = _top_mass(cl, d)             # E was a rounding residue
+            if not (cl.E + P > 0.0):
+                return _scan_doc(g, d, phi_v)
+        elif u < cl.E + R:
+            x = (u - cl.E) * cl.inv_h
+            idx = <int64_t> x if x < cl.n_other else cl.n_other - 1
+            if idx >= cl.self_pos and cl.n_other < cl.n_doc:
+                idx += 1                        # skip the token itself
+            k = lab[idx]
+            if (d.mark[k] >> 6) != cl.c and _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
+                return k
+        elif P > 0.0:
+            up = d.u_prior
+            d.u_prior = _uniform(g)
+            return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+
+
 cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr,
                       const int32_t *indices, const double *values, const int64_t *doc_ptr,
                       topic_t *labels, const double *phi, const double *prior, bint shared,
                       const double *b, double bsum, const int64_t *table_row, const float *cumf,
-                      const topic_t *guide, const double *word_mass, doc_count_t *njk,
-                      Py_ssize_t K, int mh_steps, bint include_self, int64_t *counters) noexcept nogil:
+                      const topic_t *guide, const double *word_mass, const double *top, Py_ssize_t W,
+                      doc_count_t *njk, Py_ssize_t K, int mh_steps, bint include_self,
+                      int64_t *counters) noexcept nogil:
     """The documents ``j0:j1`` (one block), in order, from one stream; -1 if out of memory."""
     cdef Doc d
-    cdef Py_ssize_t j, i, c, k
+    cdef Cell cl
+    cdef Py_ssize_t j, i, c, k, m = top_size(W, K)
     cdef int64_t tok, n, t_i, c_end = indptr[j1]
     cdef int32_t v, s, z, t, step
-    cdef double asum, D, P, Q, ws, wt
+    cdef double asum, P, Q, ws, wt
     cdef const double *phi_v
+    cdef const double *top_next
     cdef const float *cum_v
     cdef const topic_t *guide_v
     cdef Py_ssize_t M = _GUIDE_CELLS * K
@@ -319,17 +385,14 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     uni.gen = gen
     uni.pos = _UBUF
     d.n_topics_total = K
-    d.n_topics = 0
     d.b = b
     d.nj = <int32_t *> calloc(K, sizeof(int32_t))
-    d.pos = <int32_t *> malloc(K * sizeof(int32_t))
-    d.topics = <int32_t *> malloc(K * sizeof(int32_t))
-    d.cnt = <double *> malloc(K * sizeof(double))
-    if d.nj == NULL or d.topics == NULL or d.pos == NULL or d.cnt == NULL:
-        free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
+    d.mark = <int64_t *> malloc(K * sizeof(int64_t))
+    if d.nj == NULL or d.mark == NULL:
+        free(d.nj); free(d.mark)
         return -1
     for k in range(K):
-        d.pos[k] = -1
+        d.mark[k] = -1
     d.u_prior = _uniform(g)
     for j in range(j0, j1):
         tok = doc_ptr[j]
@@ -337,10 +400,9 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             continue
         row = njk + j * K
         for t_i in range(tok, doc_ptr[j + 1]):
-            s = labels[t_i]
-            if d.nj[s] == 0:
-                row[s] = 0
-            _add(&d, s, 0.0)
+            d.nj[labels[t_i]] += 1
+        cl.n_doc = doc_ptr[j + 1] - tok
+        cl.n_other = cl.n_doc if include_self else cl.n_doc - 1
         d.a = prior if shared else prior + j * K
         if shared:
             d.lam = 1.0
@@ -360,29 +422,31 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             else:
                 cum_v = NULL
                 guide_v = NULL
-            D = _cell_weights(&d, phi_v, phi + indices[c + 1] * K if c + 1 < indptr[j + 1] else NULL)
+            _cell_start(&cl, &d, top + v * W, m, c)
             n = <int64_t> values[c]
             if c + 1 < c_end:
-                # the guide entry of the next cell's first prior draw, should this cell make none
-                # (issued now, a cell earlier than the prefetch after this cell's last draw)
+                # the next cell's top set, and the guide entry of its first prior draw
+                # should this cell make none (a cell earlier than the prefetch after its last draw)
+                top_next = top + indices[c + 1] * W
+                for k in range(0, W, 8):
+                    prefetch(top_next + k)
+                prefetch(top_next + W - 1)
                 _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
             for i in range(n):
                 s = labels[tok]
+                cl.self_pos = tok - doc_ptr[j]
                 if not include_self:
-                    _remove(&d, s, phi_v[s])
-                    D -= phi_v[s]
-                    if D < 0.0 or d.n_topics == 0:
-                        D = _cell_weights(&d, phi_v, NULL)
-                if not (D + P > 0.0) or mh_steps == -2:
+                    _count(&cl, &d, s, -1)
+                if not (cl.E + cl.h * cl.n_other + P > 0.0) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
                 elif shared or mh_steps < 0:
-                    z = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
+                    z = _propose(g, &d, &cl, labels + doc_ptr[j], phi_v, Q, P, cum_v, guide_v)
                 else:
                     # independence Metropolis-Hastings from the current label
                     z = s
                     ws = _weight(&d, s)
                     for step in range(mh_steps):
-                        t = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
+                        t = _propose(g, &d, &cl, labels + doc_ptr[j], phi_v, Q, P, cum_v, guide_v)
                         counters[0] += 1
                         if t == z:
                             counters[1] += 1
@@ -393,10 +457,8 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                             ws = wt
                             counters[1] += 1
                 if include_self:
-                    _remove(&d, s, phi_v[s])
-                    D -= phi_v[s]
-                _add(&d, z, phi_v[z])
-                D += phi_v[z]
+                    _count(&cl, &d, s, -1)
+                _count(&cl, &d, z, 1)
                 labels[tok] = <topic_t> z
                 tok += 1
                 # the guide entry of the next token's prior draw (should it make one)
@@ -404,13 +466,10 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                     _prefetch_prior(&d, table_row, guide, v, K)
                 elif c + 1 < c_end:
                     _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
-        for i in range(d.n_topics):
-            z = d.topics[i]
-            row[z] = <doc_count_t> d.nj[z]
-            d.nj[z] = 0
-            d.pos[z] = -1
-        d.n_topics = 0
-    free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
+        for k in range(K):
+            row[k] = <doc_count_t> d.nj[k]
+            d.nj[k] = 0
+    free(d.nj); free(d.mark)
     return 0
 
 
@@ -418,7 +477,8 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                   const int64_t[::1] doc_ptr, topic_t[::1] labels, const double[:, ::1] phi,
                   const double[:, ::1] prior, const double[::1] b, const int64_t[::1] table_row,
                   const float[:, ::1] cum, const topic_t[:, ::1] guide, const double[::1] word_mass,
-                  const int64_t[::1] bounds, const uintptr_t[::1] streams, doc_count_t[:, ::1] njk,
+                  const double[:, ::1] top, const int64_t[::1] bounds, const uintptr_t[::1] streams,
+                  doc_count_t[:, ::1] njk,
                   int mh_steps, int n_threads, bint include_self=False,
                   bint shared_prior=False):
     """One partially collapsed sweep over the documents of ``bounds`` (see the module).
@@ -444,6 +504,9 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         The prior bucket's tables (:func:`build_prior_tables`; ``cum`` float32,
         ``guide`` of the labels' type): term v's row of ``cum`` and ``guide``
         (-1: no table, an O(K) scan) and its total ``Q_v = sum_k phi_vk b_k``.
+    top : float64 (V, 2 + m + ceil(m / 2) + ceil(K / 8))
+        Every term's top set and bound for the document bucket
+        (:func:`build_prior_tables`; m <= K).
     bounds, streams
         Document blocks (row indices) and one stream address per block (the
         block's uniforms, taken from it 256 at a time; the rest of the last
@@ -485,7 +548,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                         &doc_ptr[0], &labels[0] if labels.shape[0] else NULL, &phi[0, 0], &prior[0, 0],
                         shared, &b[0], bsum, &table_row[0],
                         &cum[0, 0] if cum.shape[0] else NULL, &guide[0, 0] if guide.shape[0] else NULL,
-                        &word_mass[0],
+                        &word_mass[0], &top[0, 0], top.shape[1],
                         &njk[0, 0] if njk.shape[0] else NULL, K, mh_steps,
                         include_self, &counters[blk, 0]) < 0:
             n_failed += 1
@@ -578,8 +641,60 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
         guide[i] = <topic_t> (k ^ (-(<Py_ssize_t> pure)))
 
 
+cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, double *out, double *vals,
+                          int32_t *idx) noexcept nogil:
+    """Term v's top set for the document bucket (``m <= K``): its ``m`` largest
+    ``phi_vk``, largest first (the earlier topic first among equal ones), and the
+    bound ``h`` = the (m+1)-th largest (0 when ``K = m``), so that
+    ``phi_vk <= h`` for every topic outside the set.  ``out`` (``2 + m + ceil(m / 2)
+    + ceil(K / 8)`` doubles) = ``[h, 1 / h (0 when h = 0), the m phi_vk, their m
+    topics as int32, K bytes q_k]``, ``q_k = min(floor(y_k), 255)`` with ``y_k = 256
+    (phi_vk / h) (1 - 2^-50)`` (formed with at most three roundings of 2^-53, so
+    ``q_k <= y_k < 256 phi_vk / h`` and ``q_k > 256 phi_vk / h - 2``: the bounds
+    :c:func:`_thin` decides by; 0 when h = 0).  ``vals`` and ``idx`` (m + 1 each)
+    are scratch."""
+    cdef Py_ssize_t k, i, n = 0, L = m + 1 if K > m else K
+    cdef double x, h, sc
+    cdef int32_t *tk = <int32_t *> (out + 2 + m)
+    cdef uint8_t *sq = <uint8_t *> (out + 2 + m + (m + 1) // 2)
+    for k in range(K):
+        x = phi_v[k]
+        if n < L:
+            i = n
+            n += 1
+        elif x > vals[L - 1]:
+            i = L - 1
+        else:
+            continue
+        while i > 0 and vals[i - 1] < x:
+            vals[i] = vals[i - 1]
+            idx[i] = idx[i - 1]
+            i -= 1
+        vals[i] = x
+        idx[i] = <int32_t> k
+    h = vals[m] if K > m else 0.0
+    out[0] = h
+    out[1] = 1.0 / h if h > 0.0 else 0.0
+    for i in range(m):
+        out[2 + i] = vals[i]
+        tk[i] = idx[i]
+    if h >= DBL_MIN:                             # 1 / h finite: a multiplication per topic
+        sc = (256.0 * out[1]) * QSCALE
+        for k in range(K):
+            x = phi_v[k] * sc
+            sq[k] = <uint8_t> (x if x < 255.0 else 255.0)
+    elif h > 0.0:
+        for k in range(K):
+            x = (phi_v[k] / h) * 256.0 * QSCALE
+            sq[k] = <uint8_t> (x if x < 255.0 else 255.0)
+    else:
+        for k in range(K):
+            sq[k] = 0
+
+
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
-                       float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, int n_threads):
+                       float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, double[:, ::1] top,
+                       int n_threads):
     """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
     for every term, and for a term with ``table_row[v] = t >= 0`` the
     inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = C_k / Q_v`` in
@@ -596,8 +711,13 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     side (:c:func:`_prior_sums`: each term's the same bits as alone), the same
     tables for any thread count.
     ``guide``'s type is the labels' (``K <= 32767`` for int16).
+
+    With them, every term's top set for the document bucket: ``top[v]`` =
+    ``[h_v, 1 / h_v, the m largest phi_vk (largest first), their topics (int32)]``,
+    ``h_v`` the (m+1)-th largest (0 when m = K), m = :c:func:`top_size` of
+    ``top``'s width (at most K and 64; :c:func:`_top_set`).
     """
-    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows
+    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows, m = top_size(top.shape[1], phi.shape[1])
     cdef Py_ssize_t n_groups = (V + _SUM_ROWS - 1) // _SUM_ROWS
     cdef int64_t t
     cdef double *cs
@@ -614,9 +734,10 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     cnt = NULL
     with nogil, parallel(num_threads=n_threads):
         # per thread: the rows' sums C_k, and the guide's cell ends and counts
-        cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1) * sizeof(double))
+        # and the top sets' m + 1 largest entries (values after edge, topics after cnt)
+        cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1 + m + 1) * sizeof(double))
         edge = cs + _SUM_ROWS * K if cs != NULL else NULL
-        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1) * sizeof(int32_t))
+        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1 + m + 1) * sizeof(int32_t))
         for grp in prange(n_groups, schedule="dynamic", chunksize=16):
             if cs == NULL or cnt == NULL:
                 n_failed += 1
@@ -625,6 +746,8 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                 rows = V - v0 if V - v0 < _SUM_ROWS else _SUM_ROWS
                 _prior_sums(&phi[v0, 0], &b[0], K, rows, cs)
                 for r in range(rows):
+                    _top_set(&phi[v0 + r, 0], K, m, &top[v0 + r, 0], edge + _GUIDE_CELLS * K + 1,
+                             cnt + _GUIDE_CELLS * K + 1)
                     mass[v0 + r] = cs[r * K + K - 1]
                     t = table_row[v0 + r]
                     if t >= 0:

@@ -61,6 +61,8 @@ __all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "new_prior_tables", 
 
 #: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
 MH_STEPS = 2
+#: entries of a term's top set for the document bucket (at most 64; K when K is smaller)
+TOP_SIZE = 8
 _TINY = np.finfo(np.float64).tiny
 
 
@@ -102,6 +104,9 @@ class PartialState(TokenLabels):
     #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
     #: 8 K bytes for a rarer term would outweigh its counts' slots, 4 n_v bytes)
     TABLE_DENSE_FRACTION = DENSE_FRACTION
+    #: entries of each term's top set for the document bucket's rejection draw (speed only:
+    #: the draws have the same law for any size)
+    TOP_SIZE = TOP_SIZE
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
@@ -264,7 +269,7 @@ class PartialState(TokenLabels):
                 and np.array_equal(cached[2], b):
             return cached[3]
         V, K = phi.shape
-        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K)
+        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K, self.TOP_SIZE)
         if self._table_row is None or self._table_row[1] != key:
             n_v = self.term_tokens[:V]
             has = (n_v >= self.TABLE_MIN_TOKENS) & (self.TABLE_DENSE_FRACTION * n_v >= K)
@@ -274,19 +279,24 @@ class PartialState(TokenLabels):
         rows = self._table_row[0]
         old = cached[3] if cached is not None else None
         self._tables = None
-        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old)
+        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old, self.TOP_SIZE)
         self._tables = (weakref.ref(phi), self.phi_stamp, b.copy(), tables)
         return tables
 
 
 def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads: int, dtype,
-                     old=None):
+                     old=None, top_size: int = TOP_SIZE):
     """The prior bucket's tables of ``phi_v. b`` for the terms with ``rows[v] >= 0``
+    and every term's top set of ``m = min(top_size, K)`` entries
     (:func:`pygbn.inference._partial.build_prior_tables`): ``(rows, cum, guide,
-    mass)``, ``cum`` (n_tables, K) float32 and ``guide`` (n_tables,
-    GUIDE_CELLS K) of the labels' ``dtype``; the arrays of ``old`` (tables of
-    the same shapes) are reused."""
+    mass, top)``, ``cum`` (n_tables, K) float32, ``guide`` (n_tables,
+    GUIDE_CELLS K) of the labels' ``dtype`` and ``top`` (V, 2 + m + ceil(m / 2)
+    + ceil(K / 8)) float64; the arrays of ``old`` (tables of the same shapes) are reused."""
     V, K = phi.shape
+    m = min(int(top_size), K)
+    if not 0 <= m <= 64:
+        raise ValueError(f"top_size must be in [0, 64], got {top_size}")
+    width = 2 + m + (m + 1) // 2 + (K + 7) // 8
     n_tab = int(rows.max()) + 1 if V else 0
     M = _partial.GUIDE_CELLS * K
     if old is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) and old[2].dtype == dtype:
@@ -294,8 +304,9 @@ def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads
     else:
         cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, M), dtype=dtype)
     mass = old[3] if old is not None and old[3].shape == (V,) else np.empty(V)
-    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
-    return rows, cum, guide, mass
+    top = old[4] if old is not None and old[4].shape == (V, width) else np.empty((V, width))
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, top, n_threads)
+    return rows, cum, guide, mass, top
 
 
 def proposal_shape(network) -> np.ndarray:
