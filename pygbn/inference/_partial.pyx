@@ -641,27 +641,19 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
         guide[i] = <topic_t> (k ^ (-(<Py_ssize_t> pure)))
 
 
-cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, double *out, double *vals,
-                          int32_t *idx) noexcept nogil:
-    """Term v's top set for the document bucket (``m <= K``): its ``m`` largest
-    ``phi_vk``, largest first (the earlier topic first among equal ones), and the
-    bound ``h`` = the (m+1)-th largest (0 when ``K = m``), so that
-    ``phi_vk <= h`` for every topic outside the set.  ``out`` (``2 + m + ceil(m / 2)
-    + ceil(K / 8)`` doubles) = ``[h, 1 / h (0 when h = 0), the m phi_vk, their m
-    topics as int32, K bytes q_k]``, ``q_k = min(floor(y_k), 255)`` with ``y_k = 256
-    (phi_vk / h) (1 - 2^-50)`` (formed with at most three roundings of 2^-53, so
-    ``q_k <= y_k < 256 phi_vk / h`` and ``q_k > 256 phi_vk / h - 2``: the bounds
-    :c:func:`_thin` decides by; 0 when h = 0).  ``vals`` and ``idx`` (m + 1 each)
-    are scratch."""
-    cdef Py_ssize_t k, i, n = 0, L = m + 1 if K > m else K
-    cdef double x, h, sc
-    cdef int32_t *tk = <int32_t *> (out + 2 + m)
-    cdef uint8_t *sq = <uint8_t *> (out + 2 + m + (m + 1) // 2)
-    for k in range(K):
+cdef inline void _keep_largest(const double *phi_v, const int32_t *ks, Py_ssize_t n, Py_ssize_t L,
+                               double *vals, int32_t *idx) noexcept nogil:
+    """The ``L`` (<= n) largest ``phi_vk`` over the topics ``ks[0:n]`` (increasing),
+    largest first, the earlier topic first among equal ones (insertion)."""
+    cdef Py_ssize_t t, i, kept = 0
+    cdef int32_t k
+    cdef double x
+    for t in range(n):
+        k = ks[t] if ks != NULL else <int32_t> t
         x = phi_v[k]
-        if n < L:
-            i = n
-            n += 1
+        if kept < L:
+            i = kept
+            kept += 1
         elif x > vals[L - 1]:
             i = L - 1
         else:
@@ -671,13 +663,48 @@ cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, doubl
             idx[i] = idx[i - 1]
             i -= 1
         vals[i] = x
-        idx[i] = <int32_t> k
+        idx[i] = k
+
+
+cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, double hint, double *out,
+                          double *vals, int32_t *idx, int32_t *cand) noexcept nogil:
+    """Term v's top set for the document bucket (``m <= K``): its ``m`` largest
+    ``phi_vk``, largest first (the earlier topic first among equal ones), and the
+    bound ``h`` = the (m+1)-th largest (0 when ``K = m``), so that
+    ``phi_vk <= h`` for every topic outside the set.  ``out`` (``2 + m + ceil(m / 2)
+    + ceil(K / 8)`` doubles) = ``[h, 1 / h (0 when h = 0), the m phi_vk, their m
+    topics as int32, K bytes q_k]``, ``q_k = min(floor(y_k), 255)`` with ``y_k = 256
+    (phi_vk / h) (1 - 2^-50)`` (formed with at most three roundings of 2^-53, so
+    ``q_k <= y_k < 256 phi_vk / h`` and ``q_k > 256 phi_vk / h - 2``: the bounds
+    :c:func:`_thin` decides by; 0 when h = 0).
+
+    ``hint`` (> 0: the last h of the term) only saves time: when at least m + 1
+    entries are at or above ``hint / 2``, those entries (in topic order) hold
+    every entry at or above the (m+1)-th largest, so selecting among them gives
+    the same set, order and h as selecting among all K.  ``vals``, ``idx`` (m + 1
+    each) and ``cand`` (K) are scratch."""
+    cdef Py_ssize_t k, i, n = 0, L = m + 1 if K > m else K
+    cdef double h, sc, x, thr = 0.5 * hint
+    cdef int32_t *tk = <int32_t *> (out + 2 + m)
+    cdef uint8_t *sq = <uint8_t *> (out + 2 + m + (m + 1) // 2)
+    if thr > 0.0 and K > m:
+        for k in range(K):
+            cand[n] = <int32_t> k
+            n += phi_v[k] >= thr
+    if n >= L and n > 0:
+        _keep_largest(phi_v, cand, n, L, vals, idx)
+    else:
+        _keep_largest(phi_v, NULL, K, L, vals, idx)
     h = vals[m] if K > m else 0.0
     out[0] = h
     out[1] = 1.0 / h if h > 0.0 else 0.0
     for i in range(m):
         out[2 + i] = vals[i]
         tk[i] = idx[i]
+    if m % 2:
+        tk[m] = 0                                # padding (the row's bytes all set)
+    for k in range(K, 8 * ((K + 7) // 8)):
+        sq[k] = 0
     if h >= DBL_MIN:                             # 1 / h finite: a multiplication per topic
         sc = (256.0 * out[1]) * QSCALE
         for k in range(K):
@@ -694,7 +721,7 @@ cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, doubl
 
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
                        float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, double[:, ::1] top,
-                       int n_threads):
+                       int n_threads, bint top_hint=False):
     """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
     for every term, and for a term with ``table_row[v] = t >= 0`` the
     inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = C_k / Q_v`` in
@@ -715,7 +742,9 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     With them, every term's top set for the document bucket: ``top[v]`` =
     ``[h_v, 1 / h_v, the m largest phi_vk (largest first), their topics (int32)]``,
     ``h_v`` the (m+1)-th largest (0 when m = K), m = :c:func:`top_size` of
-    ``top``'s width (at most K and 64; :c:func:`_top_set`).
+    ``top``'s width (at most K and 64; :c:func:`_top_set`).  ``top_hint``: ``top``
+    holds the top sets of an earlier Phi of the same shape, whose bounds speed up
+    the selection (the same result).
     """
     cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows, m = top_size(top.shape[1], phi.shape[1])
     cdef Py_ssize_t n_groups = (V + _SUM_ROWS - 1) // _SUM_ROWS
@@ -737,7 +766,7 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
         # and the top sets' m + 1 largest entries (values after edge, topics after cnt)
         cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1 + m + 1) * sizeof(double))
         edge = cs + _SUM_ROWS * K if cs != NULL else NULL
-        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1 + m + 1) * sizeof(int32_t))
+        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1 + m + 1 + K) * sizeof(int32_t))
         for grp in prange(n_groups, schedule="dynamic", chunksize=16):
             if cs == NULL or cnt == NULL:
                 n_failed += 1
@@ -746,8 +775,9 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                 rows = V - v0 if V - v0 < _SUM_ROWS else _SUM_ROWS
                 _prior_sums(&phi[v0, 0], &b[0], K, rows, cs)
                 for r in range(rows):
-                    _top_set(&phi[v0 + r, 0], K, m, &top[v0 + r, 0], edge + _GUIDE_CELLS * K + 1,
-                             cnt + _GUIDE_CELLS * K + 1)
+                    _top_set(&phi[v0 + r, 0], K, m, top[v0 + r, 0] if top_hint else 0.0, &top[v0 + r, 0],
+                             edge + _GUIDE_CELLS * K + 1, cnt + _GUIDE_CELLS * K + 1,
+                             cnt + _GUIDE_CELLS * K + 1 + m + 1)
                     mass[v0 + r] = cs[r * K + K - 1]
                     t = table_row[v0 + r]
                     if t >= 0:

@@ -112,6 +112,7 @@ class PartialState(TokenLabels):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
         self.acceptance = float("nan")
         self._tables = None
+        self._top = None
         self._table_row = None
         self._pool = {}
         self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
@@ -278,9 +279,13 @@ class PartialState(TokenLabels):
             self._table_row = (rows, key)
         rows = self._table_row[0]
         old = cached[3] if cached is not None else None
+        if old is None and self._top is not None:
+            # the top sets outlive the tables dropped with the last Phi: their bounds speed up the next selection
+            old = (None, None, None, None, self._top)
         self._tables = None
         tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old, self.TOP_SIZE)
         self._tables = (weakref.ref(phi), self.phi_stamp, b.copy(), tables)
+        self._top = tables[4]
         return tables
 
 
@@ -299,13 +304,17 @@ def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads
     width = 2 + m + (m + 1) // 2 + (K + 7) // 8
     n_tab = int(rows.max()) + 1 if V else 0
     M = _partial.GUIDE_CELLS * K
-    if old is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) and old[2].dtype == dtype:
+    if old is not None and old[1] is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) \
+            and old[2].dtype == dtype:
         cum, guide = old[1], old[2]
     else:
         cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, M), dtype=dtype)
-    mass = old[3] if old is not None and old[3].shape == (V,) else np.empty(V)
-    top = old[4] if old is not None and old[4].shape == (V, width) else np.empty((V, width))
-    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, top, n_threads)
+    mass = old[3] if old is not None and old[3] is not None and old[3].shape == (V,) else np.empty(V)
+    top = old[4] if old is not None else None
+    hint = top is not None and top.shape == (V, width)
+    if not hint:
+        top = np.empty((V, width))
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, top, n_threads, hint)
     return rows, cum, guide, mass, top
 
 
