@@ -18,14 +18,40 @@ mean shape ``Phi^(2) ... Phi^(T) r``; ``r`` itself when T = 1) and
 
     q(k)  ∝  phi_vk n_jk  +  lambda_j phi_vk b_k
 
-as a two-bucket mixture: the document bucket ``D = sum_{k: n_jk > 0} phi_vk n_jk``
-(over the document's compact topic list, O(its topics) once per stored cell,
-then updated as the cell's tokens move) and the prior bucket ``lambda_j Q_v``
-with ``Q_v = sum_k phi_vk b_k``, drawn by inversion of its cumulative sums:
-in O(1) expected steps from the term's indexed-search table
-(:func:`build_prior_tables`, built once per sweep for the frequent terms),
-else by an O(K) scan that forms the same sums (the same topic for the same
-uniform).
+by rejection from a mixture of three pieces whose accepted draws have law q
+exactly.  Term v's *top set* ``S_v`` (its ``m`` largest ``phi_vk``,
+``PartialState.TOP_SIZE`` = 8, all K topics when K <= m) and bound ``h_v``
+(the (m+1)-th largest phi_vk, 0 when K <= m; ``phi_vk <= h_v`` off the set)
+are built with the prior tables once per Phi (:func:`build_prior_tables`).
+A trial draws ``u`` uniform on ``[0, E + R + P)`` and takes
+
+* ``E = sum_{k in S_v} phi_vk n_jk`` (formed at each stored cell, updated as
+  its tokens move): the topic of ``S_v`` at ``u`` by inversion; accepted;
+* ``R = h_v n_other`` (n_other = the document's other tokens, ``n_j - 1``): the
+  other token at index ``floor((u - E) / h_v)`` (the token itself skipped),
+  its current label ``k`` from ``labels`` (updated in place, so the urn's
+  current state); rejected if ``k`` is in ``S_v``, else accepted with
+  probability ``phi_vk / h_v`` (``_thin``: a byte per topic, ``q_k / 256 <=
+  phi_vk / h_v < (q_k + 2) / 256``, decides unless the uniform falls between
+  the two, and then ``phi_vk`` is read: the same answer as ``u h_v < phi_vk``
+  for every uniform, without touching Phi's row for most trials);
+* ``P = lambda_j Q_v`` with ``Q_v = sum_k phi_vk b_k``: the prior bucket,
+  drawn by inversion of its cumulative sums, in O(1) expected steps from the
+  term's indexed-search table (built for the frequent terms), else by an
+  O(K) scan that forms the same sums (the same topic for the same uniform);
+  accepted.
+
+A rejected trial starts afresh.  One trial accepts topic k with probability
+proportional to ``phi_vk n_jk`` (k in S_v, from E), ``h_v (n_jk / n_other)
+(phi_vk / h_v) n_other = phi_vk n_jk`` (k outside S_v, from R) plus
+``lambda_j phi_vk b_k`` (from P): that is q(k), so the accepted topic has law
+q whatever the trials before it, in ``(E + R + P) / (D + P)`` expected
+trials (D = the document bucket ``sum_k phi_vk n_jk``; about 2 for m = 8 at
+K = 100 on the benchmark corpus).  When E and P vanish by underflow the
+document bucket is drawn by an O(K) scan (``_scan_doc``), and when all three
+do, the label by the exact conditional's O(K) scan (``_direct``).  So a token
+costs O(1) expected steps plus the cell's O(m), not O(topics of its
+document).
 
 Exactness.  When the prior is one row shared by all documents (T = 1),
 ``b = a`` and ``lambda = 1``: q is pi and the draw is the exact conditional.
@@ -52,9 +78,10 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform_fill
 
 from libc.math cimport nextafter
-from libc.float cimport DBL_MIN
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
+from pygbn.inference._doc_bucket cimport (Doc, Cell, top_size, _cell_start, _top_mass, _count, _pick_top, _thin,
+                                          _top_set)
 
 
 ctypedef fused nvk_t:
@@ -75,96 +102,9 @@ cdef extern from *:
     /* margins of the float32 inversion tables (see _cum_less): relative, then absolute */
     #define PYGBN_CUMF_REL 2.384185791015625e-07     /* 2^-22 */
     #define PYGBN_CUMF_ABS 7.174648137343064e-43     /* 2^-140 */
-    /* the top sets' thinning bytes: 1 - 2^-50 (see _top_set) */
-    #define PYGBN_QSCALE 0.9999999999999991118215802998747676610946655273437
     """
     const double CUMF_REL "PYGBN_CUMF_REL"
-    const double QSCALE "PYGBN_QSCALE"
     const double CUMF_ABS "PYGBN_CUMF_ABS"
-
-
-cdef struct Doc:
-    # one document's state while it is swept (per-thread scratch)
-    Py_ssize_t n_topics_total   # K
-    int32_t *nj                 # n_jk, dense
-    int64_t *mark               # (c << 6) | i when topic k is entry i of cell c's top set
-    const double *a             # a_jk
-    const double *b             # the proposal's shared shape b_k
-    double lam                  # lambda_j
-    double u_prior              # the uniform of the next prior-bucket draw
-
-
-cdef struct Cell:
-    # the document bucket's pieces for one stored cell (term v) of the document
-    int64_t c                   # the cell's index (its stamp in Doc.mark)
-    Py_ssize_t m                # entries of the term's top set
-    const double *tphi          # their phi_vk, largest first
-    const int32_t *tk           # their topics
-    const uint8_t *sq           # q_k of every topic: q_k / 256 <= phi_vk / h < (q_k + 2) / 256 (outside the set)
-    double h                    # bound: phi_vk <= h for every topic k outside the top set
-    double inv_h                # 1 / h (0 when h = 0)
-    double E                    # sum over the top set of phi_vk n_jk
-    int64_t n_doc               # its tokens
-    int64_t self_pos            # the token's position among them
-    int64_t n_other             # tokens that the R piece picks from (n_doc - 1, or n_doc with include_self)
-
-
-cdef inline Py_ssize_t top_size(Py_ssize_t width, Py_ssize_t K) noexcept nogil:
-    """Entries m of a top-set row of ``width = 2 + m + ceil(m / 2) + ceil(K / 8)`` doubles."""
-    return (2 * (width - 2 - (K + 7) // 8)) // 3
-
-
-cdef inline void _cell_start(Cell *cl, Doc *d, const double *top_v, Py_ssize_t m, int64_t c) noexcept nogil:
-    """Read term v's top set (``top_v``, see :func:`build_prior_tables`) for cell ``c``:
-    mark its topics in ``d.mark`` and form ``E = sum_{k in top} phi_vk n_jk``."""
-    cdef Py_ssize_t i
-    cdef double e = 0.0
-    cl.c = c
-    cl.m = m
-    cl.h = top_v[0]
-    cl.inv_h = top_v[1]
-    cl.tphi = top_v + 2
-    cl.tk = <const int32_t *> (top_v + 2 + m)
-    cl.sq = <const uint8_t *> (top_v + 2 + m + (m + 1) // 2)
-    for i in range(m):
-        d.mark[cl.tk[i]] = (c << 6) | i
-        e += cl.tphi[i] * d.nj[cl.tk[i]]
-    cl.E = e
-
-
-cdef inline double _top_mass(const Cell *cl, const Doc *d) noexcept nogil:
-    """``E`` formed afresh from the counts."""
-    cdef Py_ssize_t i
-    cdef double e = 0.0
-    for i in range(cl.m):
-        e += cl.tphi[i] * d.nj[cl.tk[i]]
-    return e
-
-
-cdef inline void _count(Cell *cl, Doc *d, int32_t k, int32_t delta) noexcept nogil:
-    """``n_jk += delta`` (+-1), and ``E`` with it when k is in the cell's top set."""
-    cdef int64_t mk = d.mark[k]
-    d.nj[k] += delta
-    if (mk >> 6) == cl.c:
-        cl.E += delta * cl.tphi[mk & 63]
-        if not (cl.E > 0.0):
-            cl.E = _top_mass(cl, d)
-
-
-cdef inline int32_t _pick_top(const Cell *cl, const Doc *d, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, E)``) of the top set's weights ``phi_vk n_jk``,
-    largest phi first; the last of positive weight if rounding overshoots, -1
-    if none has (E was a rounding residue)."""
-    cdef Py_ssize_t i, last = -1
-    cdef double t
-    for i in range(cl.m):
-        t = cl.tphi[i] * d.nj[cl.tk[i]]
-        if t > 0.0:
-            last = i
-            if u < t:
-                return cl.tk[i]
-            u -= t
-    return cl.tk[last] if last >= 0 else -1
 
 
 cdef inline bint _cum_less(const double *phi_v, const double *b, Py_ssize_t k, double u, double Q,
@@ -307,19 +247,6 @@ cdef inline int32_t _scan_doc(Uni *g, const Doc *d, const double *phi_v) noexcep
                 return <int32_t> k
             u -= t
     return <int32_t> last
-
-
-cdef inline bint _thin(double u, double h, uint8_t q, const double *phi_v, int32_t k) noexcept nogil:
-    """``u h < phi_vk`` (``u`` uniform: true with probability ``phi_vk / h``), decided
-    by the byte ``q`` (``q / 256 <= phi_vk / h`` with a margin, ``(q + 2) / 256 > phi_vk / h``
-    by nearly 1/256: :c:func:`_top_set`) without reading ``phi_vk`` unless
-    ``256 u`` is in ``[q, q + 2)``: the same answer for every u."""
-    cdef double x = u * 256.0
-    if x < q:
-        return True
-    if x >= q + 2:
-        return False
-    return u * h < phi_v[k]
 
 
 cdef inline int32_t _propose(Uni *g, Doc *d, Cell *cl, const topic_t *lab, const double *phi_v, double Q,
@@ -639,84 +566,6 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
         # pure: every x = u Q with floor(u M) = i lies in topic k's interval
         pure = ((k == 0) | (cs[k - (k > 0)] <= lo - margin)) & ((k == K - 1) | (cs[k] > hi + margin))
         guide[i] = <topic_t> (k ^ (-(<Py_ssize_t> pure)))
-
-
-cdef inline void _keep_largest(const double *phi_v, const int32_t *ks, Py_ssize_t n, Py_ssize_t L,
-                               double *vals, int32_t *idx) noexcept nogil:
-    """The ``L`` (<= n) largest ``phi_vk`` over the topics ``ks[0:n]`` (increasing),
-    largest first, the earlier topic first among equal ones (insertion)."""
-    cdef Py_ssize_t t, i, kept = 0
-    cdef int32_t k
-    cdef double x
-    for t in range(n):
-        k = ks[t] if ks != NULL else <int32_t> t
-        x = phi_v[k]
-        if kept < L:
-            i = kept
-            kept += 1
-        elif x > vals[L - 1]:
-            i = L - 1
-        else:
-            continue
-        while i > 0 and vals[i - 1] < x:
-            vals[i] = vals[i - 1]
-            idx[i] = idx[i - 1]
-            i -= 1
-        vals[i] = x
-        idx[i] = k
-
-
-cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, double hint, double *out,
-                          double *vals, int32_t *idx, int32_t *cand) noexcept nogil:
-    """Term v's top set for the document bucket (``m <= K``): its ``m`` largest
-    ``phi_vk``, largest first (the earlier topic first among equal ones), and the
-    bound ``h`` = the (m+1)-th largest (0 when ``K = m``), so that
-    ``phi_vk <= h`` for every topic outside the set.  ``out`` (``2 + m + ceil(m / 2)
-    + ceil(K / 8)`` doubles) = ``[h, 1 / h (0 when h = 0), the m phi_vk, their m
-    topics as int32, K bytes q_k]``, ``q_k = min(floor(y_k), 255)`` with ``y_k = 256
-    (phi_vk / h) (1 - 2^-50)`` (formed with at most three roundings of 2^-53, so
-    ``q_k <= y_k < 256 phi_vk / h`` and ``q_k > 256 phi_vk / h - 2``: the bounds
-    :c:func:`_thin` decides by; 0 when h = 0).
-
-    ``hint`` (> 0: the last h of the term) only saves time: when at least m + 1
-    entries are at or above ``hint / 2``, those entries (in topic order) hold
-    every entry at or above the (m+1)-th largest, so selecting among them gives
-    the same set, order and h as selecting among all K.  ``vals``, ``idx`` (m + 1
-    each) and ``cand`` (K) are scratch."""
-    cdef Py_ssize_t k, i, n = 0, L = m + 1 if K > m else K
-    cdef double h, sc, x, thr = 0.5 * hint
-    cdef int32_t *tk = <int32_t *> (out + 2 + m)
-    cdef uint8_t *sq = <uint8_t *> (out + 2 + m + (m + 1) // 2)
-    if thr > 0.0 and K > m:
-        for k in range(K):
-            cand[n] = <int32_t> k
-            n += phi_v[k] >= thr
-    if n >= L and n > 0:
-        _keep_largest(phi_v, cand, n, L, vals, idx)
-    else:
-        _keep_largest(phi_v, NULL, K, L, vals, idx)
-    h = vals[m] if K > m else 0.0
-    out[0] = h
-    out[1] = 1.0 / h if h > 0.0 else 0.0
-    for i in range(m):
-        out[2 + i] = vals[i]
-        tk[i] = idx[i]
-    if m % 2:
-        tk[m] = 0                                # padding (the row's bytes all set)
-    for k in range(K, 8 * ((K + 7) // 8)):
-        sq[k] = 0
-    if h >= DBL_MIN:                             # 1 / h finite: a multiplication per topic
-        sc = (256.0 * out[1]) * QSCALE
-        for k in range(K):
-            x = phi_v[k] * sc
-            sq[k] = <uint8_t> (x if x < 255.0 else 255.0)
-    elif h > 0.0:
-        for k in range(K):
-            x = (phi_v[k] / h) * 256.0 * QSCALE
-            sq[k] = <uint8_t> (x if x < 255.0 else 255.0)
-    else:
-        for k in range(K):
-            sq[k] = 0
 
 
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,

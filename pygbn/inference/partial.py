@@ -17,12 +17,17 @@ p_j^(2) is drawn with it integrated out, eq:step6).  This is a partially
 collapsed Gibbs sampler (Magnusson, Jonsson, Villani & Broman 2018, for LDA);
 it targets the same posterior as the collapsed and blocked samplers.
 
-A token's draw costs O(topics of its document), not O(K): a document bucket
-over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
-shared by all documents) drawn by inversion, from indexed-search tables for
-the terms with at least ``TABLE_MIN_TOKENS`` tokens and at least K / 4 (those
-whose ``n_vk`` row is dense) and by a scan of Phi's row for the others (the
-same topic for the same uniform), corrected by independence
+A token's draw costs O(1) expected steps, not O(K) nor O(topics of its
+document): it draws the proposal ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``
+(b a shape shared by all documents) exactly, by rejection from three
+pieces: the term's top set (its ``TOP_SIZE`` = 8 largest phi_vk, weights
+phi_vk n_jk), a uniformly chosen other token of the document thinned by
+phi_vk / h_v (h_v the term's next largest phi_vk; rejected when its label is
+in the top set), and a prior bucket over ``phi_v. b`` drawn by inversion,
+from indexed-search tables for the terms with at least ``TABLE_MIN_TOKENS``
+tokens and at least K / 4 (those whose ``n_vk`` row is dense) and by a scan
+of Phi's row for the others (the same topic for the same uniform); q is the
+exact conditional when T = 1, and is corrected by independence
 Metropolis-Hastings steps when the documents' priors differ (T >= 2); see
 the kernel module and ``docs/engine.md``.
 
@@ -37,7 +42,9 @@ into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
 int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
-place (:attr:`PartialState.phi_stamp`).
+place (:attr:`PartialState.phi_stamp`), and every term's top set, 8 (2 + m +
+ceil(m / 2) + ceil(K / 8)) bytes (216 at m = 8, K = 100), kept across draws
+(its bounds speed up the next selection).
 """
 from __future__ import annotations
 
