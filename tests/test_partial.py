@@ -218,8 +218,9 @@ def _top_rows(top, m, K):
 @pytest.mark.parametrize("K,top_size", [(12, 4), (12, 1), (5, 8), (40, 8)])
 def test_top_sets_bound_the_other_entries(K, top_size):
     """Each term's top set: its m largest phi_vk, largest first (ties by topic),
-    the bound h = the (m+1)-th largest (0 when K <= m), and thinning bytes with
-    q_k / 256 < phi_vk / h <= (q_k + 2) / 256 for the others; the same sets
+    the bound h = the (m+1)-th largest (0 when K <= m), and thinning bytes,
+    255 for the set's topics and q_k / 256 < phi_vk / h <= (q_k + 2) / 256 (or
+    q_k = 254) for the others; the same sets
     when built from the bounds of another Phi (the hint) as from none, and
     with rows of equal entries."""
     rng = np.random.default_rng(11)
@@ -241,7 +242,8 @@ def test_top_sets_bound_the_other_entries(K, top_size):
             rest = order[m:]
             t = 256 * phi[v, rest] / h[v]
             q = sq[v, rest].astype(np.int64)
-            assert np.all(q <= t) and np.all(q + 2 > t)
+            assert np.all(q <= t) and np.all((q + 2 > t) | (q == 254))
+            assert np.all(sq[v, order[:m]] == 255)
     other = rng.dirichlet(np.full(V, 0.3), size=K).T.copy()
     first = new_prior_tables(other, b, rows, 1, label_dtype(K), top_size=top_size)
     again = new_prior_tables(phi, b, rows, 2, label_dtype(K), old=first, top_size=top_size)

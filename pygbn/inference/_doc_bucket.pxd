@@ -17,7 +17,6 @@ cdef struct Doc:
     # one document's state while it is swept (per-thread scratch)
     Py_ssize_t n_topics_total   # K
     int32_t *nj                 # n_jk, dense
-    int64_t *mark               # (c << 6) | i when topic k is entry i of cell c's top set
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
     double lam                  # lambda_j
@@ -26,14 +25,13 @@ cdef struct Doc:
 
 cdef struct Cell:
     # the document bucket's pieces for one stored cell (term v) of the document
-    int64_t c                   # the cell's index (its stamp in Doc.mark)
     Py_ssize_t m                # entries of the term's top set
     const double *tphi          # their phi_vk, largest first
     const int32_t *tk           # their topics
-    const uint8_t *sq           # q_k of every topic: q_k / 256 <= phi_vk / h < (q_k + 2) / 256 (outside the set)
+    const uint8_t *sq           # q_k of every topic: 255 in the set, else q_k / 256 <= phi_vk / h (see _top_set)
     double h                    # bound: phi_vk <= h for every topic k outside the top set
     double inv_h                # 1 / h (0 when h = 0)
-    double E                    # sum over the top set of phi_vk n_jk
+    double E                    # sum over the top set of phi_vk n_jk (formed at each token)
     int64_t n_doc               # its tokens
     int64_t self_pos            # the token's position among them
     int64_t n_other             # tokens that the R piece picks from (n_doc - 1, or n_doc with include_self)
@@ -44,47 +42,32 @@ cdef inline Py_ssize_t top_size(Py_ssize_t width, Py_ssize_t K) noexcept nogil:
     return (2 * (width - 2 - (K + 7) // 8)) // 3
 
 
-cdef inline void _cell_start(Cell *cl, Doc *d, const double *top_v, Py_ssize_t m, int64_t c) noexcept nogil:
-    """Read term v's top set (``top_v``, see :func:`build_prior_tables`) for cell ``c``:
-    mark its topics in ``d.mark`` and form ``E = sum_{k in top} phi_vk n_jk``."""
-    cdef Py_ssize_t i
-    cdef double e = 0.0
-    cl.c = c
+cdef inline void _cell_start(Cell *cl, const double *top_v, Py_ssize_t m) noexcept nogil:
+    """Read term v's top set (``top_v``, see :func:`build_prior_tables`) for a cell."""
     cl.m = m
     cl.h = top_v[0]
     cl.inv_h = top_v[1]
     cl.tphi = top_v + 2
     cl.tk = <const int32_t *> (top_v + 2 + m)
     cl.sq = <const uint8_t *> (top_v + 2 + m + (m + 1) // 2)
-    for i in range(m):
-        d.mark[cl.tk[i]] = (c << 6) | i
-        e += cl.tphi[i] * d.nj[cl.tk[i]]
-    cl.E = e
 
 
 cdef inline double _top_mass(const Cell *cl, const Doc *d) noexcept nogil:
-    """``E`` formed afresh from the counts."""
+    """``E = sum_{k in top} phi_vk n_jk`` from the counts (two chains of additions)."""
     cdef Py_ssize_t i
-    cdef double e = 0.0
-    for i in range(cl.m):
-        e += cl.tphi[i] * d.nj[cl.tk[i]]
-    return e
-
-
-cdef inline void _count(Cell *cl, Doc *d, int32_t k, int32_t delta) noexcept nogil:
-    """``n_jk += delta`` (+-1), and ``E`` with it when k is in the cell's top set."""
-    cdef int64_t mk = d.mark[k]
-    d.nj[k] += delta
-    if (mk >> 6) == cl.c:
-        cl.E += delta * cl.tphi[mk & 63]
-        if not (cl.E > 0.0):
-            cl.E = _top_mass(cl, d)
+    cdef double e0 = 0.0, e1 = 0.0
+    for i in range(0, cl.m - 1, 2):
+        e0 += cl.tphi[i] * d.nj[cl.tk[i]]
+        e1 += cl.tphi[i + 1] * d.nj[cl.tk[i + 1]]
+    if cl.m % 2:
+        e0 += cl.tphi[cl.m - 1] * d.nj[cl.tk[cl.m - 1]]
+    return e0 + e1
 
 
 cdef inline int32_t _pick_top(const Cell *cl, const Doc *d, double u) noexcept nogil:
     """The topic at ``u`` (in ``[0, E)``) of the top set's weights ``phi_vk n_jk``,
-    largest phi first; the last of positive weight if rounding overshoots, -1
-    if none has (E was a rounding residue)."""
+    largest phi first; the last of positive weight if rounding overshoots (-1
+    if none has, which a sum of products that are all 0 cannot give)."""
     cdef Py_ssize_t i, last = -1
     cdef double t
     for i in range(cl.m):
@@ -99,9 +82,10 @@ cdef inline int32_t _pick_top(const Cell *cl, const Doc *d, double u) noexcept n
 
 cdef inline bint _thin(double u, double h, uint8_t q, const double *phi_v, int32_t k) noexcept nogil:
     """``u h < phi_vk`` (``u`` uniform: true with probability ``phi_vk / h``), decided
-    by the byte ``q`` (``q / 256 <= phi_vk / h`` with a margin, ``(q + 2) / 256 > phi_vk / h``
-    by nearly 1/256: :c:func:`_top_set`) without reading ``phi_vk`` unless
-    ``256 u`` is in ``[q, q + 2)``: the same answer for every u."""
+    by the byte ``q`` (``q / 256 < phi_vk / h`` with a margin, and ``(q + 2) / 256 >
+    phi_vk / h`` by nearly 1/256 unless q is capped at 254: :c:func:`_top_set`)
+    without reading ``phi_vk`` unless ``256 u`` is in ``[q, q + 2)``: the same
+    answer for every u."""
     cdef double x = u * 256.0
     if x < q:
         return True
@@ -142,10 +126,11 @@ cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, doubl
     bound ``h`` = the (m+1)-th largest (0 when ``K = m``), so that
     ``phi_vk <= h`` for every topic outside the set.  ``out`` (``2 + m + ceil(m / 2)
     + ceil(K / 8)`` doubles) = ``[h, 1 / h (0 when h = 0), the m phi_vk, their m
-    topics as int32, K bytes q_k]``, ``q_k = min(floor(y_k), 255)`` with ``y_k = 256
-    (phi_vk / h) (1 - 2^-50)`` (formed with at most three roundings of 2^-53, so
-    ``q_k <= y_k < 256 phi_vk / h`` and ``q_k > 256 phi_vk / h - 2``: the bounds
-    :c:func:`_thin` decides by; 0 when h = 0).
+    topics as int32, K bytes q_k]``: 255 for the set's topics, else ``q_k =
+    min(floor(y_k), 254)`` with ``y_k = 256 (phi_vk / h) (1 - 2^-50)`` (formed
+    with at most three roundings of 2^-53, so ``q_k <= y_k < 256 phi_vk / h``,
+    and ``q_k > 256 phi_vk / h - 2`` unless capped: the bounds :c:func:`_thin`
+    decides by; 0 when h = 0).
 
     ``hint`` (> 0: the last h of the term) only saves time: when at least m + 1
     entries are at or above ``hint / 2``, those entries (in topic order) hold
@@ -178,11 +163,13 @@ cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, doubl
         sc = (256.0 * out[1]) * QSCALE
         for k in range(K):
             x = phi_v[k] * sc
-            sq[k] = <uint8_t> (x if x < 255.0 else 255.0)
+            sq[k] = <uint8_t> (x if x < 254.0 else 254.0)
     elif h > 0.0:
         for k in range(K):
             x = (phi_v[k] / h) * 256.0 * QSCALE
-            sq[k] = <uint8_t> (x if x < 255.0 else 255.0)
+            sq[k] = <uint8_t> (x if x < 254.0 else 254.0)
     else:
         for k in range(K):
             sq[k] = 0
+    for i in range(m):
+        sq[tk[i]] = 255                          # the set's own topics: the R piece rejects them

@@ -80,8 +80,7 @@ from numpy.random.c_distributions cimport random_standard_uniform_fill
 from libc.math cimport nextafter
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
-from pygbn.inference._doc_bucket cimport (Doc, Cell, top_size, _cell_start, _top_mass, _count, _pick_top, _thin,
-                                          _top_set)
+from pygbn.inference._doc_bucket cimport Doc, Cell, top_size, _cell_start, _top_mass, _pick_top, _thin, _top_set
 
 
 ctypedef fused nvk_t:
@@ -279,7 +278,7 @@ cdef inline int32_t _propose(Uni *g, Doc *d, Cell *cl, const topic_t *lab, const
             if idx >= cl.self_pos and cl.n_other < cl.n_doc:
                 idx += 1                        # skip the token itself
             k = lab[idx]
-            if (d.mark[k] >> 6) != cl.c and _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
+            if cl.sq[k] != 255 and _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
                 return k
         elif P > 0.0:
             up = d.u_prior
@@ -314,12 +313,8 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     d.n_topics_total = K
     d.b = b
     d.nj = <int32_t *> calloc(K, sizeof(int32_t))
-    d.mark = <int64_t *> malloc(K * sizeof(int64_t))
-    if d.nj == NULL or d.mark == NULL:
-        free(d.nj); free(d.mark)
+    if d.nj == NULL:
         return -1
-    for k in range(K):
-        d.mark[k] = -1
     d.u_prior = _uniform(g)
     for j in range(j0, j1):
         tok = doc_ptr[j]
@@ -349,7 +344,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             else:
                 cum_v = NULL
                 guide_v = NULL
-            _cell_start(&cl, &d, top + v * W, m, c)
+            _cell_start(&cl, top + v * W, m)
             n = <int64_t> values[c]
             if c + 1 < c_end:
                 # the next cell's top set, and the guide entry of its first prior draw
@@ -363,7 +358,8 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                 s = labels[tok]
                 cl.self_pos = tok - doc_ptr[j]
                 if not include_self:
-                    _count(&cl, &d, s, -1)
+                    d.nj[s] -= 1
+                cl.E = _top_mass(&cl, &d)
                 if not (cl.E + cl.h * cl.n_other + P > 0.0) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
                 elif shared or mh_steps < 0:
@@ -384,8 +380,8 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                             ws = wt
                             counters[1] += 1
                 if include_self:
-                    _count(&cl, &d, s, -1)
-                _count(&cl, &d, z, 1)
+                    d.nj[s] -= 1
+                d.nj[z] += 1
                 labels[tok] = <topic_t> z
                 tok += 1
                 # the guide entry of the next token's prior draw (should it make one)
@@ -396,7 +392,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
         for k in range(K):
             row[k] = <doc_count_t> d.nj[k]
             d.nj[k] = 0
-    free(d.nj); free(d.mark)
+    free(d.nj)
     return 0
 
 
