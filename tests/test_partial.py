@@ -12,7 +12,7 @@ from pygbn._utils import BlockStreams
 from pygbn.inference import GibbsSampler, check_invariants
 from pygbn.inference import _blocked, _partial
 from pygbn.inference.collapsed_state import label_dtype
-from pygbn.inference.partial import PartialState, new_prior_tables, proposal_shape
+from pygbn.inference.partial import PartialState, default_top_size, new_prior_tables, proposal_shape
 from pygbn.model import PoissonLink
 
 
@@ -249,6 +249,13 @@ def test_top_sets_bound_the_other_entries(K, top_size):
     again = new_prior_tables(phi, b, rows, 2, label_dtype(K), old=first, top_size=top_size)
     assert again[4] is first[4]
     np.testing.assert_array_equal(again[4].view(np.uint64), tables[4].view(np.uint64))
+
+
+def test_default_top_size():
+    assert [default_top_size(K) for K in (1, 5, 100, 300, 400, 1000, 5000)] == [1, 5, 8, 12, 16, 40, 64]
+    phi = np.full((3, 400), 1.0 / 3)
+    top = new_prior_tables(phi, np.ones(400), np.full(3, -1, dtype=np.int64), 1, np.int16)[4]
+    assert top.shape == (3, 2 + 16 + 8 + 50)
 
 
 def test_proposal_shape_is_the_prior_mean_shape():

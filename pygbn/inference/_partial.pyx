@@ -20,21 +20,24 @@ mean shape ``Phi^(2) ... Phi^(T) r``; ``r`` itself when T = 1) and
 
 by rejection from a mixture of three pieces whose accepted draws have law q
 exactly.  Term v's *top set* ``S_v`` (its ``m`` largest ``phi_vk``,
-``PartialState.TOP_SIZE`` = 8, all K topics when K <= m) and bound ``h_v``
+``partial.default_top_size``: 8 at K = 100, 16 at K = 400; all K topics
+when K <= m) and bound ``h_v``
 (the (m+1)-th largest phi_vk, 0 when K <= m; ``phi_vk <= h_v`` off the set)
 are built with the prior tables once per Phi (:func:`build_prior_tables`).
 A trial draws ``u`` uniform on ``[0, E + R + P)`` and takes
 
-* ``E = sum_{k in S_v} phi_vk n_jk`` (formed at each stored cell, updated as
-  its tokens move): the topic of ``S_v`` at ``u`` by inversion; accepted;
+* ``E = sum_{k in S_v} phi_vk n_jk`` (formed at each token, m gathers of the
+  document's dense n_jk row): the topic of ``S_v`` at ``u`` by inversion;
+  accepted;
 * ``R = h_v n_other`` (n_other = the document's other tokens, ``n_j - 1``): the
   other token at index ``floor((u - E) / h_v)`` (the token itself skipped),
   its current label ``k`` from ``labels`` (updated in place, so the urn's
-  current state); rejected if ``k`` is in ``S_v``, else accepted with
-  probability ``phi_vk / h_v`` (``_thin``: a byte per topic, ``q_k / 256 <=
-  phi_vk / h_v < (q_k + 2) / 256``, decides unless the uniform falls between
-  the two, and then ``phi_vk`` is read: the same answer as ``u h_v < phi_vk``
-  for every uniform, without touching Phi's row for most trials);
+  current state); rejected if ``k`` is in ``S_v`` (its byte is 255), else
+  accepted with probability ``phi_vk / h_v`` (``_thin``: a byte per topic,
+  ``q_k / 256 <= phi_vk / h_v < (q_k + 2) / 256``, decides unless the uniform
+  falls between the two, and then ``phi_vk`` is read: the same answer as
+  ``u h_v < phi_vk`` for every uniform, without touching Phi's row for most
+  trials);
 * ``P = lambda_j Q_v`` with ``Q_v = sum_k phi_vk b_k``: the prior bucket,
   drawn by inversion of its cumulative sums, in O(1) expected steps from the
   term's indexed-search table (built for the frequent terms), else by an
@@ -50,8 +53,7 @@ trials (D = the document bucket ``sum_k phi_vk n_jk``; about 2 for m = 8 at
 K = 100 on the benchmark corpus).  When E and P vanish by underflow the
 document bucket is drawn by an O(K) scan (``_scan_doc``), and when all three
 do, the label by the exact conditional's O(K) scan (``_direct``).  So a token
-costs O(1) expected steps plus the cell's O(m), not O(topics of its
-document).
+costs O(m) plus O(1) expected trials, not O(topics of its document).
 
 Exactness.  When the prior is one row shared by all documents (T = 1),
 ``b = a`` and ``lambda = 1``: q is pi and the draw is the exact conditional.

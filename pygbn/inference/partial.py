@@ -20,7 +20,8 @@ it targets the same posterior as the collapsed and blocked samplers.
 A token's draw costs O(1) expected steps, not O(K) nor O(topics of its
 document): it draws the proposal ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``
 (b a shape shared by all documents) exactly, by rejection from three
-pieces: the term's top set (its ``TOP_SIZE`` = 8 largest phi_vk, weights
+pieces: the term's top set (its m largest phi_vk, :func:`default_top_size`: 8 at
+K = 100, 16 at K = 400; weights
 phi_vk n_jk), a uniformly chosen other token of the document thinned by
 phi_vk / h_v (h_v the term's next largest phi_vk; rejected when its label is
 in the top set), and a prior bucket over ``phi_v. b`` drawn by inversion,
@@ -64,12 +65,10 @@ from pygbn.inference.term_counts import DENSE_FRACTION, TermCounts, TermLayout, 
 logger = logging.getLogger("pygbn")
 
 __all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "new_prior_tables", "sample_layer_one_partial",
-           "proposal_shape"]
+           "proposal_shape", "default_top_size"]
 
 #: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
 MH_STEPS = 2
-#: entries of a term's top set for the document bucket (at most 64; K when K is smaller)
-TOP_SIZE = 8
 _TINY = np.finfo(np.float64).tiny
 
 
@@ -111,9 +110,9 @@ class PartialState(TokenLabels):
     #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
     #: 8 K bytes for a rarer term would outweigh its counts' slots, 4 n_v bytes)
     TABLE_DENSE_FRACTION = DENSE_FRACTION
-    #: entries of each term's top set for the document bucket's rejection draw (speed only:
-    #: the draws have the same law for any size)
-    TOP_SIZE = TOP_SIZE
+    #: entries of each term's top set for the document bucket's rejection draw (None:
+    #: :func:`default_top_size` of K; speed only, the draws have the same law for any size)
+    TOP_SIZE = None
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
@@ -296,16 +295,26 @@ class PartialState(TokenLabels):
         return tables
 
 
+def default_top_size(n_components: int) -> int:
+    """Entries m of a term's top set for K factors: ``max(8, K // 25)``, at most
+    64 and K.  Speed only: the kernel's trials per token fall with m (about 1.9
+    at m = 8, K = 100) while its work per token grows with m; measured best
+    (tools/ab_partial_kernel.py, docs/benchmarks.md "Twelfth session") at
+    m = 8 for K = 100 (6 and 12 no better) and 16-24 for K = 400 (8 slower)."""
+    K = int(n_components)
+    return min(64, K, max(8, K // 25))
+
+
 def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads: int, dtype,
-                     old=None, top_size: int = TOP_SIZE):
+                     old=None, top_size: Optional[int] = None):
     """The prior bucket's tables of ``phi_v. b`` for the terms with ``rows[v] >= 0``
-    and every term's top set of ``m = min(top_size, K)`` entries
+    and every term's top set of ``m = min(top_size, K)`` entries (None: :func:`default_top_size`)
     (:func:`pygbn.inference._partial.build_prior_tables`): ``(rows, cum, guide,
     mass, top)``, ``cum`` (n_tables, K) float32, ``guide`` (n_tables,
     GUIDE_CELLS K) of the labels' ``dtype`` and ``top`` (V, 2 + m + ceil(m / 2)
     + ceil(K / 8)) float64; the arrays of ``old`` (tables of the same shapes) are reused."""
     V, K = phi.shape
-    m = min(int(top_size), K)
+    m = min(int(default_top_size(K) if top_size is None else top_size), K)
     if not 0 <= m <= 64:
         raise ValueError(f"top_size must be in [0, 64], got {top_size}")
     width = 2 + m + (m + 1) // 2 + (K + 7) // 8
