@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -53,8 +54,6 @@ def _load_base(tree: str):
 
 def _for(fn, names, args):
     """The positional ``args`` (named ``names``, this tree's parameters) that ``fn`` takes."""
-    import inspect
-
     want = list(inspect.signature(fn).parameters)
     return [a for n, a in zip(names, args) if n in want]
 
@@ -77,8 +76,6 @@ def main(argv=None):
     X = sp.load_npz(args.corpus).tocsr()
     Y = PoissonLink().check_data(X)
     s = GibbsSampler.for_training(Y, args.K, method="partial", n_jobs=1, random_state=0)
-    import inspect
-
     new_sweep = _partial.partial_sweep
     names = list(inspect.signature(new_sweep).parameters)
     captured = []

@@ -556,6 +556,8 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
     margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
     # the cells' ends Q i / M, no counts yet
     for i in range(M + 1):
+        # (i through int32: a conversion the loop vectorises; from the 64-bit index the build took
+        # 23.4-23.6 ms against 20.4-20.6, V = 20,000, K = 100)
         edge[i] = Q * <double> <int32_t> i / dM
         cnt[i] = 0
     for k in range(K - 1):
