@@ -268,6 +268,40 @@ def test_perplexity_merge_and_control_from(fake_data, tmp_path):
         rp.main(["--control-from", str(out / "c.json"), "--data-dir", str(fake_data)])
 
 
+def test_perplexity_chain_seed(fake_data, tmp_path):
+    """--chain-seed reseeds the chains alone: the same split, another chain; records differing in it
+    do not merge, and a record from before the option counts its seed as its chain seed."""
+    import reproduce_perplexity as rp
+
+    out = tmp_path / "out"
+    base = ["--quick", "--data-dir", str(fake_data), "--out-dir", str(out), "--n-docs", "0", "--no-lda",
+            "--layers", "1", "--burn-in", "4", "2", "--collect", "5", "--seed", "1"]
+    assert rp.parse_args(base).chain_seed == 1
+    assert rp.main(base + ["--widths", "6", "--name", "a"]) == 0
+    assert rp.main(base + ["--widths", "6", "--name", "b", "--chain-seed", "1"]) == 0
+    assert rp.main(base + ["--widths", "6", "--name", "c", "--chain-seed", "2"]) == 0
+    a, b, c = (json.loads((out / f"{n}.json").read_text()) for n in "abc")
+    assert a["chain_seed"] == b["chain_seed"] == 1 and c["chain_seed"] == 2 and c["seed"] == 1
+    assert a["train_tokens"] == c["train_tokens"] and a["heldout_tokens"] == c["heldout_tokens"]
+    assert a["runs"][0]["perplexity"] == b["runs"][0]["perplexity"] != c["runs"][0]["perplexity"]
+    assert "chain seed" in (out / "c.md").read_text() and "chain seed" not in (out / "a.md").read_text()
+    assert rp.main(base + ["--widths", "4", "--name", "d", "--chain-seed", "2"]) == 0
+    with pytest.raises(SystemExit, match="chain_seed"):
+        rp.main(["--merge", str(out / "a.json"), str(out / "d.json"), "--out-dir", str(out), "--name", "x"])
+    old = dict(json.loads((out / "d.json").read_text()), chain_seed=None)
+    del old["chain_seed"]
+    old["seed"] = 2
+    (out / "old.json").write_text(json.dumps(old))
+    with pytest.raises(SystemExit, match="seed"):  # an old record of seed 2 against a split of seed 1
+        rp.main(["--merge", str(out / "c.json"), str(out / "old.json"), "--out-dir", str(out), "--name", "x"])
+    old["seed"] = 1
+    old["runs"][0]["K1max"] = 5
+    (out / "old.json").write_text(json.dumps(old))
+    with pytest.raises(SystemExit, match="chain_seed"):  # its chains ran from seed 1, not 2
+        rp.main(["--merge", str(out / "c.json"), str(out / "old.json"), "--out-dir", str(out), "--name", "x"])
+    assert rp.main(["--merge", str(out / "a.json"), str(out / "old.json"), "--out-dir", str(out), "--name", "y"]) == 0
+
+
 def test_classification_spread_from_records_and_logs(fake_data, tmp_path, capsys, centroid_classifier):
     """Two seeds from JSON records, a third from the script's stderr log; paired changes are per seed."""
     import classification_spread as cs

@@ -120,6 +120,9 @@ def parse_args(argv=None):
     p.add_argument("--method", choices=("collapsed", "blocked", "partial"), default="collapsed",
                    help="layer-one sampler (the paper's: collapsed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the subset, the split and every chain")
+    p.add_argument("--chain-seed", type=int, default=None,
+                   help="seed of the chains (GBN and LDA) alone, the subset and split still from --seed "
+                        "(default: --seed); several chain seeds on one split measure the chains' own spread")
     p.add_argument("--no-lda", action="store_true", help="skip the LDA baseline")
     p.add_argument("--lda-alpha", type=float, default=0.1)
     p.add_argument("--lda-eta", type=float, default=0.01)
@@ -144,6 +147,7 @@ def parse_args(argv=None):
         a.mode = "quick"
     m = DATASET_MODES[a.dataset][a.mode]
     a.n_docs = m["n_docs"] if a.n_docs is None else a.n_docs
+    a.chain_seed = a.seed if a.chain_seed is None else a.chain_seed
     a.widths = rc.parse_ints(a.widths if a.widths is not None else m["widths"], "--widths")
     a.layers = m["layers"] if a.layers is None else a.layers
     a.burn_in = tuple(m["burn_in"]) if a.burn_in is None else tuple(a.burn_in)
@@ -262,7 +266,7 @@ def main(argv=None) -> int:
                 t = rc.Timer()
                 ctrl = pygbn.GBN(n_components=K, n_layers=1, eta=a.eta, burn_in=run["total_iterations"] - a.collect,
                                  n_collect=a.collect, method=a.method, n_jobs=a.n_jobs,
-                                 random_state=a.seed).fit(X_obs, heldout=X_held)
+                                 random_state=a.chain_seed).fit(X_obs, heldout=X_held)
                 run["control"] = {"iterations": run["total_iterations"], "perplexity": float(ctrl.perplexity_[0]),
                                   "width": ctrl.widths_[0], "wall_s": t.wall}
                 print(f"[perplexity] K1max={K} control T=1 x {run['total_iterations']} iterations: "
@@ -277,7 +281,7 @@ def main(argv=None) -> int:
             else:
                 checkpoint()
                 t = rc.Timer()
-                ppl, n_s, spi = lda_perplexity(X_obs, X_held, K, a.lda_alpha, a.lda_eta, B1, a.collect, a.seed)
+                ppl, n_s, spi = lda_perplexity(X_obs, X_held, K, a.lda_alpha, a.lda_eta, B1, a.collect, a.chain_seed)
                 run["lda"] = {"perplexity": ppl, "samples": n_s, "seconds_per_iteration": spi, "wall_s": t.wall}
                 print(f"[perplexity] LDA K={K}: {ppl:.1f} ({rc.fmt_seconds(t.wall)})", file=sys.stderr, flush=True)
         if K != a.widths[-1]:  # a partial record after each width, in case a long run is cut short
@@ -313,7 +317,7 @@ def _layerwise_run(a, pygbn, X_obs, X_held, words, K: int, runs: list, checkpoin
         checkpoint()
 
     model = pygbn.GBN(n_components=K, n_layers=a.layers, eta=a.eta, burn_in=a.burn_in, n_collect=a.collect,
-                      method=a.method, n_jobs=a.n_jobs, random_state=a.seed, verbose=a.verbose)
+                      method=a.method, n_jobs=a.n_jobs, random_state=a.chain_seed, verbose=a.verbose)
     with rc.on_depth_done(depth_done):
         model.fit(X_obs, heldout=X_held, vocabulary=words)
     done = {"K1max": K, "perplexity": [float(v) for v in model.perplexity_],
@@ -337,7 +341,7 @@ def _control_run(a, pygbn, X_obs, X_held, K: int) -> dict:
     total = schedule_iterations(a.layers, a.burn_in, a.collect)
     t = rc.Timer()
     model = pygbn.GBN(n_components=K, n_layers=1, eta=a.eta, burn_in=total - a.collect, n_collect=a.collect,
-                      method=a.method, n_jobs=a.n_jobs, random_state=a.seed, verbose=a.verbose)
+                      method=a.method, n_jobs=a.n_jobs, random_state=a.chain_seed, verbose=a.verbose)
     model.fit(X_obs, heldout=X_held)
     run = {"K1max": K, "perplexity": [float(model.perplexity_[0])], "widths": [list(model.widths_)],
            "seconds_per_iteration": [float(v) for v in model.seconds_per_iteration_], "wall_s": t.wall,
@@ -349,7 +353,7 @@ def _control_run(a, pygbn, X_obs, X_held, K: int) -> dict:
 
 def _record(a, X, n_corpus, n_obs, n_held, runs, timer, env, partial: bool = False) -> dict:
     rec = {"script": "reproduce_perplexity", "command": rc.command_line(), "mode": a.mode,
-           "seed": a.seed, "n_docs": int(X.shape[0]), "n_docs_corpus": n_corpus,
+           "seed": a.seed, "chain_seed": a.chain_seed, "n_docs": int(X.shape[0]), "n_docs_corpus": n_corpus,
            "train_tokens": n_obs, "heldout_tokens": n_held, "eta": a.eta, "burn_in": list(a.burn_in),
            "collect": a.collect, "layers": a.layers, "train_fraction": a.train_fraction, "method": a.method,
            "n_jobs": a.n_jobs, "lda": None if a.no_lda else {"alpha": a.lda_alpha, "eta": a.lda_eta},
@@ -366,7 +370,7 @@ def _record(a, X, n_corpus, n_obs, n_held, runs, timer, env, partial: bool = Fal
     return rec
 
 
-_SAME_DATA = ("n_docs", "n_docs_corpus", "seed", "train_tokens", "heldout_tokens", "eta", "train_fraction", "method")
+_SAME_DATA = ("n_docs", "n_docs_corpus", "seed", "chain_seed", "train_tokens", "heldout_tokens", "eta", "train_fraction", "method")
 
 
 def _read_records(paths) -> list:
@@ -381,10 +385,16 @@ def _read_records(paths) -> list:
     return recs
 
 
+def _field(rec, key):
+    """``rec[key]``; a record written before ``--chain-seed`` existed ran its chains from ``seed``."""
+    return rec.get("chain_seed", rec.get("seed")) if key == "chain_seed" else rec.get(key)
+
+
 def _check_same(base, base_path, r, path, keys) -> None:
     for key in keys:
-        if r.get(key) != base.get(key):
-            raise SystemExit(f"error: {path} differs from {base_path} in {key}: {r.get(key)!r} vs {base.get(key)!r}")
+        if _field(r, key) != _field(base, key):
+            raise SystemExit(f"error: {path} differs from {base_path} in {key}: "
+                             f"{_field(r, key)!r} vs {_field(base, key)!r}")
     if r.get("dataset", "debian") != base.get("dataset", "debian"):
         raise SystemExit(f"error: {path} is another corpus than {base_path}: "
                          f"{r.get('dataset', 'debian')} vs {base.get('dataset', 'debian')}")
@@ -468,6 +478,8 @@ def write_report(rec, out: Path, name: str, timer) -> None:
                           f"eta = {rec['eta']}; layer one {rec.get('method', 'collapsed')}; "
                           "one perplexity sample per 5 collection iterations"),
              ("seed", str(rec["seed"]))]
+    if _field(rec, "chain_seed") != rec["seed"]:
+        extra.append(("chain seed", f"{rec['chain_seed']} (the subset and split from seed {rec['seed']})"))
     if rec["mode"] != "full":
         extra.append(("note", "a reduced run, NOT the paper's protocol (which is `--mode full`)"))
     if rec.get("control_of"):
