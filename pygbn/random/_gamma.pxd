@@ -136,6 +136,10 @@ cdef extern from *:
     void pygbn_gs_lead_body(const double *a, double *p, const double *h, double *lx, double *val,
                             Py_ssize_t n, double inv_rate, double log_rate, double lim) {
         Py_ssize_t i;
+        /* two vectors' worth of lanes per iteration, so that their long chains (log, two
+           divisions, exp) overlap: with the Estrin polynomials of _inline, gamma rows at
+           a = 0.05-0.9 took 12% less time (unrolled alone, with Horner's, no change) */
+        _Pragma("GCC unroll 2")
         for (i = 0; i < n; i++) {
             double ai = a[i], hv = h[i];
             double pi = (1.0 + ai * PYGBN_INV_E) * p[i];
@@ -175,6 +179,7 @@ cdef extern from *:
     void pygbn_gs_tail_body(const double *a, double *p, const double *h, double *lx, double *val,
                             Py_ssize_t n, double inv_rate, double lim) {
         Py_ssize_t i;
+        _Pragma("GCC unroll 2")   /* as in pygbn_gs_lead_body */
         for (i = 0; i < n; i++) {
             double ai = a[i], hv = h[i];
             double xi = -pygbn_log_pos(((1.0 + ai * PYGBN_INV_E) - p[i]) / ai);

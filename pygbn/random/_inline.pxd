@@ -87,7 +87,7 @@ cdef extern from *:
 
     /* exp(x) for x <= 0: exp(r) 2^k with x = k ln2 + r, |r| <= ln2/2 (Cody-Waite
        reduction, ln2 in two parts), exp(r) = 1 + r + r^2 (1/2! + ... + r^11/13!)
-       (truncation below 5e-18), 2^k applied as two normal factors so that a
+       (truncation below 5e-18; the polynomial by Estrin's scheme), 2^k applied as two normal factors so that a
        subnormal result is rounded once.  x < -746 (and -inf) gives 0. */
     static inline double pygbn_exp_neg(double x) {
         const double shift = 6755399441055744.0;             /* 1.5 * 2^52 */
@@ -98,18 +98,20 @@ cdef extern from *:
         double r, q;
         kd -= shift;
         r = (xc - kd * 0.6931471803691238) - kd * 1.9082149292705877e-10;
-        q = 1.0 / 6227020800.0;
-        q = q * r + 1.0 / 479001600.0;
-        q = q * r + 1.0 / 39916800.0;
-        q = q * r + 1.0 / 3628800.0;
-        q = q * r + 1.0 / 362880.0;
-        q = q * r + 1.0 / 40320.0;
-        q = q * r + 1.0 / 5040.0;
-        q = q * r + 1.0 / 720.0;
-        q = q * r + 1.0 / 120.0;
-        q = q * r + 1.0 / 24.0;
-        q = q * r + 1.0 / 6.0;
-        q = q * r + 0.5;
+        {   /* Estrin's scheme: four levels of dependent operations instead of Horner's
+               eleven (the passes that inline this wait on that chain); no FMA, so the
+               same bits on every instruction set */
+            double r2 = r * r, r4, r8;
+            double p0 = 0.5 + r * (1.0 / 6.0);
+            double p1 = 1.0 / 24.0 + r * (1.0 / 120.0);
+            double p2 = 1.0 / 720.0 + r * (1.0 / 5040.0);
+            double p3 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
+            double p4 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0);
+            double p5 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);
+            r4 = r2 * r2;
+            r8 = r4 * r4;
+            q = ((p0 + p1 * r2) + (p2 + p3 * r2) * r4) + (p4 + p5 * r2) * r8;
+        }
         q = 1.0 + (r + r * r * q);
         k1 = (int64_t) ((uint64_t) (k + 2048) >> 1) - 1024;  /* floor(k / 2) */
         k2 = k - k1;
@@ -120,7 +122,7 @@ cdef extern from *:
     /* log(x) for normal x > 0, -inf for x = 0: x = 2^e m, m in [sqrt(1/2), sqrt(2)),
        log m = log(1 + f) = 2 atanh(s), s = f / (2 + f), evaluated as
        f - s (f - 2 T), T = s^2/3 + s^4/5 + ... + s^20/21 (|s| <= 0.172: truncation
-       below 1e-18); e ln2 in two parts. */
+       below 1e-18; Estrin's scheme in z = s^2); e ln2 in two parts. */
     static inline double pygbn_log_pos(double x) {
         uint64_t bx = pygbn_to_bits(x);
         int64_t e = (int64_t) (bx >> 52) - 1023;
@@ -132,16 +134,17 @@ cdef extern from *:
         f = m - 1.0;
         s = f / (2.0 + f);
         z = s * s;
-        t = 1.0 / 21.0;
-        t = t * z + 1.0 / 19.0;
-        t = t * z + 1.0 / 17.0;
-        t = t * z + 1.0 / 15.0;
-        t = t * z + 1.0 / 13.0;
-        t = t * z + 1.0 / 11.0;
-        t = t * z + 1.0 / 9.0;
-        t = t * z + 1.0 / 7.0;
-        t = t * z + 1.0 / 5.0;
-        t = t * z + 1.0 / 3.0;
+        {   /* Estrin's scheme, as in pygbn_exp_neg */
+            double z2 = z * z, z4, z8;
+            double p0 = 1.0 / 3.0 + z * (1.0 / 5.0);
+            double p1 = 1.0 / 7.0 + z * (1.0 / 9.0);
+            double p2 = 1.0 / 11.0 + z * (1.0 / 13.0);
+            double p3 = 1.0 / 15.0 + z * (1.0 / 17.0);
+            double p4 = 1.0 / 19.0 + z * (1.0 / 21.0);
+            z4 = z2 * z2;
+            z8 = z4 * z4;
+            t = ((p0 + p1 * z2) + (p2 + p3 * z2) * z4) + p4 * z8;
+        }
         t *= z;
         ed = pygbn_from_bits(0x4330000000000000ULL | (uint64_t) (e + 1048576)) - 4503599628419072.0;
         y = ed * 0.6931471803691238 + (ed * 1.9082149292705877e-10 + (f - s * (f - 2.0 * t)));
