@@ -156,6 +156,33 @@ def test_geweke_detects_a_broken_conditional(hook, method):
     assert max(abs(v) for v in z.values()) > Z_MAX, z
 
 
+def _top_of_one(monkeypatch):
+    """The partial sampler's top sets of one topic per term: with K = 3 the other
+    two topics' urn mass is drawn by the rejection piece (h times the other tokens,
+    thinned), which the default top sets (all K topics) never use."""
+    from pygbn.inference.partial import PartialState
+
+    monkeypatch.setattr(PartialState, "TOP_SIZE", 1)
+
+
+@pytest.mark.parametrize("widths", [[3], [3, 2]], ids=["T1", "T2"])
+def test_geweke_partial_rejection_piece(widths, monkeypatch):
+    _top_of_one(monkeypatch)
+    z = _run("partial", widths, "poisson", 5000, seed=20 + len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("widths", [[3], [3, 2], [3, 2, 2]], ids=["T1", "T2", "T3"])
+def test_geweke_long_partial_rejection_piece(widths, monkeypatch):
+    _top_of_one(monkeypatch)
+    n = 80000 if len(widths) == 3 else 40000
+    z = _run("partial", widths, "poisson", n, seed=120 + len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
 @pytest.mark.parametrize("widths,n", [([3], 10000)], ids=["T1"])
 def test_geweke_detects_a_broken_partial_urn(widths, n, monkeypatch):
     """The partial sampler's urn without Phi^(1) (labels drawn as if every

@@ -18,14 +18,42 @@ mean shape ``Phi^(2) ... Phi^(T) r``; ``r`` itself when T = 1) and
 
     q(k)  ∝  phi_vk n_jk  +  lambda_j phi_vk b_k
 
-as a two-bucket mixture: the document bucket ``D = sum_{k: n_jk > 0} phi_vk n_jk``
-(over the document's compact topic list, O(its topics) once per stored cell,
-then updated as the cell's tokens move) and the prior bucket ``lambda_j Q_v``
-with ``Q_v = sum_k phi_vk b_k``, drawn by inversion of its cumulative sums:
-in O(1) expected steps from the term's indexed-search table
-(:func:`build_prior_tables`, built once per sweep for the frequent terms),
-else by an O(K) scan that forms the same sums (the same topic for the same
-uniform).
+by rejection from a mixture of three pieces whose accepted draws have law q
+exactly.  Term v's *top set* ``S_v`` (its ``m`` largest ``phi_vk``,
+``partial.default_top_size``: 8 at K = 100, 16 at K = 400; all K topics
+when K <= m) and bound ``h_v``
+(the (m+1)-th largest phi_vk, 0 when K <= m; ``phi_vk <= h_v`` off the set)
+are built with the prior tables once per Phi (:func:`build_prior_tables`).
+A trial draws ``u`` uniform on ``[0, E + R + P)`` and takes
+
+* ``E = sum_{k in S_v} phi_vk n_jk`` (formed at each token, m gathers of the
+  document's dense n_jk row): the topic of ``S_v`` at ``u`` by inversion;
+  accepted;
+* ``R = h_v n_other`` (n_other = the document's other tokens, ``n_j - 1``): the
+  other token at index ``floor((u - E) / h_v)`` (the token itself skipped),
+  its current label ``k`` from ``labels`` (updated in place, so the urn's
+  current state); rejected if ``k`` is in ``S_v`` (its byte is 255), else
+  accepted with probability ``phi_vk / h_v`` (``_thin``: a byte per topic,
+  ``q_k / 256 <= phi_vk / h_v < (q_k + 2) / 256``, decides unless the uniform
+  falls between the two, and then ``phi_vk`` is read: the same answer as
+  ``u h_v < phi_vk`` for every uniform, without touching Phi's row for most
+  trials);
+* ``P = lambda_j Q_v`` with ``Q_v = sum_k phi_vk b_k``: the prior bucket,
+  drawn by inversion of its cumulative sums, in O(1) expected steps from the
+  term's indexed-search table (built for the frequent terms), else by an
+  O(K) scan that forms the same sums (the same topic for the same uniform);
+  accepted.
+
+A rejected trial starts afresh.  One trial accepts topic k with probability
+proportional to ``phi_vk n_jk`` (k in S_v, from E), ``h_v (n_jk / n_other)
+(phi_vk / h_v) n_other = phi_vk n_jk`` (k outside S_v, from R) plus
+``lambda_j phi_vk b_k`` (from P): that is q(k), so the accepted topic has law
+q whatever the trials before it, in ``(E + R + P) / (D + P)`` expected
+trials (D = the document bucket ``sum_k phi_vk n_jk``; about 2 for m = 8 at
+K = 100 on the benchmark corpus).  When E and P vanish by underflow the
+document bucket is drawn by an O(K) scan (``_scan_doc``), and when all three
+do, the label by the exact conditional's O(K) scan (``_direct``).  So a token
+costs O(m) plus O(1) expected trials, not O(topics of its document).
 
 Exactness.  When the prior is one row shared by all documents (T = 1),
 ``b = a`` and ``lambda = 1``: q is pi and the draw is the exact conditional.
@@ -46,7 +74,7 @@ stream whatever thread sweeps it).
 """
 cimport cython
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uintptr_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform_fill
@@ -54,6 +82,7 @@ from numpy.random.c_distributions cimport random_standard_uniform_fill
 from libc.math cimport nextafter
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
+from pygbn.inference._doc_bucket cimport Doc, Cell, top_size, _cell_start, _top_mass, _pick_top, _thin, _top_set
 
 
 ctypedef fused nvk_t:
@@ -77,85 +106,6 @@ cdef extern from *:
     """
     const double CUMF_REL "PYGBN_CUMF_REL"
     const double CUMF_ABS "PYGBN_CUMF_ABS"
-
-
-cdef struct Doc:
-    # one document's state while it is swept (per-thread scratch)
-    Py_ssize_t n_topics_total   # K
-    int32_t *nj                 # n_jk, dense (zero outside the document's topics)
-    int32_t *pos                # position of topic k in the compact list (-1 if n_jk = 0)
-    int32_t *topics             # compact list: the topics with n_jk > 0, in no order,
-    double *cnt                 # their n_jk (as doubles)
-    int32_t n_topics
-    const double *a             # a_jk
-    const double *b             # the proposal's shared shape b_k
-    double lam                  # lambda_j
-    double u_prior              # the uniform of the next prior-bucket draw
-
-
-cdef inline void _add(Doc *d, int32_t k, double phik) noexcept nogil:
-    """One more token of topic k (``phik = phi_vk`` of the current term)."""
-    cdef int32_t p = d.pos[k]
-    if p < 0:
-        p = d.n_topics
-        d.pos[k] = p
-        d.topics[p] = k
-        d.cnt[p] = 0.0
-        d.n_topics += 1
-    d.cnt[p] += 1.0
-    d.nj[k] += 1
-
-
-cdef inline void _remove(Doc *d, int32_t k, double phik) noexcept nogil:
-    """One token of topic k fewer (swap-removal from the list when n_jk reaches 0)."""
-    cdef int32_t p = d.pos[k], last
-    d.nj[k] -= 1
-    if d.nj[k] == 0:
-        last = d.n_topics - 1
-        if p != last:
-            d.topics[p] = d.topics[last]
-            d.cnt[p] = d.cnt[last]
-            d.pos[d.topics[p]] = p
-        d.pos[k] = -1
-        d.n_topics = last
-    else:
-        d.cnt[p] -= 1.0
-
-
-cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
-    """The document bucket's total ``D = sum_i phi_vk_i n_jk_i`` over the document's
-    topics ``k_i``.  ``phi_next`` (the next cell's row of Phi, or NULL): its
-    entries at the same topics are prefetched."""
-    cdef double s = 0.0
-    cdef Py_ssize_t i
-    cdef const int32_t *tp = d.topics
-    cdef const double *cn = d.cnt
-    if phi_next != NULL:
-        for i in range(d.n_topics):
-            prefetch(phi_next + tp[i])
-            s += phi_v[tp[i]] * cn[i]
-        return s
-    for i in range(d.n_topics):
-        s += phi_v[tp[i]] * cn[i]
-    return s
-
-
-cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, D)``) of the document bucket, weights
-    ``phi_vk n_jk`` in the list's order; the last topic of positive weight if
-    rounding overshoots."""
-    cdef Py_ssize_t i, last = 0
-    cdef double t
-    cdef const int32_t *tp = d.topics
-    cdef const double *cn = d.cnt
-    for i in range(d.n_topics):
-        t = phi_v[tp[i]] * cn[i]
-        if t > 0.0:
-            last = i
-            if u < t:
-                return tp[i]
-            u -= t
-    return tp[last]
 
 
 cdef inline bint _cum_less(const double *phi_v, const double *b, Py_ssize_t k, double u, double Q,
@@ -245,24 +195,6 @@ cdef inline double _uniform(Uni *g) noexcept nogil:
     return g.buf[g.pos - 1]
 
 
-cdef inline int32_t _propose(Uni *g, Doc *d, const double *phi_v, double D, double Q,
-                             double P, const float *cumf, const topic_t *guide) noexcept nogil:
-    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: a uniform picks
-    the document bucket ``D`` (weights ``w``) or the prior bucket
-    ``P = lambda_j Q_v`` (``Q = Q_v``); the prior bucket's position is the
-    uniform ``d.u_prior`` drawn at the previous prior draw (so that its table
-    entry can be prefetched), then replaced (:c:func:`_pick_prior`)."""
-    cdef double u = _uniform(g) * (D + P)
-    cdef double up
-    if u < D and d.n_topics > 0:
-        return _pick_doc(d, phi_v, u)
-    if P > 0.0:
-        up = d.u_prior
-        d.u_prior = _uniform(g)
-        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
-    return _pick_doc(d, phi_v, _uniform(g) * D)
-
-
 cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const topic_t *guide,
                                  int32_t v, Py_ssize_t K) noexcept nogil:
     """Prefetch the guide entry that term v's next prior draw reads."""
@@ -297,19 +229,81 @@ cdef inline double _weight(const Doc *d, int32_t k) noexcept nogil:
     return (d.nj[k] + d.a[k]) / (d.nj[k] + d.lam * d.b[k])
 
 
+cdef inline int32_t _scan_doc(Uni *g, const Doc *d, const double *phi_v) noexcept nogil:
+    """The document bucket's whole law ``phi_vk n_jk`` by an O(K) scan, for when
+    only the R piece holds mass (E and P vanished by underflow); :c:func:`_direct`
+    if that vanishes too."""
+    cdef Py_ssize_t k, K = d.n_topics_total, last = -1
+    cdef double total = 0.0, u, t
+    for k in range(K):
+        total += phi_v[k] * d.nj[k]
+    if not (total > 0.0):
+        return _direct(g, d, phi_v)
+    u = _uniform(g) * total
+    for k in range(K):
+        t = phi_v[k] * d.nj[k]
+        if t > 0.0:
+            last = k
+            if u < t:
+                return <int32_t> k
+            u -= t
+    return <int32_t> last
+
+
+cdef inline int32_t _propose(Uni *g, Doc *d, Cell *cl, const topic_t *lab, const double *phi_v, double Q,
+                             double P, const float *cumf, const topic_t *guide) noexcept nogil:
+    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` by rejection from the
+    mixture of three pieces (the module's "Proposal"): a uniform ``u`` in
+    ``[0, E + R + P)`` picks the top set's ``E`` (the topic by inversion at
+    ``u``), the bound ``R = h n_other`` (the other token at index
+    ``floor((u - E) / h)``, its label k rejected when it is in the top set, else
+    accepted when a new uniform times h is below phi_vk) or the prior bucket
+    ``P = lambda_j Q_v`` (``d.u_prior``, then replaced: :c:func:`_pick_prior`);
+    a rejected trial starts a new one."""
+    cdef double u, R = cl.h * cl.n_other, up, x
+    cdef int64_t idx
+    cdef int32_t k
+    if not (cl.E + P > 0.0):
+        return _scan_doc(g, d, phi_v)
+    while True:
+        u = _uniform(g) * (cl.E + R + P)
+        if u < cl.E:
+            k = _pick_top(cl, d, u)
+            if k >= 0:
+                return k
+            cl.E = _top_mass(cl, d)             # E was a rounding residue
+            if not (cl.E + P > 0.0):
+                return _scan_doc(g, d, phi_v)
+        elif u < cl.E + R:
+            x = (u - cl.E) * cl.inv_h
+            idx = <int64_t> x if x < cl.n_other else cl.n_other - 1
+            if idx >= cl.self_pos and cl.n_other < cl.n_doc:
+                idx += 1                        # skip the token itself
+            k = lab[idx]
+            if cl.sq[k] != 255 and _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
+                return k
+        elif P > 0.0:
+            up = d.u_prior
+            d.u_prior = _uniform(g)
+            return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+
+
 cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr,
                       const int32_t *indices, const double *values, const int64_t *doc_ptr,
                       topic_t *labels, const double *phi, const double *prior, bint shared,
                       const double *b, double bsum, const int64_t *table_row, const float *cumf,
-                      const topic_t *guide, const double *word_mass, doc_count_t *njk,
-                      Py_ssize_t K, int mh_steps, bint include_self, int64_t *counters) noexcept nogil:
+                      const topic_t *guide, const double *word_mass, const double *top, Py_ssize_t W,
+                      doc_count_t *njk, Py_ssize_t K, int mh_steps, bint include_self,
+                      int64_t *counters) noexcept nogil:
     """The documents ``j0:j1`` (one block), in order, from one stream; -1 if out of memory."""
     cdef Doc d
-    cdef Py_ssize_t j, i, c, k
+    cdef Cell cl
+    cdef Py_ssize_t j, i, c, k, m = top_size(W, K)
     cdef int64_t tok, n, t_i, c_end = indptr[j1]
     cdef int32_t v, s, z, t, step
-    cdef double asum, D, P, Q, ws, wt
+    cdef double asum, P, Q, ws, wt
     cdef const double *phi_v
+    cdef const double *top_next
     cdef const float *cum_v
     cdef const topic_t *guide_v
     cdef Py_ssize_t M = _GUIDE_CELLS * K
@@ -319,17 +313,10 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     uni.gen = gen
     uni.pos = _UBUF
     d.n_topics_total = K
-    d.n_topics = 0
     d.b = b
     d.nj = <int32_t *> calloc(K, sizeof(int32_t))
-    d.pos = <int32_t *> malloc(K * sizeof(int32_t))
-    d.topics = <int32_t *> malloc(K * sizeof(int32_t))
-    d.cnt = <double *> malloc(K * sizeof(double))
-    if d.nj == NULL or d.topics == NULL or d.pos == NULL or d.cnt == NULL:
-        free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
+    if d.nj == NULL:
         return -1
-    for k in range(K):
-        d.pos[k] = -1
     d.u_prior = _uniform(g)
     for j in range(j0, j1):
         tok = doc_ptr[j]
@@ -337,10 +324,9 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             continue
         row = njk + j * K
         for t_i in range(tok, doc_ptr[j + 1]):
-            s = labels[t_i]
-            if d.nj[s] == 0:
-                row[s] = 0
-            _add(&d, s, 0.0)
+            d.nj[labels[t_i]] += 1
+        cl.n_doc = doc_ptr[j + 1] - tok
+        cl.n_other = cl.n_doc if include_self else cl.n_doc - 1
         d.a = prior if shared else prior + j * K
         if shared:
             d.lam = 1.0
@@ -360,29 +346,32 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             else:
                 cum_v = NULL
                 guide_v = NULL
-            D = _cell_weights(&d, phi_v, phi + indices[c + 1] * K if c + 1 < indptr[j + 1] else NULL)
+            _cell_start(&cl, top + v * W, m)
             n = <int64_t> values[c]
             if c + 1 < c_end:
-                # the guide entry of the next cell's first prior draw, should this cell make none
-                # (issued now, a cell earlier than the prefetch after this cell's last draw)
+                # the next cell's top set, and the guide entry of its first prior draw
+                # should this cell make none (a cell earlier than the prefetch after its last draw)
+                top_next = top + indices[c + 1] * W
+                for k in range(0, W, 8):
+                    prefetch(top_next + k)
+                prefetch(top_next + W - 1)
                 _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
             for i in range(n):
                 s = labels[tok]
+                cl.self_pos = tok - doc_ptr[j]
                 if not include_self:
-                    _remove(&d, s, phi_v[s])
-                    D -= phi_v[s]
-                    if D < 0.0 or d.n_topics == 0:
-                        D = _cell_weights(&d, phi_v, NULL)
-                if not (D + P > 0.0) or mh_steps == -2:
+                    d.nj[s] -= 1
+                cl.E = _top_mass(&cl, &d)
+                if not (cl.E + cl.h * cl.n_other + P > 0.0) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
                 elif shared or mh_steps < 0:
-                    z = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
+                    z = _propose(g, &d, &cl, labels + doc_ptr[j], phi_v, Q, P, cum_v, guide_v)
                 else:
                     # independence Metropolis-Hastings from the current label
                     z = s
                     ws = _weight(&d, s)
                     for step in range(mh_steps):
-                        t = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
+                        t = _propose(g, &d, &cl, labels + doc_ptr[j], phi_v, Q, P, cum_v, guide_v)
                         counters[0] += 1
                         if t == z:
                             counters[1] += 1
@@ -393,10 +382,8 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                             ws = wt
                             counters[1] += 1
                 if include_self:
-                    _remove(&d, s, phi_v[s])
-                    D -= phi_v[s]
-                _add(&d, z, phi_v[z])
-                D += phi_v[z]
+                    d.nj[s] -= 1
+                d.nj[z] += 1
                 labels[tok] = <topic_t> z
                 tok += 1
                 # the guide entry of the next token's prior draw (should it make one)
@@ -404,13 +391,10 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                     _prefetch_prior(&d, table_row, guide, v, K)
                 elif c + 1 < c_end:
                     _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
-        for i in range(d.n_topics):
-            z = d.topics[i]
-            row[z] = <doc_count_t> d.nj[z]
-            d.nj[z] = 0
-            d.pos[z] = -1
-        d.n_topics = 0
-    free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
+        for k in range(K):
+            row[k] = <doc_count_t> d.nj[k]
+            d.nj[k] = 0
+    free(d.nj)
     return 0
 
 
@@ -418,7 +402,8 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                   const int64_t[::1] doc_ptr, topic_t[::1] labels, const double[:, ::1] phi,
                   const double[:, ::1] prior, const double[::1] b, const int64_t[::1] table_row,
                   const float[:, ::1] cum, const topic_t[:, ::1] guide, const double[::1] word_mass,
-                  const int64_t[::1] bounds, const uintptr_t[::1] streams, doc_count_t[:, ::1] njk,
+                  const double[:, ::1] top, const int64_t[::1] bounds, const uintptr_t[::1] streams,
+                  doc_count_t[:, ::1] njk,
                   int mh_steps, int n_threads, bint include_self=False,
                   bint shared_prior=False):
     """One partially collapsed sweep over the documents of ``bounds`` (see the module).
@@ -444,6 +429,9 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         The prior bucket's tables (:func:`build_prior_tables`; ``cum`` float32,
         ``guide`` of the labels' type): term v's row of ``cum`` and ``guide``
         (-1: no table, an O(K) scan) and its total ``Q_v = sum_k phi_vk b_k``.
+    top : float64 (V, 2 + m + ceil(m / 2) + ceil(K / 8))
+        Every term's top set and bound for the document bucket
+        (:func:`build_prior_tables`; m <= K).
     bounds, streams
         Document blocks (row indices) and one stream address per block (the
         block's uniforms, taken from it 256 at a time; the rest of the last
@@ -485,7 +473,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                         &doc_ptr[0], &labels[0] if labels.shape[0] else NULL, &phi[0, 0], &prior[0, 0],
                         shared, &b[0], bsum, &table_row[0],
                         &cum[0, 0] if cum.shape[0] else NULL, &guide[0, 0] if guide.shape[0] else NULL,
-                        &word_mass[0],
+                        &word_mass[0], &top[0, 0], top.shape[1],
                         &njk[0, 0] if njk.shape[0] else NULL, K, mh_steps,
                         include_self, &counters[blk, 0]) < 0:
             n_failed += 1
@@ -581,7 +569,8 @@ cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_
 
 
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
-                       float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, int n_threads):
+                       float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, double[:, ::1] top,
+                       int n_threads, bint top_hint=False):
     """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
     for every term, and for a term with ``table_row[v] = t >= 0`` the
     inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = C_k / Q_v`` in
@@ -598,8 +587,15 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     side (:c:func:`_prior_sums`: each term's the same bits as alone), the same
     tables for any thread count.
     ``guide``'s type is the labels' (``K <= 32767`` for int16).
+
+    With them, every term's top set for the document bucket: ``top[v]`` =
+    ``[h_v, 1 / h_v, the m largest phi_vk (largest first), their topics (int32)]``,
+    ``h_v`` the (m+1)-th largest (0 when m = K), m = :c:func:`top_size` of
+    ``top``'s width (at most K and 64; :c:func:`_top_set`).  ``top_hint``: ``top``
+    holds the top sets of an earlier Phi of the same shape, whose bounds speed up
+    the selection (the same result).
     """
-    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows
+    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows, m = top_size(top.shape[1], phi.shape[1])
     cdef Py_ssize_t n_groups = (V + _SUM_ROWS - 1) // _SUM_ROWS
     cdef int64_t t
     cdef double *cs
@@ -616,9 +612,10 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     cnt = NULL
     with nogil, parallel(num_threads=n_threads):
         # per thread: the rows' sums C_k, and the guide's cell ends and counts
-        cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1) * sizeof(double))
+        # and the top sets' m + 1 largest entries (values after edge, topics after cnt)
+        cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1 + m + 1) * sizeof(double))
         edge = cs + _SUM_ROWS * K if cs != NULL else NULL
-        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1) * sizeof(int32_t))
+        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1 + m + 1 + K) * sizeof(int32_t))
         for grp in prange(n_groups, schedule="dynamic", chunksize=16):
             if cs == NULL or cnt == NULL:
                 n_failed += 1
@@ -627,6 +624,9 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                 rows = V - v0 if V - v0 < _SUM_ROWS else _SUM_ROWS
                 _prior_sums(&phi[v0, 0], &b[0], K, rows, cs)
                 for r in range(rows):
+                    _top_set(&phi[v0 + r, 0], K, m, top[v0 + r, 0] if top_hint else 0.0, &top[v0 + r, 0],
+                             edge + _GUIDE_CELLS * K + 1, cnt + _GUIDE_CELLS * K + 1,
+                             cnt + _GUIDE_CELLS * K + 1 + m + 1)
                     mass[v0 + r] = cs[r * K + K - 1]
                     t = table_row[v0 + r]
                     if t >= 0:

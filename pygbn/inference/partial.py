@@ -17,12 +17,18 @@ p_j^(2) is drawn with it integrated out, eq:step6).  This is a partially
 collapsed Gibbs sampler (Magnusson, Jonsson, Villani & Broman 2018, for LDA);
 it targets the same posterior as the collapsed and blocked samplers.
 
-A token's draw costs O(topics of its document), not O(K): a document bucket
-over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
-shared by all documents) drawn by inversion, from indexed-search tables for
-the terms with at least ``TABLE_MIN_TOKENS`` tokens and at least K / 4 (those
-whose ``n_vk`` row is dense) and by a scan of Phi's row for the others (the
-same topic for the same uniform), corrected by independence
+A token's draw costs O(1) expected steps, not O(K) nor O(topics of its
+document): it draws the proposal ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``
+(b a shape shared by all documents) exactly, by rejection from three
+pieces: the term's top set (its m largest phi_vk, :func:`default_top_size`: 8 at
+K = 100, 16 at K = 400; weights
+phi_vk n_jk), a uniformly chosen other token of the document thinned by
+phi_vk / h_v (h_v the term's next largest phi_vk; rejected when its label is
+in the top set), and a prior bucket over ``phi_v. b`` drawn by inversion,
+from indexed-search tables for the terms with at least ``TABLE_MIN_TOKENS``
+tokens and at least K / 4 (those whose ``n_vk`` row is dense) and by a scan
+of Phi's row for the others (the same topic for the same uniform); q is the
+exact conditional when T = 1, and is corrected by independence
 Metropolis-Hastings steps when the documents' priors differ (T >= 2); see
 the kernel module and ``docs/engine.md``.
 
@@ -37,7 +43,9 @@ into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
 int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
-place (:attr:`PartialState.phi_stamp`).
+place (:attr:`PartialState.phi_stamp`), and every term's top set, 8 (2 + m +
+ceil(m / 2) + ceil(K / 8)) bytes (216 at m = 8, K = 100), kept across draws
+(its bounds speed up the next selection).
 """
 from __future__ import annotations
 
@@ -57,7 +65,7 @@ from pygbn.inference.term_counts import DENSE_FRACTION, TermCounts, TermLayout, 
 logger = logging.getLogger("pygbn")
 
 __all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "new_prior_tables", "sample_layer_one_partial",
-           "proposal_shape"]
+           "proposal_shape", "default_top_size"]
 
 #: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
 MH_STEPS = 2
@@ -102,11 +110,15 @@ class PartialState(TokenLabels):
     #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
     #: 8 K bytes for a rarer term would outweigh its counts' slots, 4 n_v bytes)
     TABLE_DENSE_FRACTION = DENSE_FRACTION
+    #: entries of each term's top set for the document bucket's rejection draw (None:
+    #: :func:`default_top_size` of K; speed only, the draws have the same law for any size)
+    TOP_SIZE = None
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
         self.acceptance = float("nan")
         self._tables = None
+        self._top = None
         self._table_row = None
         self._pool = {}
         self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
@@ -264,7 +276,7 @@ class PartialState(TokenLabels):
                 and np.array_equal(cached[2], b):
             return cached[3]
         V, K = phi.shape
-        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K)
+        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K, self.TOP_SIZE)
         if self._table_row is None or self._table_row[1] != key:
             n_v = self.term_tokens[:V]
             has = (n_v >= self.TABLE_MIN_TOKENS) & (self.TABLE_DENSE_FRACTION * n_v >= K)
@@ -273,29 +285,53 @@ class PartialState(TokenLabels):
             self._table_row = (rows, key)
         rows = self._table_row[0]
         old = cached[3] if cached is not None else None
+        if old is None and self._top is not None:
+            # the top sets outlive the tables dropped with the last Phi: their bounds speed up the next selection
+            old = (None, None, None, None, self._top)
         self._tables = None
-        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old)
+        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old, self.TOP_SIZE)
         self._tables = (weakref.ref(phi), self.phi_stamp, b.copy(), tables)
+        self._top = tables[4]
         return tables
 
 
+def default_top_size(n_components: int) -> int:
+    """Entries m of a term's top set for K factors: ``max(8, K // 25)``, at most
+    64 and K.  Speed only: the kernel's trials per token fall with m (about 1.9
+    at m = 8, K = 100) while its work per token grows with m; measured best
+    (tools/ab_partial_kernel.py, docs/benchmarks.md "Twelfth session") at
+    m = 8 for K = 100 (6 and 12 no better) and 16-24 for K = 400 (8 slower)."""
+    K = int(n_components)
+    return min(64, K, max(8, K // 25))
+
+
 def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads: int, dtype,
-                     old=None):
+                     old=None, top_size: Optional[int] = None):
     """The prior bucket's tables of ``phi_v. b`` for the terms with ``rows[v] >= 0``
+    and every term's top set of ``m = min(top_size, K)`` entries (None: :func:`default_top_size`)
     (:func:`pygbn.inference._partial.build_prior_tables`): ``(rows, cum, guide,
-    mass)``, ``cum`` (n_tables, K) float32 and ``guide`` (n_tables,
-    GUIDE_CELLS K) of the labels' ``dtype``; the arrays of ``old`` (tables of
-    the same shapes) are reused."""
+    mass, top)``, ``cum`` (n_tables, K) float32, ``guide`` (n_tables,
+    GUIDE_CELLS K) of the labels' ``dtype`` and ``top`` (V, 2 + m + ceil(m / 2)
+    + ceil(K / 8)) float64; the arrays of ``old`` (tables of the same shapes) are reused."""
     V, K = phi.shape
+    m = min(int(default_top_size(K) if top_size is None else top_size), K)
+    if not 0 <= m <= 64:
+        raise ValueError(f"top_size must be in [0, 64], got {top_size}")
+    width = 2 + m + (m + 1) // 2 + (K + 7) // 8
     n_tab = int(rows.max()) + 1 if V else 0
     M = _partial.GUIDE_CELLS * K
-    if old is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) and old[2].dtype == dtype:
+    if old is not None and old[1] is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) \
+            and old[2].dtype == dtype:
         cum, guide = old[1], old[2]
     else:
         cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, M), dtype=dtype)
-    mass = old[3] if old is not None and old[3].shape == (V,) else np.empty(V)
-    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
-    return rows, cum, guide, mass
+    mass = old[3] if old is not None and old[3] is not None and old[3].shape == (V,) else np.empty(V)
+    top = old[4] if old is not None else None
+    hint = top is not None and top.shape == (V, width)
+    if not hint:
+        top = np.empty((V, width))
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, top, n_threads, hint)
+    return rows, cum, guide, mass, top
 
 
 def proposal_shape(network) -> np.ndarray:
