@@ -1,9 +1,12 @@
-# The partial sweep's document bucket (pygbn.inference._partial): each term's top set and
-# bound, and a document's and a stored cell's state while the rejection draw of the
-# document bucket runs (see _partial's module docstring, "Proposal").
+# The partial sweep's document bucket (pygbn.inference._partial): a document's state while it
+# is swept (its dense n_jk row and its compact topic list), the list bucket's pass and search,
+# and each term's top set and bound with a stored cell's state for the rejection draw (see
+# _partial's module docstring, "Proposal").
 
 from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t, uint8_t
+
+from pygbn.inference._shared cimport shared_prefetch as prefetch
 
 cdef extern from *:
     """
@@ -16,11 +19,98 @@ cdef extern from *:
 cdef struct Doc:
     # one document's state while it is swept (per-thread scratch)
     Py_ssize_t n_topics_total   # K
-    int32_t *nj                 # n_jk, dense
+    int32_t *nj                 # n_jk, dense (zero outside the document's topics)
+    int32_t *pos                # position of topic k in the compact list (-1 if n_jk = 0)
+    int32_t *topics             # compact list: the topics with n_jk > 0, in no order,
+    double *cnt                 # their n_jk (as doubles)
+    int32_t n_topics
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
     double lam                  # lambda_j
     double u_prior              # the uniform of the next prior-bucket draw
+
+
+cdef struct Sweep:
+    # what every document of a block reads
+    const int32_t *indices
+    const double *values
+    const double *phi
+    const int64_t *table_row
+    const float *cumf
+    const void *guide           # (topic_t: a struct field cannot be of a fused type)
+    const double *word_mass
+    const double *top           # the top sets (NULL: the list bucket for every document)
+    Py_ssize_t W                # a top-set row's width
+    Py_ssize_t m                # entries of a top set
+    Py_ssize_t K
+    int mh_steps                # (as partial_sweep's)
+    bint exact                  # the proposal is the draw (shared prior or mh_steps < 0): no MH step
+    bint include_self
+
+
+cdef inline void _add(Doc *d, int32_t k) noexcept nogil:
+    """One more token of topic k."""
+    cdef int32_t p = d.pos[k]
+    if p < 0:
+        p = d.n_topics
+        d.pos[k] = p
+        d.topics[p] = k
+        d.cnt[p] = 0.0
+        d.n_topics += 1
+    d.cnt[p] += 1.0
+    d.nj[k] += 1
+
+
+cdef inline void _remove(Doc *d, int32_t k) noexcept nogil:
+    """One token of topic k fewer (swap-removal from the list when n_jk reaches 0)."""
+    cdef int32_t p = d.pos[k], last
+    d.nj[k] -= 1
+    if d.nj[k] == 0:
+        last = d.n_topics - 1
+        if p != last:
+            d.topics[p] = d.topics[last]
+            d.cnt[p] = d.cnt[last]
+            d.pos[d.topics[p]] = p
+        d.pos[k] = -1
+        d.n_topics = last
+    else:
+        d.cnt[p] -= 1.0
+
+
+cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
+    """The list bucket's total ``D = sum_i phi_vk_i n_jk_i`` over the document's
+    topics ``k_i``.  ``phi_next`` (the next cell's row of Phi, or NULL): its
+    entries at the same topics are prefetched."""
+    cdef double s = 0.0
+    cdef Py_ssize_t i
+    cdef const int32_t *tp = d.topics
+    cdef const double *cn = d.cnt
+    if phi_next != NULL:
+        for i in range(d.n_topics):
+            prefetch(phi_next + tp[i])
+            s += phi_v[tp[i]] * cn[i]
+        return s
+    for i in range(d.n_topics):
+        s += phi_v[tp[i]] * cn[i]
+    return s
+
+
+cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexcept nogil:
+    """The topic at ``u`` (in ``[0, D)``) of the list bucket, weights
+    ``phi_vk n_jk`` in the list's order; the last topic of positive weight if
+    rounding overshoots."""
+    cdef Py_ssize_t i, last = 0
+    cdef double t
+    cdef const int32_t *tp = d.topics
+    cdef const double *cn = d.cnt
+    for i in range(d.n_topics):
+        t = phi_v[tp[i]] * cn[i]
+        if t > 0.0:
+            last = i
+            if u < t:
+                return tp[i]
+            u -= t
+    return tp[last]
 
 
 cdef struct Cell:
