@@ -274,6 +274,18 @@ cdef inline int32_t _mh(Uni *g, Doc *d, Cell *cl, bint rej, const topic_t *lab, 
     return z
 
 
+cdef inline void _prefetch_next(double u_prior, const int64_t *table_row, const topic_t *guide,
+                                const int32_t *indices, Py_ssize_t c, int64_t c_end, bint more,
+                                Py_ssize_t K) noexcept nogil:
+    """After a token of cell ``c``: prefetch the guide entry of the next token's prior draw
+    (should it make one), of the cell's term while it has tokens left (``more``), else
+    of the next cell's."""
+    if more:
+        _prefetch_prior(u_prior, table_row, guide, indices[c], K)
+    elif c + 1 < c_end:
+        _prefetch_prior(u_prior, table_row, guide, indices[c + 1], K)
+
+
 cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok0, int64_t n_doc,
                    Py_ssize_t c0, Py_ssize_t c1, int64_t c_end, int64_t *counters) noexcept nogil:
     """One document's labels (cells ``c0:c1``, ``n_doc`` tokens from ``tok0``) with the
@@ -335,11 +347,7 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             d.nj[z] += 1
             labels[tok] = <topic_t> z
             tok += 1
-            # the guide entry of the next token's prior draw (should it make one)
-            if i + 1 < n:
-                _prefetch_prior(d.u_prior, table_row, guide, v, K)
-            elif c + 1 < c_end:
-                _prefetch_prior(d.u_prior, table_row, guide, indices[c + 1], K)
+            _prefetch_next(d.u_prior, table_row, guide, indices, c, c_end, i + 1 < n, K)
 
 
 cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr, const Sweep *sw,
@@ -473,11 +481,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                 D += wt
                 labels[tok] = <topic_t> z
                 tok += 1
-                # the guide entry of the next token's prior draw (should it make one)
-                if i + 1 < n:
-                    _prefetch_prior(d.u_prior, table_row, guide, v, K)
-                elif c + 1 < c_end:
-                    _prefetch_prior(d.u_prior, table_row, guide, indices[c + 1], K)
+                _prefetch_next(d.u_prior, table_row, guide, indices, c, c_end, i + 1 < n, K)
         for i in range(d.n_topics):
             s = d.topics[i]
             row[s] = <doc_count_t> d.nj[s]
