@@ -235,15 +235,6 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
             return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
 
 
-cdef inline int32_t _propose(Uni *g, Doc *d, Cell *cl, bint rej, const topic_t *lab, const double *phi_v,
-                             double D, double Q, double P, const float *cumf,
-                             const topic_t *guide) noexcept nogil:
-    """A draw from q by the document's bucket: rejection (``rej``) or the list."""
-    if rej:
-        return _propose_rej(g, d, cl, lab, phi_v, Q, P, cumf, guide)
-    return _propose_list(g, d, phi_v, D, Q, P, cumf, guide)
-
-
 cdef inline bint _use_rejection(const Doc *d, int64_t n_doc, int64_t n_cells, double p, double work) noexcept nogil:
     """The switch between the buckets for a document of ``n_doc`` tokens in ``n_cells``
     stored cells, ``d.n_topics`` topics at the start of its sweep and ``p`` proposals a
@@ -253,24 +244,20 @@ cdef inline bint _use_rejection(const Doc *d, int64_t n_doc, int64_t n_cells, do
     return <double> d.n_topics * <double> n_cells >= work * p * <double> n_doc
 
 
-cdef inline int32_t _mh(Uni *g, Doc *d, Cell *cl, bint rej, const topic_t *lab, const double *phi_v, double D,
-                        double Q, double P, const float *cum, const topic_t *guide, int32_t s, int mh_steps,
-                        int64_t *counters) noexcept nogil:
-    """``mh_steps`` independence Metropolis-Hastings steps from the current label ``s``
-    with proposals from q (by the bucket ``rej`` says)."""
-    cdef int32_t z = s, t, step
-    cdef double ws = _weight(d, s), wt
-    for step in range(mh_steps):
-        t = _propose(g, d, cl, rej, lab, phi_v, D, Q, P, cum, guide)
-        counters[0] += 1
-        if t == z:
-            counters[1] += 1
-            continue
-        wt = _weight(d, t)
-        if wt >= ws or _uniform(g) * ws < wt:
-            z = t
-            ws = wt
-            counters[1] += 1
+cdef inline int32_t _mh_step(Uni *g, const Doc *d, int32_t z, double *wz, int32_t t,
+                             int64_t *counters) noexcept nogil:
+    """One independence Metropolis-Hastings step from the label ``z`` (weight ``wz[0]``)
+    to the proposal ``t ~ q``: accepted with probability ``min(1, w(t) / w(z))``."""
+    cdef double wt
+    counters[0] += 1
+    if t == z:
+        counters[1] += 1
+        return z
+    wt = _weight(d, t)
+    if wt >= wz[0] or _uniform(g) * wz[0] < wt:
+        wz[0] = wt
+        counters[1] += 1
+        return t
     return z
 
 
@@ -294,10 +281,10 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
     cdef Cell cl
     cdef Py_ssize_t c, k, K = sw.K, M = _GUIDE_CELLS * sw.K, W = sw.W, m = sw.m
     cdef int64_t i, n, tok = tok0
-    cdef int32_t s, z, v
+    cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
     cdef bint exact = sw.exact, include_self = sw.include_self
-    cdef double P, Q
+    cdef double P, Q, wz
     cdef const int32_t *indices = sw.indices
     cdef const double *top = sw.top
     cdef const int64_t *table_row = sw.table_row
@@ -341,7 +328,11 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             elif exact:
                 z = _propose_rej(g, d, &cl, lab, phi_v, Q, P, cum_v, guide_v)
             else:
-                z = _mh(g, d, &cl, True, lab, phi_v, 0.0, Q, P, cum_v, guide_v, s, mh_steps, counters)
+                # independence Metropolis-Hastings from the current label
+                z = s
+                wz = _weight(d, s)
+                for step in range(mh_steps):
+                    z = _mh_step(g, d, z, &wz, _propose_rej(g, d, &cl, lab, phi_v, Q, P, cum_v, guide_v), counters)
             if include_self:
                 d.nj[s] -= 1
             d.nj[z] += 1
@@ -362,10 +353,10 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     cdef Doc d
     cdef Py_ssize_t j, i, c, k, K = sw.K, M = _GUIDE_CELLS * sw.K
     cdef int64_t tok, tok0, n, n_doc, nz, c_end = indptr[j1]
-    cdef int32_t s, z, v
+    cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
     cdef bint exact = sw.exact, include_self = sw.include_self, rej
-    cdef double asum, D, P, Q, ws, wt
+    cdef double asum, D, P, Q, ws, wt, wz
     cdef double p_tok = 1.0 if exact else <double> mh_steps
     cdef const int32_t *indices = sw.indices
     cdef const double *values = sw.values
@@ -471,7 +462,11 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                 elif exact:
                     z = _propose_list(g, &d, phi_v, D, Q, P, cum_v, guide_v)
                 else:
-                    z = _mh(g, &d, NULL, False, labels, phi_v, D, Q, P, cum_v, guide_v, s, mh_steps, counters)
+                    # independence Metropolis-Hastings from the current label
+                    z = s
+                    wz = _weight(&d, s)
+                    for step in range(mh_steps):
+                        z = _mh_step(g, &d, z, &wz, _propose_list(g, &d, phi_v, D, Q, P, cum_v, guide_v), counters)
                 if include_self:
                     ws = phi_v[s]
                     _remove(&d, s)
