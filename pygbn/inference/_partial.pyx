@@ -89,8 +89,8 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform_fill
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
-from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size, _cell_start,
-                                         _top_mass, _pick_top, _thin, _top_set)
+from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size,
+                                         _cell_start, _top_mass, _pick_top, _thin, _top_set)
 from pygbn.inference._prior_bucket cimport (_GUIDE_CELLS, _SUM_ROWS, _pick_prior, _prefetch_prior, _prior_sums,
                                            _prior_table)
 
