@@ -156,6 +156,41 @@ def test_geweke_detects_a_broken_conditional(hook, method):
     assert max(abs(v) for v in z.values()) > Z_MAX, z
 
 
+def _top_of_one(monkeypatch, work):
+    """The partial sampler's top sets of one topic per term: with K = 3 the other
+    two topics' urn mass is drawn by the rejection piece (h times the other tokens,
+    thinned), which the default top sets (all K topics) never use; the rejection
+    bucket for every document (``work`` 0) or as the switch chooses (``work`` 0.5: the
+    documents with n_t n_cells / n_doc >= p / 2, the others by the list, both in
+    about 10-35% of the sweeps at T = 1-3; the default threshold gives these tiny
+    documents the list), with the top sets in every sweep."""
+    from pygbn.inference.partial import PartialState
+
+    monkeypatch.setattr(PartialState, "TOP_SIZE", 1)
+    monkeypatch.setattr(PartialState, "REJECTION_WORK", work)
+    monkeypatch.setattr(PartialState, "TOP_MIN_TOKENS_PER_TERM", 0.0)
+
+
+@pytest.mark.parametrize("work", [0.0, 0.5], ids=["rejection", "switch"])
+@pytest.mark.parametrize("widths", [[3], [3, 2]], ids=["T1", "T2"])
+def test_geweke_partial_rejection_piece(widths, work, monkeypatch):
+    _top_of_one(monkeypatch, work)
+    z = _run("partial", widths, "poisson", 5000, seed=20 + len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("work", [0.0, 0.5], ids=["rejection", "switch"])
+@pytest.mark.parametrize("widths", [[3], [3, 2], [3, 2, 2]], ids=["T1", "T2", "T3"])
+def test_geweke_long_partial_rejection_piece(widths, work, monkeypatch):
+    _top_of_one(monkeypatch, work)
+    n = 80000 if len(widths) == 3 else 40000
+    z = _run("partial", widths, "poisson", n, seed=120 + len(widths))
+    bad = {k: round(v, 2) for k, v in z.items() if abs(v) > Z_MAX}
+    assert not bad, f"Geweke statistics disagree: {bad} (all: {z})"
+
+
 @pytest.mark.parametrize("widths,n", [([3], 10000)], ids=["T1"])
 def test_geweke_detects_a_broken_partial_urn(widths, n, monkeypatch):
     """The partial sampler's urn without Phi^(1) (labels drawn as if every

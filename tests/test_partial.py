@@ -12,25 +12,40 @@ from pygbn._utils import BlockStreams
 from pygbn.inference import GibbsSampler, check_invariants
 from pygbn.inference import _blocked, _partial
 from pygbn.inference.collapsed_state import label_dtype
-from pygbn.inference.partial import PartialState, new_prior_tables, proposal_shape
+from pygbn.inference.partial import PartialState, default_top_size, new_prior_tables, proposal_shape
 from pygbn.model import PoissonLink
 
 
-def _prior_tables(phi, b, with_tables, n_threads=1):
-    """The prior bucket's tables of every term (``with_tables``) or of none (scans)."""
+def _prior_tables(phi, b, with_tables, n_threads=1, top_size=8):
+    """The prior bucket's tables of every term (``with_tables``) or of none (scans),
+    and the document bucket's top sets of ``top_size`` entries."""
     V, K = phi.shape
     rows = np.arange(V, dtype=np.int64) if with_tables else np.full(V, -1, dtype=np.int64)
-    return new_prior_tables(phi, b, rows, n_threads, label_dtype(K))
+    return new_prior_tables(phi, b, rows, n_threads, label_dtype(K), top_size=top_size)
+
+
+#: the document bucket: by rejection for every document, by the list for every document (the
+#: switch's threshold infinite, or no top sets), or as the switch chooses from the document's state
+BUCKETS = {"rejection": 0.0, "list": np.inf, "list-no-top": None}
+
+
+def _tables_for(tables, bucket):
+    """The tables and the switch's threshold of ``bucket`` (a key of BUCKETS or a threshold)."""
+    work = BUCKETS.get(bucket, bucket)
+    if work is None:                                      # no top sets: the list for every document
+        return tables[:4] + (np.empty((0, tables[4].shape[1])),), 0.0
+    return tables, float(work)
 
 
 def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_self=False,
-                       start_from=None, seed=0, shared=True, with_tables=True):
+                       start_from=None, seed=0, shared=True, with_tables=True, top_size=8,
+                       bucket="rejection"):
     """The label of document 0's first token after one sweep, ``n_rep`` times
     from the same state (``start_from``: draws of its starting label)."""
     Y = sp.csr_matrix(Y)
     V, K = phi.shape
     state = PartialState.from_counts(Y, K, labels=labels0)
-    tables = _prior_tables(phi, b, with_tables)
+    tables, work = _tables_for(_prior_tables(phi, b, with_tables, top_size=top_size), bucket)
     streams = BlockStreams(np.random.default_rng(seed), n_rep)
     bounds = np.array([0, 1], dtype=np.int64)
     out = np.empty(n_rep, dtype=np.int64)
@@ -43,7 +58,7 @@ def _first_token_draws(prior, b, phi, labels0, Y, n_rep, *, mh_steps=2, include_
         _partial.partial_sweep(state.indptr[:2], state.indices, state.values, state.doc_ptr[:2], labels,
                                phi, prior, b, *tables, bounds, streams.addresses[i:i + 1], njk,
                                mh_steps, 1, include_self,
-                               prior.shape[0] == 1 and shared)
+                               prior.shape[0] == 1 and shared, work)
         out[i] = labels[0]
     return out
 
@@ -65,17 +80,38 @@ def _chi2_p(draws, p):
     return stats.chisquare(obs, p * draws.size).pvalue
 
 
+@pytest.mark.parametrize("bucket,top_size", [("rejection", 8), ("rejection", 2), ("rejection", 0), ("list", 2),
+                                             ("list-no-top", 2)],
+                         ids=["rej-top-all", "rej-top-2", "rej-top-0", "list", "list-no-top"])
 @pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
-def test_exact_draw_with_a_shared_prior(with_tables):
+def test_exact_draw_with_a_shared_prior(with_tables, top_size, bucket):
     """One prior row (T = 1): the token's label is drawn from
-    phi_vk (n_jk^(-ji) + a_k) exactly, whatever its current label; keeping the
-    token in n_jk (a planted wrong conditional) is rejected."""
+    phi_vk (n_jk^(-ji) + a_k) exactly, whatever its current label, with the
+    document bucket drawn from the top set alone (K <= m, h = 0) or by rejection
+    (m = 2, m = 0: the other tokens thinned by phi_vk / h), or by the list of the
+    document's topics (the switch's threshold infinite, or no top sets); keeping
+    the token in n_jk (a planted wrong conditional) is rejected."""
     phi, Y, labels0, a, p = _setting()
-    draws = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, with_tables=with_tables)
+    draws = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, with_tables=with_tables,
+                               top_size=top_size, bucket=bucket)
     assert _chi2_p(draws, p) > 1e-3
     wrong = _first_token_draws(a[None, :], a, phi, labels0, Y, 20000, include_self=True,
-                               with_tables=with_tables)
+                               with_tables=with_tables, top_size=top_size, bucket=bucket)
     assert _chi2_p(wrong, p) < 1e-6
+
+
+@pytest.mark.parametrize("bucket,top_size", [("rejection", 8), ("rejection", 1), ("rejection", 0), ("list", 1)])
+def test_one_token_document(top_size, bucket):
+    """A document of one token: no other token for the rejection piece (R = 0);
+    the label follows phi_vk a_k (either bucket)."""
+    rng = np.random.default_rng(4)
+    K, V = 5, 3
+    phi = rng.dirichlet(np.full(V, 0.7), size=K).T.copy()
+    a = rng.gamma(0.6, 1.0, size=K)
+    Y = np.array([[0, 1, 0]])
+    draws = _first_token_draws(a[None, :], a, phi, np.array([2]), Y, 20000, top_size=top_size, bucket=bucket)
+    p = phi[1] * a
+    assert _chi2_p(draws, p / p.sum()) > 1e-3
 
 
 def test_metropolis_hastings_steps_leave_the_conditional_invariant():
@@ -85,10 +121,11 @@ def test_metropolis_hastings_steps_leave_the_conditional_invariant():
     phi, Y, labels0, a, p = _setting()
     b = np.array([0.05, 2.0, 0.3, 1.0, 0.1])                # a proposal shape far from a
     start = np.random.default_rng(9).choice(p.size, size=20000, p=p)
-    for steps in (1, 3):
+    for steps, top_size, bucket in ((1, 8, "rejection"), (3, 8, "rejection"), (1, 1, "rejection"),
+                                    (3, 1, "rejection"), (1, 1, "list"), (3, 1, "list")):
         draws = _first_token_draws(a[None, :], b, phi, labels0, Y, 20000, mh_steps=steps,
-                                   start_from=start, shared=False)
-        assert _chi2_p(draws, p) > 1e-3, steps
+                                   start_from=start, shared=False, top_size=top_size, bucket=bucket)
+        assert _chi2_p(draws, p) > 1e-3, (steps, top_size, bucket)
     wrong = _first_token_draws(a[None, :], b, phi, labels0, Y, 20000, mh_steps=-1, start_from=start,
                                shared=False)
     assert _chi2_p(wrong, p) < 1e-6
@@ -100,7 +137,7 @@ def _tables_and_scans_agree(phi, b, with_t, without, terms, u):
     got = []
     for tables in (with_t, without):
         out = np.empty(u.size, dtype=np.int32)
-        _partial.prior_topics(phi, b, *tables, terms, u, out)
+        _partial.prior_topics(phi, b, *tables[:4], terms, u, out)
         got.append(out)
     np.testing.assert_array_equal(got[0], got[1])
     return got
@@ -142,7 +179,7 @@ def test_prior_tables_invert_their_weights():
     w = phi[0] * b
     u = rng.random(50000)
     draws = np.empty(u.size, dtype=np.int32)
-    _partial.prior_topics(phi, b, *with_t, np.zeros(u.size, dtype=np.int64), u, draws)
+    _partial.prior_topics(phi, b, *with_t[:4], np.zeros(u.size, dtype=np.int64), u, draws)
     assert _chi2_p(draws, w / w.sum()) > 1e-3
 
 
@@ -188,6 +225,57 @@ def test_float32_tables_decide_every_boundary_exactly():
         np.testing.assert_array_equal(got[0][mask], np.minimum(np.searchsorted(cum, x, side="right"), K - 1))
 
 
+def _top_rows(top, m, K):
+    """A top-set array's bounds, entries, topics and thinning bytes."""
+    h, tphi = top[:, 0], top[:, 2:2 + m]
+    tk = np.ascontiguousarray(top[:, 2 + m:2 + m + (m + 1) // 2]).view(np.int32)[:, :m]
+    sq = np.ascontiguousarray(top[:, 2 + m + (m + 1) // 2:]).view(np.uint8)[:, :K]
+    return h, tphi, tk, sq
+
+
+@pytest.mark.parametrize("K,top_size", [(12, 4), (12, 1), (5, 8), (40, 8)])
+def test_top_sets_bound_the_other_entries(K, top_size):
+    """Each term's top set: its m largest phi_vk, largest first (ties by topic),
+    the bound h = the (m+1)-th largest (0 when K <= m), and thinning bytes,
+    255 for the set's topics and q_k / 256 < phi_vk / h <= (q_k + 2) / 256 (or
+    q_k = 254) for the others; the same sets
+    when built from the bounds of another Phi (the hint) as from none, and
+    with rows of equal entries."""
+    rng = np.random.default_rng(11)
+    V = 30
+    phi = rng.dirichlet(np.full(V, 0.3), size=K).T.copy()
+    phi[3] = 1.0 / V                                       # a row of ties
+    phi[4, : K // 2] = phi[4, K // 2]                      # ties at the bound
+    b = rng.gamma(1.0, 1.0, size=K)
+    m = min(top_size, K)
+    rows = np.full(V, -1, dtype=np.int64)
+    tables = new_prior_tables(phi, b, rows, 1, label_dtype(K), top_size=top_size)
+    h, tphi, tk, sq = _top_rows(tables[4], m, K)
+    for v in range(V):
+        order = np.argsort(-phi[v], kind="stable")
+        np.testing.assert_array_equal(tk[v], order[:m])
+        np.testing.assert_array_equal(tphi[v], phi[v, order[:m]])
+        assert h[v] == (phi[v, order[m]] if K > m else 0.0)
+        if K > m:
+            rest = order[m:]
+            t = 256 * phi[v, rest] / h[v]
+            q = sq[v, rest].astype(np.int64)
+            assert np.all(q <= t) and np.all((q + 2 > t) | (q == 254))
+            assert np.all(sq[v, order[:m]] == 255)
+    other = rng.dirichlet(np.full(V, 0.3), size=K).T.copy()
+    first = new_prior_tables(other, b, rows, 1, label_dtype(K), top_size=top_size)
+    again = new_prior_tables(phi, b, rows, 2, label_dtype(K), old=first, top_size=top_size)
+    assert again[4] is first[4]
+    np.testing.assert_array_equal(again[4].view(np.uint64), tables[4].view(np.uint64))
+
+
+def test_default_top_size():
+    assert [default_top_size(K) for K in (1, 5, 100, 300, 400, 1000, 5000)] == [1, 5, 8, 12, 16, 40, 64]
+    phi = np.full((3, 400), 1.0 / 3)
+    top = new_prior_tables(phi, np.ones(400), np.full(3, -1, dtype=np.int64), 1, np.int16)[4]
+    assert top.shape == (3, 2 + 16 + 8 + 50)
+
+
 def test_proposal_shape_is_the_prior_mean_shape():
     X = np.random.default_rng(0).poisson(1.0, size=(40, 12))
     s = GibbsSampler.for_training(PoissonLink().check_data(X), 5, method="partial", random_state=0)
@@ -212,36 +300,79 @@ def test_prior_tables_only_for_the_terms_with_dense_counts():
     n_v = np.asarray(Y.sum(axis=0)).ravel()
     want = (n_v >= PartialState.TABLE_MIN_TOKENS) & (4 * n_v >= K)
     assert want.any() and (~want & (n_v >= PartialState.TABLE_MIN_TOKENS)).any()
-    rows, cum, guide, mass = s.tokens.prior_tables(s.network.layers[0].phi, proposal_shape(s.network), 1)
+    rows, cum, guide, mass, _ = s.tokens.prior_tables(s.network.layers[0].phi, proposal_shape(s.network), 1)
     np.testing.assert_array_equal(rows >= 0, want)
     assert cum.shape == (want.sum(), K) and guide.shape == (want.sum(), _partial.GUIDE_CELLS * K)
     s.tokens.phi_stamp += 1
     assert s.tokens._tables is None
 
 
-def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch):
+@pytest.mark.parametrize("work", [0.0, 2.0, np.inf], ids=["rejection", "switch", "list"])
+def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work):
     """The same chain for 1 and 2 threads, and whether the prior bucket draws
-    from tables (every term, 2 threads) or by scans (no term, 1 thread)."""
+    from tables (every term, 2 threads) or by scans (no term, 1 thread), with the
+    document bucket by rejection, by the list or as the switch chooses (both
+    in use)."""
     Y = PoissonLink().check_data(_corpus())
+    n_tok = int(Y.sum())
+    monkeypatch.setattr(PartialState, "REJECTION_WORK", work)
+    monkeypatch.setattr(PartialState, "TOP_MIN_TOKENS_PER_TERM", 0.0)
     chains = []
     for nj in (1, 2):
         monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", 10**9 if nj == 1 else 0)
         monkeypatch.setattr(PartialState, "TABLE_DENSE_FRACTION", 1 if nj == 1 else 10**9)
         s = GibbsSampler.for_training(Y, 8, method="partial", n_jobs=nj, random_state=4)
+        shares = []
         for T in (1, 2, 3):
             if T > 1:
                 s.add_layer(0.05)
             for it in range(6):
                 s.sweep(update_p_c=it > 1)
                 check_invariants(s)
+                shares.append(s.tokens.rejection_tokens / n_tok)
             if T == 1:
                 s.prune_top()
+        if work == 2.0:
+            assert 0.0 < min(shares) and max(shares) < 1.0, shares
         chains.append(s)
     a, b = chains
     np.testing.assert_array_equal(a.tokens.labels, b.tokens.labels)
     for la, lb in zip(a.network.layers, b.network.layers):
         np.testing.assert_array_equal(la.phi, lb.phi)
     assert 0.0 < a.tokens.acceptance <= 1.0
+
+
+def test_switch_without_top_sets_is_the_list():
+    """A sweep without top sets draws what the list bucket draws for every document
+    (the same labels from the same streams) and counts the same tokens that the switch
+    would give rejection; the top sets are built for the next sweep only when the last
+    one had at least TOP_MIN_TOKENS_PER_TERM such tokens a term."""
+    Y = PoissonLink().check_data(_corpus(J=200))
+    s = GibbsSampler.for_training(Y, 8, method="partial", random_state=3)
+    tok = s.tokens
+    phi = s.network.layers[0].phi
+    b = proposal_shape(s.network)
+    tables = tok.prior_tables(phi, b, 1)
+    out = []
+    for bucket, work in (("list-no-top", 2.0), ("list", np.inf), ("rejection", 2.0)):
+        labels, njk = tok.labels.copy(), tok.doc_counts.copy()
+        tb, _ = _tables_for(tables, bucket)
+        streams = BlockStreams(np.random.default_rng(8), 4)
+        bounds = np.array([0, 50, 100, 150, 200], dtype=np.int64)
+        res = _partial.partial_sweep(tok.indptr, tok.indices, tok.values, tok.doc_ptr, labels, phi, b[None, :], b,
+                                     *tb, bounds, streams.addresses, njk, 2, 1, False, True, work)
+        out.append((labels, res[2]))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    assert 0 < out[0][1] == out[2][1] < Y.sum() and out[1][1] == 0
+    assert not np.array_equal(out[0][0], out[2][0])
+    assert tok.rejection_tokens is None and tok.wants_top_sets()
+    tok.rejection_tokens = int(tok.TOP_MIN_TOKENS_PER_TERM * tok.n_terms) - 1
+    assert not tok.wants_top_sets()
+    tok.rejection_tokens += 1
+    assert tok.wants_top_sets()
+    tok.phi_stamp += 1
+    assert tok.prior_tables(phi, b, 1, with_top=False)[4].shape[0] == 0
+    assert tok.prior_tables(phi, b, 1, with_top=True)[4].shape[0] == tok.n_terms
 
 
 @pytest.mark.parametrize("link", ["bernoulli", "prg"])
@@ -272,14 +403,20 @@ def test_estimator_transform_perplexity_save_load(tmp_path):
     np.testing.assert_array_equal(back.transform(X[120:]), F)
 
 
+@pytest.mark.parametrize("bucket,top_size", [("rejection", 8), ("rejection", 1), ("list", 1), ("switch", 1)],
+                         ids=["rej-top-all", "rej-top-1", "list", "switch"])
 @pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
 @pytest.mark.parametrize("mode", ["shared", "mh-1", "mh-2", "include-self"])
-def test_sweeps_sample_the_labels_posterior_exactly(mode, with_tables):
+def test_sweeps_sample_the_labels_posterior_exactly(mode, with_tables, top_size, bucket):
     """Whole sweeps of one document (4 tokens of 2 terms, K = 3: 81 labellings)
     with Phi^(1) and a_j fixed: the thinned chain's labellings against their
     exact probabilities prod_k Gamma(a_k + n_k) / Gamma(a_k) prod_i phi_{v_i z_i}
-    (the document bucket kept across a cell's tokens, the alias tables and the
-    Metropolis-Hastings steps together); the planted -ji bug is rejected."""
+    (the prior tables and the Metropolis-Hastings steps together with the document
+    bucket: from a top set of all K topics, of one with the others by rejection,
+    the list kept across a cell's tokens, or the switch, which with the threshold 1 / p
+    (p proposals a token) gives the document rejection when it holds two or three
+    topics at the start of a sweep (n_t 2 / 4 >= 1) and the list when it holds one);
+    the planted -ji bug is rejected."""
     import itertools
 
     from scipy.special import gammaln
@@ -297,20 +434,24 @@ def test_sweeps_sample_the_labels_posterior_exactly(mode, with_tables):
     p = np.exp(logp - logp.max())
     p /= p.sum()
     state = PartialState.from_counts(Y, K, labels=np.zeros(4, dtype=np.int64))
-    tables = _prior_tables(phi, b, with_tables)
-    streams = BlockStreams(np.random.default_rng(5), 1)
     shared = mode in ("shared", "include-self")
     steps = int(mode[-1]) if mode.startswith("mh") else 1
+    tables, work = _tables_for(_prior_tables(phi, b, with_tables, top_size=top_size),
+                               1.0 / steps if bucket == "switch" else bucket)
+    streams = BlockStreams(np.random.default_rng(5), 1)
     index = {z: i for i, z in enumerate(configs)}
     counts = np.zeros(len(configs))
     bounds = np.array([0, 1], dtype=np.int64)
+    n_rej = 0
     for it in range(60000):
-        _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, state.labels, phi,
+        n_rej += _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, state.labels, phi,
                                a[None, :].copy(), b, *tables, bounds, streams.addresses,
                                state.doc_counts, steps, 1,
-                               mode == "include-self", shared)
+                               mode == "include-self", shared, work)[2]
         if it % 6 == 0:      # thinned: nearly independent draws
             counts[index[tuple(state.labels)]] += 1
+    if bucket == "switch":   # both buckets in use
+        assert 0 < n_rej < 4 * 60000
     keep = p > 0.005
     pval = stats.chisquare(counts[keep], p[keep] / p[keep].sum() * counts[keep].sum()).pvalue
     if mode == "include-self":

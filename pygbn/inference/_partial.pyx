@@ -18,14 +18,52 @@ mean shape ``Phi^(2) ... Phi^(T) r``; ``r`` itself when T = 1) and
 
     q(k)  ∝  phi_vk n_jk  +  lambda_j phi_vk b_k
 
-as a two-bucket mixture: the document bucket ``D = sum_{k: n_jk > 0} phi_vk n_jk``
-(over the document's compact topic list, O(its topics) once per stored cell,
-then updated as the cell's tokens move) and the prior bucket ``lambda_j Q_v``
-with ``Q_v = sum_k phi_vk b_k``, drawn by inversion of its cumulative sums:
-in O(1) expected steps from the term's indexed-search table
-(:func:`build_prior_tables`, built once per sweep for the frequent terms),
-else by an O(K) scan that forms the same sums (the same topic for the same
-uniform).
+as a mixture of the prior bucket ``P = lambda_j Q_v`` (``Q_v = sum_k phi_vk b_k``,
+drawn by inversion of its cumulative sums: in O(1) expected steps from the
+term's indexed-search table, built for the frequent terms, else by an O(K)
+scan that forms the same sums, the same topic for the same uniform) and the
+document bucket ``D = sum_k phi_vk n_jk``, drawn in one of two ways that give
+the same law.  Each document takes one of them for its whole sweep, chosen at
+its start by a function of its state alone (:c:func:`_use_rejection`: rejection
+when ``n_t n_cells / n_doc >= rejection_work p``, its topics n_t, stored cells,
+tokens and proposals p a token), so any mix of the two draws q exactly and the
+chain does not depend on the number of threads.
+
+*List* (few topics a token).  The document's topics are kept in a compact list
+with their counts; D is formed once per stored cell by a pass over the list and
+updated as the cell's tokens move; a uniform ``u`` on ``[0, D + P)`` picks the
+document bucket (the topic by a linear search of the products ``phi_vk n_jk``)
+or the prior bucket.  O(topics of the document) a cell.
+
+*Rejection* (many topics a token).  Term v's *top set* ``S_v`` (its ``m``
+largest ``phi_vk``, ``partial.default_top_size``: 8 at K = 100, 16 at K = 400;
+all K topics when K <= m) and bound ``h_v`` (the (m+1)-th largest phi_vk, 0 when
+K <= m; ``phi_vk <= h_v`` off the set) are built with the prior tables
+(:func:`build_prior_tables`).  A trial draws ``u`` uniform on ``[0, E + R +
+P)`` and takes
+
+* ``E = sum_{k in S_v} phi_vk n_jk`` (formed at each token, m gathers of the
+  document's dense n_jk row): the topic of ``S_v`` at ``u`` by inversion;
+  accepted;
+* ``R = h_v n_other`` (n_other = the document's other tokens, ``n_j - 1``): the
+  other token at index ``floor((u - E) / h_v)`` (the token itself skipped),
+  its current label ``k`` from ``labels`` (updated in place, so the urn's
+  current state); rejected if ``k`` is in ``S_v`` (its byte is 255), else
+  accepted with probability ``phi_vk / h_v`` (``_thin``: a byte per topic,
+  ``q_k / 256 <= phi_vk / h_v < (q_k + 2) / 256``, decides unless the uniform
+  falls between the two, and then ``phi_vk`` is read: the same answer as
+  ``u h_v < phi_vk`` for every uniform);
+* ``P``: the prior bucket as above; accepted.
+
+A rejected trial starts afresh.  One trial accepts topic k with probability
+proportional to ``phi_vk n_jk`` (k in S_v, from E), ``h_v (n_jk / n_other)
+(phi_vk / h_v) n_other = phi_vk n_jk`` (k outside S_v, from R) plus
+``lambda_j phi_vk b_k`` (from P): that is q(k), so the accepted topic has law
+q whatever the trials before it, in ``(E + R + P) / (D + P)`` expected
+trials.  When E and P vanish by underflow the document bucket is drawn by an
+O(K) scan (``_scan_doc``), and when all three do (or, with the list, D and P),
+the label by the exact conditional's O(K) scan (``_direct``).  O(m) plus O(1)
+expected trials a token.
 
 Exactness.  When the prior is one row shared by all documents (T = 1),
 ``b = a`` and ``lambda = 1``: q is pi and the draw is the exact conditional.
@@ -44,16 +82,17 @@ buffer when the block ends: the draws keep their laws, and the chain still
 does not depend on the number of threads (a block's numbers come from its own
 stream whatever thread sweeps it).
 """
-cimport cython
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uintptr_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_uniform_fill
 
-from libc.math cimport nextafter
-
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
+from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size,
+                                         _cell_start, _top_mass, _pick_top, _thin, _top_set)
+from pygbn.inference._prior_bucket cimport (_GUIDE_CELLS, _SUM_ROWS, _pick_prior, _prefetch_prior, _prior_sums,
+                                           _prior_table)
 
 
 ctypedef fused nvk_t:
@@ -62,159 +101,8 @@ ctypedef fused nvk_t:
     int64_t
 
 
-cdef enum:
-    # guide cells per topic of a prior-bucket table (the cell of x = u Q_v is floor(u M), M = GUIDE_CELLS K)
-    _GUIDE_CELLS = 2
-
 #: guide cells per topic of a prior-bucket table
 GUIDE_CELLS = _GUIDE_CELLS
-
-cdef extern from *:
-    """
-    /* margins of the float32 inversion tables (see _cum_less): relative, then absolute */
-    #define PYGBN_CUMF_REL 2.384185791015625e-07     /* 2^-22 */
-    #define PYGBN_CUMF_ABS 7.174648137343064e-43     /* 2^-140 */
-    """
-    const double CUMF_REL "PYGBN_CUMF_REL"
-    const double CUMF_ABS "PYGBN_CUMF_ABS"
-
-
-cdef struct Doc:
-    # one document's state while it is swept (per-thread scratch)
-    Py_ssize_t n_topics_total   # K
-    int32_t *nj                 # n_jk, dense (zero outside the document's topics)
-    int32_t *pos                # position of topic k in the compact list (-1 if n_jk = 0)
-    int32_t *topics             # compact list: the topics with n_jk > 0, in no order,
-    double *cnt                 # their n_jk (as doubles)
-    int32_t n_topics
-    const double *a             # a_jk
-    const double *b             # the proposal's shared shape b_k
-    double lam                  # lambda_j
-    double u_prior              # the uniform of the next prior-bucket draw
-
-
-cdef inline void _add(Doc *d, int32_t k, double phik) noexcept nogil:
-    """One more token of topic k (``phik = phi_vk`` of the current term)."""
-    cdef int32_t p = d.pos[k]
-    if p < 0:
-        p = d.n_topics
-        d.pos[k] = p
-        d.topics[p] = k
-        d.cnt[p] = 0.0
-        d.n_topics += 1
-    d.cnt[p] += 1.0
-    d.nj[k] += 1
-
-
-cdef inline void _remove(Doc *d, int32_t k, double phik) noexcept nogil:
-    """One token of topic k fewer (swap-removal from the list when n_jk reaches 0)."""
-    cdef int32_t p = d.pos[k], last
-    d.nj[k] -= 1
-    if d.nj[k] == 0:
-        last = d.n_topics - 1
-        if p != last:
-            d.topics[p] = d.topics[last]
-            d.cnt[p] = d.cnt[last]
-            d.pos[d.topics[p]] = p
-        d.pos[k] = -1
-        d.n_topics = last
-    else:
-        d.cnt[p] -= 1.0
-
-
-cdef inline double _cell_weights(Doc *d, const double *phi_v, const double *phi_next) noexcept nogil:
-    """The document bucket's total ``D = sum_i phi_vk_i n_jk_i`` over the document's
-    topics ``k_i``.  ``phi_next`` (the next cell's row of Phi, or NULL): its
-    entries at the same topics are prefetched."""
-    cdef double s = 0.0
-    cdef Py_ssize_t i
-    cdef const int32_t *tp = d.topics
-    cdef const double *cn = d.cnt
-    if phi_next != NULL:
-        for i in range(d.n_topics):
-            prefetch(phi_next + tp[i])
-            s += phi_v[tp[i]] * cn[i]
-        return s
-    for i in range(d.n_topics):
-        s += phi_v[tp[i]] * cn[i]
-    return s
-
-
-cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, D)``) of the document bucket, weights
-    ``phi_vk n_jk`` in the list's order; the last topic of positive weight if
-    rounding overshoots."""
-    cdef Py_ssize_t i, last = 0
-    cdef double t
-    cdef const int32_t *tp = d.topics
-    cdef const double *cn = d.cnt
-    for i in range(d.n_topics):
-        t = phi_v[tp[i]] * cn[i]
-        if t > 0.0:
-            last = i
-            if u < t:
-                return tp[i]
-            u -= t
-    return tp[last]
-
-
-cdef inline bint _cum_less(const double *phi_v, const double *b, Py_ssize_t k, double u, double Q,
-                           const float *cumf) noexcept nogil:
-    """``x < C_k`` exactly, where ``x = u Q`` (clamped below ``Q``) and
-    ``C_k = sum_{i <= k} phi_vi b_i`` (left to right), from the float32 table
-    ``cumf[k] = C_k / Q``: decided by ``cumf`` when ``u`` is outside
-    ``cumf[k] (1 +- 2^-22) +- 2^-140`` (then the rounding of ``cumf``
-    (2^-24 relative, 2^-150 absolute), of ``C_k / Q`` and of ``u Q`` (2^-53
-    each) cannot change the answer), else by forming ``C_k`` and ``x`` as the
-    scan of :c:func:`_pick_prior` does (about ``k 2^-21`` of the draws)."""
-    cdef double c = cumf[k], x, s = 0.0
-    cdef Py_ssize_t i
-    if u < c * (1.0 - CUMF_REL) - CUMF_ABS:
-        return True
-    if u > c * (1.0 + CUMF_REL) + CUMF_ABS:
-        return False
-    x = u * Q
-    if not (x < Q):
-        x = nextafter(Q, 0.0)
-    for i in range(k + 1):
-        s += phi_v[i] * b[i]
-    return x < s
-
-
-cdef inline int32_t _pick_prior(const double *phi_v, const double *b, Py_ssize_t K, double u, double Q,
-                                const float *cumf, const topic_t *guide) noexcept nogil:
-    """The prior bucket by inversion at ``x = u Q`` (``u`` uniform in [0, 1), ``Q = C_{K-1} > 0``):
-    the first ``k`` with ``x < C_k``, ``C_k = sum_{i <= k} phi_vi b_i`` (``x``
-    clamped below Q).  With the term's table (``cumf`` = C / Q in float32,
-    ``guide`` of ``M = GUIDE_CELLS K`` cells) from guide entry
-    ``floor(u M)`` in O(1) expected steps (none when the entry is pure,
-    stored as ``~k``: its whole cell lies inside topic k's interval), each
-    comparison exact (:c:func:`_cum_less`); else by an O(K) scan that forms the
-    same sums in the same order: both give the same topic for the same ``u``."""
-    cdef Py_ssize_t i, k, M = _GUIDE_CELLS * K
-    cdef int32_t gk
-    cdef double c = 0.0, x
-    if cumf != NULL:
-        i = <Py_ssize_t> (u * M)
-        if i >= M:
-            i = M - 1
-        gk = guide[i]
-        if gk < 0:
-            return ~gk
-        k = gk
-        while k > 0 and _cum_less(phi_v, b, k - 1, u, Q, cumf):
-            k -= 1
-        while k < K - 1 and not _cum_less(phi_v, b, k, u, Q, cumf):
-            k += 1
-        return <int32_t> k
-    x = u * Q
-    if not (x < Q):
-        x = nextafter(Q, 0.0)
-    for k in range(K - 1):
-        c += phi_v[k] * b[k]
-        if x < c:
-            return <int32_t> k
-    return <int32_t> (K - 1)
 
 
 cdef enum:
@@ -245,34 +133,6 @@ cdef inline double _uniform(Uni *g) noexcept nogil:
     return g.buf[g.pos - 1]
 
 
-cdef inline int32_t _propose(Uni *g, Doc *d, const double *phi_v, double D, double Q,
-                             double P, const float *cumf, const topic_t *guide) noexcept nogil:
-    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k``: a uniform picks
-    the document bucket ``D`` (weights ``w``) or the prior bucket
-    ``P = lambda_j Q_v`` (``Q = Q_v``); the prior bucket's position is the
-    uniform ``d.u_prior`` drawn at the previous prior draw (so that its table
-    entry can be prefetched), then replaced (:c:func:`_pick_prior`)."""
-    cdef double u = _uniform(g) * (D + P)
-    cdef double up
-    if u < D and d.n_topics > 0:
-        return _pick_doc(d, phi_v, u)
-    if P > 0.0:
-        up = d.u_prior
-        d.u_prior = _uniform(g)
-        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
-    return _pick_doc(d, phi_v, _uniform(g) * D)
-
-
-cdef inline void _prefetch_prior(const Doc *d, const int64_t *table_row, const topic_t *guide,
-                                 int32_t v, Py_ssize_t K) noexcept nogil:
-    """Prefetch the guide entry that term v's next prior draw reads."""
-    cdef int64_t t = table_row[v]
-    cdef Py_ssize_t i, M = _GUIDE_CELLS * K
-    if t >= 0:
-        i = <Py_ssize_t> (d.u_prior * M)
-        prefetch(guide + t * M + (i if i < M else M - 1))
-
-
 cdef inline int32_t _direct(Uni *g, const Doc *d, const double *phi_v) noexcept nogil:
     """The exact conditional ``phi_vk (n_jk + a_jk)`` by an O(K) scan (fallback when
     both buckets vanish by underflow); uniform if every weight is zero."""
@@ -297,22 +157,218 @@ cdef inline double _weight(const Doc *d, int32_t k) noexcept nogil:
     return (d.nj[k] + d.a[k]) / (d.nj[k] + d.lam * d.b[k])
 
 
-cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr,
-                      const int32_t *indices, const double *values, const int64_t *doc_ptr,
-                      topic_t *labels, const double *phi, const double *prior, bint shared,
-                      const double *b, double bsum, const int64_t *table_row, const float *cumf,
-                      const topic_t *guide, const double *word_mass, doc_count_t *njk,
-                      Py_ssize_t K, int mh_steps, bint include_self, int64_t *counters) noexcept nogil:
-    """The documents ``j0:j1`` (one block), in order, from one stream; -1 if out of memory."""
+cdef inline int32_t _scan_doc(Uni *g, const Doc *d, const double *phi_v) noexcept nogil:
+    """The document bucket's whole law ``phi_vk n_jk`` by an O(K) scan, for when
+    only the R piece holds mass (E and P vanished by underflow); :c:func:`_direct`
+    if that vanishes too."""
+    cdef Py_ssize_t k, K = d.n_topics_total, last = -1
+    cdef double total = 0.0, u, t
+    for k in range(K):
+        total += phi_v[k] * d.nj[k]
+    if not (total > 0.0):
+        return _direct(g, d, phi_v)
+    u = _uniform(g) * total
+    for k in range(K):
+        t = phi_v[k] * d.nj[k]
+        if t > 0.0:
+            last = k
+            if u < t:
+                return <int32_t> k
+            u -= t
+    return <int32_t> last
+
+
+cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D, double Q,
+                                  double P, const float *cumf, const topic_t *guide) noexcept nogil:
+    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` with the list bucket:
+    a uniform picks the document bucket ``D`` (the topic by a search of the
+    document's list, :c:func:`_pick_doc`) or the prior bucket ``P = lambda_j Q_v``
+    (``Q = Q_v``); the prior bucket's position is the uniform ``d.u_prior``
+    drawn at the previous prior draw (so that its table entry can be
+    prefetched), then replaced (:c:func:`_pick_prior`)."""
+    cdef double u = _uniform(g) * (D + P)
+    cdef double up
+    if u < D and d.n_topics > 0:
+        return _pick_doc(d, phi_v, u)
+    if P > 0.0:
+        up = d.u_prior
+        d.u_prior = _uniform(g)
+        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+    return _pick_doc(d, phi_v, _uniform(g) * D)
+
+
+cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, const double *phi_v, double Q,
+                                 double P, const float *cumf, const topic_t *guide) noexcept nogil:
+    """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` by rejection from the
+    mixture of three pieces (the module's "Proposal"): a uniform ``u`` in
+    ``[0, E + R + P)`` picks the top set's ``E`` (the topic by inversion at
+    ``u``), the bound ``R = h n_other`` (the other token at index
+    ``floor((u - E) / h)``, its label k rejected when it is in the top set, else
+    accepted when a new uniform times h is below phi_vk) or the prior bucket
+    ``P = lambda_j Q_v`` (``d.u_prior``, then replaced: :c:func:`_pick_prior`);
+    a rejected trial starts a new one."""
+    cdef double u, R = cl.h * cl.n_other, up, x
+    cdef int64_t idx
+    cdef int32_t k
+    if not (cl.E + P > 0.0):
+        return _scan_doc(g, d, phi_v)
+    while True:
+        u = _uniform(g) * (cl.E + R + P)
+        if u < cl.E:
+            k = _pick_top(cl, d, u)
+            if k >= 0:
+                return k
+            cl.E = _top_mass(cl, d)             # E was a rounding residue
+            if not (cl.E + P > 0.0):
+                return _scan_doc(g, d, phi_v)
+        elif u < cl.E + R:
+            x = (u - cl.E) * cl.inv_h
+            idx = <int64_t> x if x < cl.n_other else cl.n_other - 1
+            if idx >= cl.self_pos and cl.n_other < cl.n_doc:
+                idx += 1                        # skip the token itself
+            k = lab[idx]
+            if cl.sq[k] != 255 and _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
+                return k
+        elif P > 0.0:
+            up = d.u_prior
+            d.u_prior = _uniform(g)
+            return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+
+
+cdef inline bint _use_rejection(const Doc *d, int64_t n_doc, int64_t n_cells, double p, double work) noexcept nogil:
+    """The switch between the buckets for a document of ``n_doc`` tokens in ``n_cells``
+    stored cells, ``d.n_topics`` topics at the start of its sweep and ``p`` proposals a
+    token: rejection when ``n_topics n_cells / n_doc >= work p`` (the list's pass over the
+    document's topics once a cell, per token, against the rejection draw's work per
+    proposal), else the list.  A function of the document's state only."""
+    return <double> d.n_topics * <double> n_cells >= work * p * <double> n_doc
+
+
+cdef inline int32_t _mh_step(Uni *g, const Doc *d, int32_t z, double *wz, int32_t t,
+                             int64_t *counters) noexcept nogil:
+    """One independence Metropolis-Hastings step from the label ``z`` (weight ``wz[0]``)
+    to the proposal ``t ~ q``: accepted with probability ``min(1, w(t) / w(z))``."""
+    cdef double wt
+    counters[0] += 1
+    if t == z:
+        counters[1] += 1
+        return z
+    wt = _weight(d, t)
+    if wt >= wz[0] or _uniform(g) * wz[0] < wt:
+        wz[0] = wt
+        counters[1] += 1
+        return t
+    return z
+
+
+cdef inline void _prefetch_next(double u_prior, const int64_t *table_row, const topic_t *guide,
+                                const int32_t *indices, Py_ssize_t c, int64_t c_end, bint more,
+                                Py_ssize_t K) noexcept nogil:
+    """After a token of cell ``c``: prefetch the guide entry of the next token's prior draw
+    (should it make one), of the cell's term while it has tokens left (``more``), else
+    of the next cell's."""
+    if more:
+        _prefetch_prior(u_prior, table_row, guide, indices[c], K)
+    elif c + 1 < c_end:
+        _prefetch_prior(u_prior, table_row, guide, indices[c + 1], K)
+
+
+cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok0, int64_t n_doc,
+                   Py_ssize_t c0, Py_ssize_t c1, int64_t c_end, int64_t *counters) noexcept nogil:
+    """One document's labels (cells ``c0:c1``, ``n_doc`` tokens from ``tok0``) with the
+    rejection bucket (only the dense ``d.nj`` is kept; the list stays empty).  A function of
+    its own, so that the list bucket's loop in :c:func:`_sweep_block` is compiled as alone."""
+    cdef Cell cl
+    cdef Py_ssize_t c, k, K = sw.K, M = _GUIDE_CELLS * sw.K, W = sw.W, m = sw.m
+    cdef int64_t i, n, tok = tok0
+    cdef int32_t s, z, v, step
+    cdef int mh_steps = sw.mh_steps
+    cdef bint exact = sw.exact, include_self = sw.include_self
+    cdef double P, Q, wz
+    cdef const int32_t *indices = sw.indices
+    cdef const double *top = sw.top
+    cdef const int64_t *table_row = sw.table_row
+    cdef const topic_t *guide = <const topic_t *> sw.guide
+    cdef const topic_t *lab = labels + tok0
+    cdef const double *phi_v
+    cdef const double *top_next
+    cdef const float *cum_v
+    cdef const topic_t *guide_v
+    cl.n_doc = n_doc
+    cl.n_other = n_doc if include_self else n_doc - 1
+    for c in range(c0, c1):
+        v = indices[c]
+        phi_v = sw.phi + v * K
+        Q = sw.word_mass[v]
+        P = d.lam * Q
+        if table_row[v] >= 0:
+            cum_v = sw.cumf + table_row[v] * K
+            guide_v = guide + table_row[v] * M
+        else:
+            cum_v = NULL
+            guide_v = NULL
+        _cell_start(&cl, top + v * W, m)
+        n = <int64_t> sw.values[c]
+        if c + 1 < c_end:
+            # the next cell's top set, and the guide entry of its first prior draw
+            # should this cell make none (a cell earlier than the prefetch after its last draw)
+            top_next = top + indices[c + 1] * W
+            for k in range(0, W, 8):
+                prefetch(top_next + k)
+            prefetch(top_next + W - 1)
+            _prefetch_prior(d.u_prior, table_row, guide, indices[c + 1], K)
+        for i in range(n):
+            s = labels[tok]
+            cl.self_pos = tok - tok0
+            if not include_self:
+                d.nj[s] -= 1
+            cl.E = _top_mass(&cl, d)
+            if not (cl.E + cl.h * cl.n_other + P > 0.0) or mh_steps == -2:
+                z = _direct(g, d, phi_v)
+            elif exact:
+                z = _propose_rej(g, d, &cl, lab, phi_v, Q, P, cum_v, guide_v)
+            else:
+                # independence Metropolis-Hastings from the current label
+                z = s
+                wz = _weight(d, s)
+                for step in range(mh_steps):
+                    z = _mh_step(g, d, z, &wz, _propose_rej(g, d, &cl, lab, phi_v, Q, P, cum_v, guide_v), counters)
+            if include_self:
+                d.nj[s] -= 1
+            d.nj[z] += 1
+            labels[tok] = <topic_t> z
+            tok += 1
+            _prefetch_next(d.u_prior, table_row, guide, indices, c, c_end, i + 1 < n, K)
+
+
+cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr, const Sweep *sw,
+                      const int64_t *doc_ptr, topic_t *labels, const double *prior, bint shared,
+                      const double *b, double bsum, double work, doc_count_t *njk,
+                      int64_t *counters) noexcept nogil:
+    """The documents ``j0:j1`` (one block), in order, from one stream; -1 if out of memory.
+    Each document's bucket is chosen at its start (:c:func:`_use_rejection`): the list
+    (the compact list of its topics kept with the dense n_jk) or rejection (the dense
+    n_jk only); with ``sw.top`` NULL every document takes the list (``counters[2]``
+    still counts the tokens of the documents that the switch gives rejection)."""
     cdef Doc d
-    cdef Py_ssize_t j, i, c, k
-    cdef int64_t tok, n, t_i, c_end = indptr[j1]
-    cdef int32_t v, s, z, t, step
-    cdef double asum, D, P, Q, ws, wt
+    cdef Py_ssize_t j, i, c, k, K = sw.K, M = _GUIDE_CELLS * sw.K
+    cdef int64_t tok, tok0, n, n_doc, nz, c_end = indptr[j1]
+    cdef int32_t s, z, v, step
+    cdef int mh_steps = sw.mh_steps
+    cdef bint exact = sw.exact, include_self = sw.include_self, rej
+    cdef double asum, D, P, Q, ws, wt, wz
+    cdef double p_tok = 1.0 if exact else <double> mh_steps
+    cdef const int32_t *indices = sw.indices
+    cdef const double *values = sw.values
+    cdef const double *phi = sw.phi
+    cdef const double *top = sw.top
+    cdef const int64_t *table_row = sw.table_row
+    cdef const float *cumf = sw.cumf
+    cdef const topic_t *guide = <const topic_t *> sw.guide
+    cdef const double *word_mass = sw.word_mass
     cdef const double *phi_v
     cdef const float *cum_v
     cdef const topic_t *guide_v
-    cdef Py_ssize_t M = _GUIDE_CELLS * K
     cdef doc_count_t *row
     cdef Uni uni
     cdef Uni *g = &uni
@@ -332,15 +388,35 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
         d.pos[k] = -1
     d.u_prior = _uniform(g)
     for j in range(j0, j1):
-        tok = doc_ptr[j]
-        if doc_ptr[j + 1] <= tok:
+        tok = tok0 = doc_ptr[j]
+        n_doc = doc_ptr[j + 1] - tok
+        if n_doc <= 0:
             continue
         row = njk + j * K
-        for t_i in range(tok, doc_ptr[j + 1]):
-            s = labels[t_i]
-            if d.nj[s] == 0:
-                row[s] = 0
-            _add(&d, s, 0.0)
+        # the document's topics n_t, from its counts n_jk (a count without branches, made only when
+        # the switch could choose rejection with n_t = min(n_doc, K)), choose its bucket
+        d.n_topics = <int32_t> (n_doc if n_doc < K else K)
+        rej = _use_rejection(&d, n_doc, indptr[j + 1] - indptr[j], p_tok, work)
+        if rej:
+            nz = 0
+            for k in range(K):
+                nz += row[k] != 0
+            d.n_topics = <int32_t> nz
+            rej = _use_rejection(&d, n_doc, indptr[j + 1] - indptr[j], p_tok, work)
+        if rej:
+            counters[2] += n_doc
+        rej = rej and top != NULL
+        d.n_topics = 0
+        if rej:
+            for i in range(tok, doc_ptr[j + 1]):
+                d.nj[labels[i]] += 1
+        else:
+            # n_jk and the compact list of the document's topics
+            for i in range(tok, doc_ptr[j + 1]):
+                s = labels[i]
+                if d.nj[s] == 0:
+                    row[s] = 0
+                _add(&d, s)
         d.a = prior if shared else prior + j * K
         if shared:
             d.lam = 1.0
@@ -349,6 +425,12 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             for i in range(K):
                 asum += d.a[i]
             d.lam = asum / bsum
+        if rej:
+            _doc_rej(g, &d, sw, labels, tok0, n_doc, indptr[j], indptr[j + 1], c_end, counters)
+            for k in range(K):
+                row[k] = <doc_count_t> d.nj[k]
+                d.nj[k] = 0
+            continue
         for c in range(indptr[j], indptr[j + 1]):
             v = indices[c]
             phi_v = phi + v * K
@@ -360,55 +442,46 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             else:
                 cum_v = NULL
                 guide_v = NULL
-            D = _cell_weights(&d, phi_v, phi + indices[c + 1] * K if c + 1 < indptr[j + 1] else NULL)
             n = <int64_t> values[c]
+            # the list bucket: its total over the document's topics (the next cell's Phi entries prefetched)
+            D = _cell_weights(&d, phi_v, phi + indices[c + 1] * K if c + 1 < indptr[j + 1] else NULL)
             if c + 1 < c_end:
                 # the guide entry of the next cell's first prior draw, should this cell make none
                 # (issued now, a cell earlier than the prefetch after this cell's last draw)
-                _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
+                _prefetch_prior(d.u_prior, table_row, guide, indices[c + 1], K)
             for i in range(n):
                 s = labels[tok]
                 if not include_self:
-                    _remove(&d, s, phi_v[s])
-                    D -= phi_v[s]
+                    ws = phi_v[s]                      # (read before _remove's stores, which might alias it)
+                    _remove(&d, s)
+                    D -= ws
                     if D < 0.0 or d.n_topics == 0:
                         D = _cell_weights(&d, phi_v, NULL)
                 if not (D + P > 0.0) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
-                elif shared or mh_steps < 0:
-                    z = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
+                elif exact:
+                    z = _propose_list(g, &d, phi_v, D, Q, P, cum_v, guide_v)
                 else:
                     # independence Metropolis-Hastings from the current label
                     z = s
-                    ws = _weight(&d, s)
+                    wz = _weight(&d, s)
                     for step in range(mh_steps):
-                        t = _propose(g, &d, phi_v, D, Q, P, cum_v, guide_v)
-                        counters[0] += 1
-                        if t == z:
-                            counters[1] += 1
-                            continue
-                        wt = _weight(&d, t)
-                        if wt >= ws or _uniform(g) * ws < wt:
-                            z = t
-                            ws = wt
-                            counters[1] += 1
+                        z = _mh_step(g, &d, z, &wz, _propose_list(g, &d, phi_v, D, Q, P, cum_v, guide_v), counters)
                 if include_self:
-                    _remove(&d, s, phi_v[s])
-                    D -= phi_v[s]
-                _add(&d, z, phi_v[z])
-                D += phi_v[z]
+                    ws = phi_v[s]
+                    _remove(&d, s)
+                    D -= ws
+                wt = phi_v[z]                          # (read before _add's stores)
+                _add(&d, z)
+                D += wt
                 labels[tok] = <topic_t> z
                 tok += 1
-                # the guide entry of the next token's prior draw (should it make one)
-                if i + 1 < n:
-                    _prefetch_prior(&d, table_row, guide, v, K)
-                elif c + 1 < c_end:
-                    _prefetch_prior(&d, table_row, guide, indices[c + 1], K)
+                _prefetch_next(d.u_prior, table_row, guide, indices, c, c_end, i + 1 < n, K)
         for i in range(d.n_topics):
-            z = d.topics[i]
-            row[z] = <doc_count_t> d.nj[z]
-            d.nj[z] = 0
-            d.pos[z] = -1
+            s = d.topics[i]
+            row[s] = <doc_count_t> d.nj[s]
+            d.nj[s] = 0
+            d.pos[s] = -1
         d.n_topics = 0
     free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
     return 0
@@ -418,9 +491,10 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
                   const int64_t[::1] doc_ptr, topic_t[::1] labels, const double[:, ::1] phi,
                   const double[:, ::1] prior, const double[::1] b, const int64_t[::1] table_row,
                   const float[:, ::1] cum, const topic_t[:, ::1] guide, const double[::1] word_mass,
-                  const int64_t[::1] bounds, const uintptr_t[::1] streams, doc_count_t[:, ::1] njk,
+                  const double[:, ::1] top, const int64_t[::1] bounds, const uintptr_t[::1] streams,
+                  doc_count_t[:, ::1] njk,
                   int mh_steps, int n_threads, bint include_self=False,
-                  bint shared_prior=False):
+                  bint shared_prior=False, double rejection_work=0.0):
     """One partially collapsed sweep over the documents of ``bounds`` (see the module).
 
     Parameters
@@ -444,6 +518,10 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         The prior bucket's tables (:func:`build_prior_tables`; ``cum`` float32,
         ``guide`` of the labels' type): term v's row of ``cum`` and ``guide``
         (-1: no table, an O(K) scan) and its total ``Q_v = sum_k phi_vk b_k``.
+    top : float64 (V, 2 + m + ceil(m / 2) + ceil(K / 8)), or no rows
+        Every term's top set and bound for the rejection bucket
+        (:func:`build_prior_tables`; m <= K); no rows: the list bucket for
+        every cell.
     bounds, streams
         Document blocks (row indices) and one stream address per block (the
         block's uniforms, taken from it 256 at a time; the rest of the last
@@ -462,126 +540,62 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         proposal is the exact conditional and no Metropolis-Hastings step is
         made (T = 1).  (Not inferred from ``prior``'s shape: a chunk of one
         document also has one row.)
+    rejection_work : float, default=0.0
+        The switch between the document buckets (speed only: both draw q
+        exactly): a document of ``n_doc`` tokens in ``n_cells`` cells with
+        ``n_t`` topics at the start of its sweep takes the rejection bucket when
+        ``n_t n_cells / n_doc >= rejection_work p`` (``p`` proposals a token: 1,
+        or ``mh_steps``), the list bucket otherwise.  0: rejection for every
+        document (with ``top``); ``inf``: the list.
 
     Returns
     -------
-    (proposals, accepted) : (int, int)
-        Metropolis-Hastings proposals made and accepted (0, 0 when exact).
+    (proposals, accepted, rejection_tokens) : (int, int, int)
+        Metropolis-Hastings proposals made and accepted (0, 0 when exact), and
+        the tokens of the cells that the switch gave the rejection bucket
+        (counted with or without ``top``'s rows).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1, K = phi.shape[1], blk, i
     cdef bint shared = shared_prior
     cdef double bsum = 0.0
     cdef int n_failed = 0
     cdef int64_t[:, ::1] counters = None
+    cdef Sweep sw
     if n_blocks <= 0:
-        return 0, 0
+        return 0, 0, 0
     import numpy as np
-    counters = np.zeros((n_blocks, 2), dtype=np.int64)
+    counters = np.zeros((n_blocks, 3), dtype=np.int64)
     for i in range(K):
         bsum += b[i]
+    sw.indices = &indices[0] if indices.shape[0] else NULL
+    sw.values = &values[0] if values.shape[0] else NULL
+    sw.phi = &phi[0, 0]
+    sw.table_row = &table_row[0]
+    sw.cumf = &cum[0, 0] if cum.shape[0] else NULL
+    sw.guide = <const void *> &guide[0, 0] if guide.shape[0] else NULL
+    sw.word_mass = &word_mass[0]
+    sw.top = &top[0, 0] if top.shape[0] else NULL
+    sw.W = top.shape[1]
+    sw.m = top_size(sw.W, K) if sw.top != NULL else 0
+    sw.K = K
+    sw.mh_steps = mh_steps
+    sw.exact = shared or mh_steps < 0
+    sw.include_self = include_self
     for blk in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
-        if _sweep_block(<bitgen_t *> streams[blk], bounds[blk], bounds[blk + 1], &indptr[0],
-                        &indices[0] if indices.shape[0] else NULL, &values[0] if values.shape[0] else NULL,
-                        &doc_ptr[0], &labels[0] if labels.shape[0] else NULL, &phi[0, 0], &prior[0, 0],
-                        shared, &b[0], bsum, &table_row[0],
-                        &cum[0, 0] if cum.shape[0] else NULL, &guide[0, 0] if guide.shape[0] else NULL,
-                        &word_mass[0],
-                        &njk[0, 0] if njk.shape[0] else NULL, K, mh_steps,
-                        include_self, &counters[blk, 0]) < 0:
+        if _sweep_block(<bitgen_t *> streams[blk], bounds[blk], bounds[blk + 1], &indptr[0], &sw,
+                        &doc_ptr[0], &labels[0] if labels.shape[0] else NULL, &prior[0, 0],
+                        shared, &b[0], bsum, rejection_work, &njk[0, 0] if njk.shape[0] else NULL,
+                        &counters[blk, 0]) < 0:
             n_failed += 1
     if n_failed:
         raise MemoryError(f"partial_sweep: scratch memory of {n_failed} document block(s) could not be allocated")
     tot = np.asarray(counters).sum(axis=0)
-    return int(tot[0]), int(tot[1])
-
-
-cdef enum:
-    # terms whose prior sums are formed side by side in build_prior_tables
-    _SUM_ROWS = 4
-
-
-cdef inline void _prior_sums(const double *phi_v, const double *b, Py_ssize_t K, Py_ssize_t rows,
-                             double *cs) noexcept nogil:
-    """``cs[r K + k] = C_k`` of the terms of the ``rows`` (at most ``_SUM_ROWS``) rows of
-    Phi from ``phi_v``: ``C_k = sum_{i <= k} phi_vi b_i``, added left to right.  Four
-    rows' sums are formed side by side (four independent chains of additions, each
-    the same operations in the same order as one row's, so the same bits)."""
-    cdef Py_ssize_t k, r
-    cdef double c0 = 0.0, c1 = 0.0, c2 = 0.0, c3 = 0.0, c
-    if rows == _SUM_ROWS:
-        for k in range(K):
-            c0 = c0 + phi_v[k] * b[k]
-            c1 = c1 + phi_v[K + k] * b[k]
-            c2 = c2 + phi_v[2 * K + k] * b[k]
-            c3 = c3 + phi_v[3 * K + k] * b[k]
-            cs[k] = c0
-            cs[K + k] = c1
-            cs[2 * K + k] = c2
-            cs[3 * K + k] = c3
-        return
-    for r in range(rows):
-        c = 0.0
-        for k in range(K):
-            c = c + phi_v[r * K + k] * b[k]
-            cs[r * K + k] = c
-
-
-@cython.cdivision(True)
-cdef inline void _prior_table(const double *cs, Py_ssize_t K, float *cum, topic_t *guide, double *edge,
-                              int32_t *cnt) noexcept nogil:
-    """One term's inversion table from its sums ``cs`` (``C_k``, ``Q = C_{K-1}``):
-    ``cum`` and ``guide`` as :func:`build_prior_tables` describes them, with
-    ``edge`` (M + 1 doubles) and ``cnt`` (M + 1 int32) as scratch.
-
-    The guide entry of cell i (lower end ``lo_i = Q i / M``) is the first k with
-    ``C_k > lo_i``, at most K - 1: since C and lo are non-decreasing, that is
-    ``#{k < K - 1: C_k <= lo_i}``, the number of k < K - 1 whose first cell
-    with ``lo >= C_k`` is at or before i.  Each k's first cell is found from its
-    estimate ``floor(C_k M / Q)`` and settled by comparisons with the same
-    ``lo`` values (exact; the estimate only decides where the comparisons
-    start, so it is read off ``cum``, which no Q overflows), counted in
-    ``cnt``, and the entries are their running sums: the same entries as a merge of C with the cells, without its
-    data-dependent branch per cell (the merge's advance of k, taken about once
-    every two cells, was most of the table build's time)."""
-    cdef Py_ssize_t k, i, e, M = _GUIDE_CELLS * K
-    cdef double Q = cs[K - 1], inv, lo, hi, margin, c, dM = <double> M
-    cdef bint pure
-    if Q >= 1e-290:
-        inv = 1.0 / Q
-        for k in range(K):
-            cum[k] = <float> (cs[k] * inv)
-    else:                                      # 1 / Q would lose precision or overflow
-        for k in range(K):
-            cum[k] = <float> (cs[k] / Q) if Q > 0.0 else 0.0
-    margin = Q * 9.094947017729282e-13          # Q 2^-40, far above the rounding of u Q
-    # the cells' ends Q i / M, no counts yet
-    for i in range(M + 1):
-        # (i through int32: a conversion the loop vectorises; from the 64-bit index the build took
-        # 23.4-23.6 ms against 20.4-20.6, V = 20,000, K = 100)
-        edge[i] = Q * <double> <int32_t> i / dM
-        cnt[i] = 0
-    for k in range(K - 1):
-        c = cs[k]
-        e = <Py_ssize_t> (cum[k] * dM)          # the estimate (C_k / Q to float32, times M; any Q)
-        if e > M:
-            e = M
-        while e > 0 and edge[e - 1] >= c:
-            e = e - 1
-        while e < M and edge[e] < c:
-            e = e + 1
-        cnt[e] += 1                             # cell e is the first with lo >= C_k (M: none)
-    k = 0
-    for i in range(M):
-        k = k + cnt[i]
-        lo = edge[i]
-        hi = edge[i + 1]
-        # pure: every x = u Q with floor(u M) = i lies in topic k's interval
-        pure = ((k == 0) | (cs[k - (k > 0)] <= lo - margin)) & ((k == K - 1) | (cs[k] > hi + margin))
-        guide[i] = <topic_t> (k ^ (-(<Py_ssize_t> pure)))
+    return int(tot[0]), int(tot[1]), int(tot[2])
 
 
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
-                       float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, int n_threads):
+                       float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, double[:, ::1] top,
+                       int n_threads, bint top_hint=False):
     """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
     for every term, and for a term with ``table_row[v] = t >= 0`` the
     inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = C_k / Q_v`` in
@@ -598,9 +612,17 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     side (:c:func:`_prior_sums`: each term's the same bits as alone), the same
     tables for any thread count.
     ``guide``'s type is the labels' (``K <= 32767`` for int16).
+
+    With them, every term's top set for the document bucket: ``top[v]`` =
+    ``[h_v, 1 / h_v, the m largest phi_vk (largest first), their topics (int32)]``,
+    ``h_v`` the (m+1)-th largest (0 when m = K), m = :c:func:`top_size` of
+    ``top``'s width (at most K and 64; :c:func:`_top_set`).  ``top_hint``: ``top``
+    holds the top sets of an earlier Phi of the same shape, whose bounds speed up
+    the selection (the same result).  ``top`` with no rows: no top sets.
     """
-    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows
+    cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows, m = top_size(top.shape[1], phi.shape[1])
     cdef Py_ssize_t n_groups = (V + _SUM_ROWS - 1) // _SUM_ROWS
+    cdef bint with_top = top.shape[0] > 0
     cdef int64_t t
     cdef double *cs
     cdef double *edge
@@ -616,9 +638,10 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     cnt = NULL
     with nogil, parallel(num_threads=n_threads):
         # per thread: the rows' sums C_k, and the guide's cell ends and counts
-        cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1) * sizeof(double))
+        # and the top sets' m + 1 largest entries (values after edge, topics after cnt)
+        cs = <double *> malloc((_SUM_ROWS * K + _GUIDE_CELLS * K + 1 + m + 1) * sizeof(double))
         edge = cs + _SUM_ROWS * K if cs != NULL else NULL
-        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1) * sizeof(int32_t))
+        cnt = <int32_t *> malloc((_GUIDE_CELLS * K + 1 + m + 1 + K) * sizeof(int32_t))
         for grp in prange(n_groups, schedule="dynamic", chunksize=16):
             if cs == NULL or cnt == NULL:
                 n_failed += 1
@@ -627,6 +650,10 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                 rows = V - v0 if V - v0 < _SUM_ROWS else _SUM_ROWS
                 _prior_sums(&phi[v0, 0], &b[0], K, rows, cs)
                 for r in range(rows):
+                    if with_top:
+                        _top_set(&phi[v0 + r, 0], K, m, top[v0 + r, 0] if top_hint else 0.0, &top[v0 + r, 0],
+                                 edge + _GUIDE_CELLS * K + 1, cnt + _GUIDE_CELLS * K + 1,
+                                 cnt + _GUIDE_CELLS * K + 1 + m + 1)
                     mass[v0 + r] = cs[r * K + K - 1]
                     t = table_row[v0 + r]
                     if t >= 0:

@@ -17,14 +17,24 @@ p_j^(2) is drawn with it integrated out, eq:step6).  This is a partially
 collapsed Gibbs sampler (Magnusson, Jonsson, Villani & Broman 2018, for LDA);
 it targets the same posterior as the collapsed and blocked samplers.
 
-A token's draw costs O(topics of its document), not O(K): a document bucket
-over the document's topics and a prior bucket over ``phi_v. b`` (b a shape
-shared by all documents) drawn by inversion, from indexed-search tables for
-the terms with at least ``TABLE_MIN_TOKENS`` tokens and at least K / 4 (those
-whose ``n_vk`` row is dense) and by a scan of Phi's row for the others (the
-same topic for the same uniform), corrected by independence
-Metropolis-Hastings steps when the documents' priors differ (T >= 2); see
-the kernel module and ``docs/engine.md``.
+A token's draw costs O(topics of its document) or O(1) expected steps, not
+O(K): it draws the proposal ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` (b a
+shape shared by all documents) exactly, as a prior bucket over ``phi_v. b``
+drawn by inversion (from indexed-search tables for the terms with at least
+``TABLE_MIN_TOKENS`` tokens and at least K / 4, those whose ``n_vk`` row is
+dense, and by a scan of Phi's row for the others: the same topic for the same
+uniform) plus a document bucket ``phi_vk n_jk`` drawn in one of two exact
+ways, chosen per document from its state at the start of its sweep
+(:attr:`PartialState.REJECTION_WORK`): a pass over the document's topic list
+(few topics, several tokens a stored cell: the real corpora after burn-in), or
+by rejection from the term's top set (its m largest phi_vk,
+:func:`default_top_size`: 8 at K = 100, 16 at K = 400) and a uniformly chosen
+other token of the document thinned by phi_vk / h_v (h_v the term's next
+largest phi_vk; many topics a token: the first sweeps of long documents,
+bench_scale's synthetic corpus).  q is the exact conditional when T = 1,
+and is corrected by independence Metropolis-Hastings steps when the
+documents' priors differ (T >= 2); see the kernel module and
+``docs/engine.md``.
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
 (int16 when K <= 32767), ``n_jk`` (J, K) uint8 (uint16 for documents of more
@@ -37,7 +47,9 @@ into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
 int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
-place (:attr:`PartialState.phi_stamp`).
+place (:attr:`PartialState.phi_stamp`), and every term's top set, 8 (2 + m +
+ceil(m / 2) + ceil(K / 8)) bytes (216 at m = 8, K = 100), kept across draws
+(its bounds speed up the next selection) once a sweep has built them.
 """
 from __future__ import annotations
 
@@ -57,7 +69,7 @@ from pygbn.inference.term_counts import DENSE_FRACTION, TermCounts, TermLayout, 
 logger = logging.getLogger("pygbn")
 
 __all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "new_prior_tables", "sample_layer_one_partial",
-           "proposal_shape"]
+           "proposal_shape", "default_top_size"]
 
 #: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
 MH_STEPS = 2
@@ -102,11 +114,30 @@ class PartialState(TokenLabels):
     #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
     #: 8 K bytes for a rarer term would outweigh its counts' slots, 4 n_v bytes)
     TABLE_DENSE_FRACTION = DENSE_FRACTION
+    #: entries of each term's top set for the document bucket's rejection draw (None:
+    #: :func:`default_top_size` of K; speed only, the draws have the same law for any size)
+    TOP_SIZE = None
+    #: the switch between the document buckets (speed only: both draw the proposal
+    #: exactly): a document of n_doc tokens in n_cells stored cells with n_t topics at the
+    #: start of its sweep takes the rejection bucket when ``n_t n_cells / n_doc >=
+    #: REJECTION_WORK p`` (p proposals a token: 1, or MH_STEPS at T >= 2), else the list
+    #: (0: always rejection; inf: always the list).  20: bench_scale's corpus (36 topics,
+    #: 1.25 tokens a cell) by rejection, the real corpora after a few sweeps by the list
+    #: (docs/benchmarks.md, "Thirteenth session")
+    REJECTION_WORK = 20.0
+    #: the top sets (a pass over Phi^(1) per draw) are built for a sweep only when the
+    #: last sweep had at least this many tokens a term in documents that the switch gave
+    #: the rejection bucket (or no sweep was made yet); without them every document takes
+    #: the list (speed only)
+    TOP_MIN_TOKENS_PER_TERM = 32.0
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
         self.acceptance = float("nan")
         self._tables = None
+        self._top = None
+        #: tokens in the last sweep's cells that the switch gave the rejection bucket (None: no sweep yet)
+        self.rejection_tokens = None
         self._table_row = None
         self._pool = {}
         self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
@@ -250,21 +281,23 @@ class PartialState(TokenLabels):
                 return out
         return np.empty(shape, dtype=dtype)
 
-    def prior_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int):
+    def prior_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int, with_top: bool = True):
         """The prior bucket's tables over ``phi_v. b`` (built when Phi^(1) or ``b``
-        changed since the last call; no randomness): ``(table_row, cum, guide,
-        mass)`` for :func:`pygbn.inference._partial.partial_sweep`.  Terms with
+        changed since the last call, or the top sets are wanted and were not
+        built; no randomness): ``(table_row, cum, guide, mass, top)`` for
+        :func:`pygbn.inference._partial.partial_sweep`.  Terms with
         at least ``TABLE_MIN_TOKENS`` tokens in this state's data, and at least
         ``K / TABLE_DENSE_FRACTION``, get an inversion table; the others' prior
         draws scan their row of Phi (the
         same topic for the same uniform, so the chain does not depend on
-        which terms have tables)."""
+        which terms have tables).  ``top``: the terms' top sets, or (``with_top``
+        False) no rows."""
         cached = self._tables
         if cached is not None and cached[0]() is phi and cached[1] == self.phi_stamp \
-                and np.array_equal(cached[2], b):
+                and np.array_equal(cached[2], b) and (cached[3][4].shape[0] or not with_top):
             return cached[3]
         V, K = phi.shape
-        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K)
+        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K, self.TOP_SIZE)
         if self._table_row is None or self._table_row[1] != key:
             n_v = self.term_tokens[:V]
             has = (n_v >= self.TABLE_MIN_TOKENS) & (self.TABLE_DENSE_FRACTION * n_v >= K)
@@ -272,30 +305,66 @@ class PartialState(TokenLabels):
             rows[has] = np.arange(int(has.sum()), dtype=np.int64)
             self._table_row = (rows, key)
         rows = self._table_row[0]
-        old = cached[3] if cached is not None else None
+        old = cached[3] if cached is not None else (None, None, None, None, None)
+        if self._top is not None:
+            # the top sets outlive the tables dropped with the last Phi: their bounds speed up the next selection
+            old = old[:4] + (self._top,)
         self._tables = None
-        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old)
+        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old, self.TOP_SIZE, with_top)
         self._tables = (weakref.ref(phi), self.phi_stamp, b.copy(), tables)
+        if tables[4].shape[0]:
+            self._top = tables[4]
         return tables
+
+    def wants_top_sets(self) -> bool:
+        """Whether the next sweep's tables should hold the top sets: no sweep made
+        yet, or the last one had at least ``TOP_MIN_TOKENS_PER_TERM`` tokens a term
+        in cells that the switch gave the rejection bucket (a function of the
+        chain's state, the same for any thread count; speed only)."""
+        return self.rejection_tokens is None \
+            or self.rejection_tokens >= self.TOP_MIN_TOKENS_PER_TERM * self.n_terms
+
+
+def default_top_size(n_components: int) -> int:
+    """Entries m of a term's top set for K factors: ``max(8, K // 25)``, at most
+    64 and K.  Speed only: the kernel's trials per token fall with m (about 1.9
+    at m = 8, K = 100) while its work per token grows with m; measured best
+    (tools/ab_partial_kernel.py, docs/benchmarks.md "Twelfth session") at
+    m = 8 for K = 100 (6 and 12 no better) and 16-24 for K = 400 (8 slower)."""
+    K = int(n_components)
+    return min(64, K, max(8, K // 25))
 
 
 def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads: int, dtype,
-                     old=None):
+                     old=None, top_size: Optional[int] = None, with_top: bool = True):
     """The prior bucket's tables of ``phi_v. b`` for the terms with ``rows[v] >= 0``
+    and every term's top set of ``m = min(top_size, K)`` entries (None: :func:`default_top_size`)
     (:func:`pygbn.inference._partial.build_prior_tables`): ``(rows, cum, guide,
-    mass)``, ``cum`` (n_tables, K) float32 and ``guide`` (n_tables,
-    GUIDE_CELLS K) of the labels' ``dtype``; the arrays of ``old`` (tables of
-    the same shapes) are reused."""
+    mass, top)``, ``cum`` (n_tables, K) float32, ``guide`` (n_tables,
+    GUIDE_CELLS K) of the labels' ``dtype`` and ``top`` (V, 2 + m + ceil(m / 2)
+    + ceil(K / 8)) float64, or with no rows when ``with_top`` is False; the
+    arrays of ``old`` (tables of the same shapes) are reused."""
     V, K = phi.shape
+    m = min(int(default_top_size(K) if top_size is None else top_size), K)
+    if not 0 <= m <= 64:
+        raise ValueError(f"top_size must be in [0, 64], got {top_size}")
+    width = 2 + m + (m + 1) // 2 + (K + 7) // 8
     n_tab = int(rows.max()) + 1 if V else 0
     M = _partial.GUIDE_CELLS * K
-    if old is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) and old[2].dtype == dtype:
+    if old is not None and old[1] is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) \
+            and old[2].dtype == dtype:
         cum, guide = old[1], old[2]
     else:
         cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, M), dtype=dtype)
-    mass = old[3] if old is not None and old[3].shape == (V,) else np.empty(V)
-    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, n_threads)
-    return rows, cum, guide, mass
+    mass = old[3] if old is not None and old[3] is not None and old[3].shape == (V,) else np.empty(V)
+    top = old[4] if old is not None else None
+    hint = top is not None and top.shape == (V, width)
+    if not with_top:
+        top, hint = np.empty((0, width)), False
+    elif not hint:
+        top = np.empty((V, width))
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, top, n_threads, hint)
+    return rows, cum, guide, mass, top
 
 
 def proposal_shape(network) -> np.ndarray:
@@ -351,15 +420,16 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     nt = sampler.n_threads
     bounds, streams = sampler._blocks(blocks)
     b = proposal_shape(net)
-    tables = tokens.prior_tables(phi, b, nt)
+    tables = tokens.prior_tables(phi, b, nt, tokens.wants_top_sets())
     njk = tokens.doc_counts
     args = (tokens.indices, tokens.values)
-    prop = acc = 0
+    work = float(tokens.REJECTION_WORK)
+    prop = acc = rej = 0
     if net.depth == 1:
-        pa, ac = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :], b,
-                                        *tables, bounds, streams, njk, tokens.MH_STEPS, nt,
-                                        tokens.INCLUDE_SELF, True)
-        prop, acc = prop + pa, acc + ac
+        pa, ac, rj = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :],
+                                            b, *tables, bounds, streams, njk, tokens.MH_STEPS, nt,
+                                            tokens.INCLUDE_SELF, True, work)
+        prop, acc, rej = prop + pa, acc + ac, rej + rj
     else:
         upper = net.layers[1]
         theta_up, phi_up = np.ascontiguousarray(upper.theta), np.ascontiguousarray(upper.phi)
@@ -373,12 +443,13 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
             prior = buf[:hi - lo]
             # a row's prior does not depend on the block it is in (_upper.doc_prior)
             _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
-            pa, ac = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
-                                            tokens.labels, phi, prior, b, *tables,
-                                            np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
-                                            njk[lo:hi], tokens.MH_STEPS, nt, tokens.INCLUDE_SELF)
-            prop, acc = prop + pa, acc + ac
+            pa, ac, rj = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
+                                                tokens.labels, phi, prior, b, *tables,
+                                                np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
+                                                njk[lo:hi], tokens.MH_STEPS, nt, tokens.INCLUDE_SELF, False, work)
+            prop, acc, rej = prop + pa, acc + ac, rej + rj
     tokens.acceptance = acc / prop if prop else float("nan")
+    tokens.rejection_tokens = rej
     if prop:
         logger.debug("partial layer one: %d Metropolis-Hastings proposals, %.3f accepted", prop,
                      tokens.acceptance)
