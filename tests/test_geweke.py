@@ -163,12 +163,11 @@ def _top_of_one(monkeypatch, work):
     bucket for every document (``work`` 0) or as the switch chooses (``work`` 0.5: the
     documents with n_t n_cells / n_doc >= p / 2, the others by the list, both in
     about 10-35% of the sweeps at T = 1-3; the default threshold gives these tiny
-    documents the list), with the top sets in every sweep."""
+    documents the list), with the top sets whenever a document takes rejection."""
     from pygbn.inference.partial import PartialState
 
     monkeypatch.setattr(PartialState, "TOP_SIZE", 1)
     monkeypatch.setattr(PartialState, "REJECTION_WORK", work)
-    monkeypatch.setattr(PartialState, "TOP_MIN_TOKENS_PER_TERM", 0.0)
 
 
 @pytest.mark.parametrize("work", [0.0, 0.5], ids=["rejection", "switch"])

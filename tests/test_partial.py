@@ -12,7 +12,7 @@ from pygbn._utils import BlockStreams
 from pygbn.inference import GibbsSampler, check_invariants
 from pygbn.inference import _blocked, _partial
 from pygbn.inference.collapsed_state import label_dtype
-from pygbn.inference.partial import PartialState, default_top_size, new_prior_tables, proposal_shape
+from pygbn.inference.partial import PartialState, default_top_size, new_prior_tables, proposal_shape, sample_layer_one_partial
 from pygbn.model import PoissonLink
 
 
@@ -316,7 +316,6 @@ def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work
     Y = PoissonLink().check_data(_corpus())
     n_tok = int(Y.sum())
     monkeypatch.setattr(PartialState, "REJECTION_WORK", work)
-    monkeypatch.setattr(PartialState, "TOP_MIN_TOKENS_PER_TERM", 0.0)
     chains = []
     for nj in (1, 2):
         monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", 10**9 if nj == 1 else 0)
@@ -346,7 +345,7 @@ def test_switch_without_top_sets_is_the_list():
     """A sweep without top sets draws what the list bucket draws for every document
     (the same labels from the same streams) and counts the same tokens that the switch
     would give rejection; the top sets are built for the next sweep only when the last
-    one had at least TOP_MIN_TOKENS_PER_TERM such tokens a term."""
+    sweep whose rule gives some document rejection (PartialState.rejection_ahead)."""
     Y = PoissonLink().check_data(_corpus(J=200))
     s = GibbsSampler.for_training(Y, 8, method="partial", random_state=3)
     tok = s.tokens
@@ -365,11 +364,17 @@ def test_switch_without_top_sets_is_the_list():
     np.testing.assert_array_equal(out[0][0], out[1][0])
     assert 0 < out[0][1] == out[2][1] < Y.sum() and out[1][1] == 0
     assert not np.array_equal(out[0][0], out[2][0])
-    assert tok.rejection_tokens is None and tok.wants_top_sets()
-    tok.rejection_tokens = int(tok.TOP_MIN_TOKENS_PER_TERM * tok.n_terms) - 1
-    assert not tok.wants_top_sets()
-    tok.rejection_tokens += 1
-    assert tok.wants_top_sets()
+    # the top sets are built exactly when the rule gives some document rejection: the
+    # kernel's own count of such tokens, whatever the tables hold
+    for work in (0.0, 1.0, 2.0, 3.0, 5.0, 8.0, np.inf):
+        for lo, hi in ((0, 200), (0, 50), (150, 200), (37, 38)):
+            njk = tok.doc_counts.copy()
+            res = _partial.partial_sweep(tok.indptr[lo:hi + 1], tok.indices, tok.values, tok.doc_ptr[lo:hi + 1],
+                                         tok.labels.copy(), phi, b[None, :], b, *_tables_for(tables, "list")[0],
+                                         np.array([0, hi - lo], dtype=np.int64), streams.addresses[:1],
+                                         njk[lo:hi], 2, 1, False, True, work)
+            assert tok.rejection_ahead(lo, hi, 1.0, work) == (res[2] > 0), (work, lo, hi, res[2])
+    assert tok.rejection_ahead(0, 200, 1.0, 2.0) and not tok.rejection_ahead(0, 200, 1.0, np.inf)
     tok.phi_stamp += 1
     assert tok.prior_tables(phi, b, 1, with_top=False)[4].shape[0] == 0
     assert tok.prior_tables(phi, b, 1, with_top=True)[4].shape[0] == tok.n_terms
@@ -538,3 +543,41 @@ def test_term_split_balances_the_tokens():
         shares = np.diff(np.r_[0, np.cumsum(state.term_tokens)][split]) / state.term_tokens.sum()
         largest = state.term_tokens.max() / state.term_tokens.sum()
         assert np.all(np.abs(shares - 1 / nt) <= largest + 1e-12)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_documents_divided_draw_the_same_labels(monkeypatch, depth):
+    """The layer-one update of all document blocks at once, and of the blocks in two
+    parts (as Dask partitions sweep their own, each with its own history), draw the
+    same labels: a sweep builds the top sets exactly when one of its documents takes
+    rejection, whatever the last sweep of its documents did, so no document's bucket
+    depends on the others.  The first part's long documents take rejection, the
+    second part's short ones the list; each part is swept as if its last sweep had
+    given no document rejection, with fresh tables (a new Phi^(1) stamp)."""
+    rng = np.random.default_rng(5)
+    V = 40
+    long_docs = rng.poisson(rng.gamma(2.0, 1.0, size=(128, 8)) @ rng.dirichlet(np.full(V, 0.3), size=8) * 4)
+    short = np.zeros((128, V), dtype=np.int64)
+    short[np.arange(128), rng.integers(0, V, 128)] = 10         # one cell of 10 tokens: n_t / 10 < 1
+    Y = PoissonLink().check_data(np.vstack([long_docs, short]))
+    monkeypatch.setattr(PartialState, "REJECTION_WORK", 1.0)
+    monkeypatch.setattr(PartialState, "TOP_SIZE", 2)              # the rejection draw is not the list's
+    states = []
+    for parts in ([None], [(0, 1), (1, 2)], [(1, 2), (0, 1)]):
+        s = GibbsSampler.for_training(Y, 8, method="partial", random_state=11)
+        if depth == 2:
+            s.sweep(update_p_c=False)
+            s.add_layer(0.05)
+        assert len(s.bounds) == 3
+        tok = s.tokens
+        p = 1.0 if depth == 1 else float(tok.MH_STEPS)
+        assert tok.rejection_ahead(0, 128, p, 1.0) and not tok.rejection_ahead(128, 256, p, 1.0)
+        for part in parts:
+            if part is not None:          # as if this part's last sweep had given no document rejection
+                tok.rejection_tokens = 0
+            tok.phi_stamp += 1
+            sample_layer_one_partial(s, blocks=part)
+            assert tok.rejection_tokens > 0 if part in (None, (0, 1)) else tok.rejection_tokens == 0
+        states.append(tok.labels.copy())
+    np.testing.assert_array_equal(states[0], states[1])
+    np.testing.assert_array_equal(states[0], states[2])

@@ -24,8 +24,7 @@ captured arguments it names (``inspect.signature``); the input is captured
 from this tree's ``partial.py``, so the base must not need one this tree
 does not pass; counts the base's ``partial_sweep`` does not return are
 given to this tree's driver as 0, and the top sets of the rejection bucket are
-built for every sweep (``PartialState.TOP_MIN_TOKENS_PER_TERM = 0``, where
-there is one).  Prints the captured state's mean topics a document.
+built as this tree's driver decides (whenever a document takes rejection).  Prints the captured state's mean topics a document.
 """
 from __future__ import annotations
 
@@ -73,13 +72,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from pygbn.inference import GibbsSampler, _partial
-    from pygbn.inference.partial import PartialState
     from pygbn.model import PoissonLink
 
     base = _load_base(args.base)
-    if hasattr(PartialState, "TOP_MIN_TOKENS_PER_TERM"):
-        # the top sets in every sweep's tables: the base cannot count the tokens that decide it
-        PartialState.TOP_MIN_TOKENS_PER_TERM = 0.0
     X = sp.load_npz(args.corpus).tocsr()
     Y = PoissonLink().check_data(X)
     s = GibbsSampler.for_training(Y, args.K, method="partial", n_jobs=1, random_state=0)

@@ -125,11 +125,6 @@ class PartialState(TokenLabels):
     #: 1.25 tokens a cell) by rejection, the real corpora after a few sweeps by the list
     #: (docs/benchmarks.md, "Thirteenth session")
     REJECTION_WORK = 20.0
-    #: the top sets (a pass over Phi^(1) per draw) are built for a sweep only when the
-    #: last sweep had at least this many tokens a term in documents that the switch gave
-    #: the rejection bucket (or no sweep was made yet); without them every document takes
-    #: the list (speed only)
-    TOP_MIN_TOKENS_PER_TERM = 32.0
 
     def __init__(self, indptr, indices, values, labels, n_terms: int, n_components: int):
         super().__init__(indptr, indices, values, labels, n_terms, n_components)
@@ -316,13 +311,26 @@ class PartialState(TokenLabels):
             self._top = tables[4]
         return tables
 
-    def wants_top_sets(self) -> bool:
-        """Whether the next sweep's tables should hold the top sets: no sweep made
-        yet, or the last one had at least ``TOP_MIN_TOKENS_PER_TERM`` tokens a term
-        in cells that the switch gave the rejection bucket (a function of the
-        chain's state, the same for any thread count; speed only)."""
-        return self.rejection_tokens is None \
-            or self.rejection_tokens >= self.TOP_MIN_TOKENS_PER_TERM * self.n_terms
+    def rejection_ahead(self, lo: int, hi: int, p: float, work: float) -> bool:
+        """Whether the switch will give the rejection bucket to one of the documents
+        ``lo:hi`` in the coming sweep: the kernel's rule (``_partial._use_rejection``,
+        ``n_t n_cells / n_doc >= work p``, the same float64 operations) on their counts
+        before it (a document's counts change only in its own sweep).  The top sets (a
+        pass over Phi^(1) per draw) are built for the sweep exactly then.  A function of
+        these documents' state alone: a part of the documents (a block range, a Dask
+        partition) builds them whenever one of its documents takes rejection, so every
+        document draws from the same bucket however the documents are divided."""
+        n_doc = np.diff(self.doc_ptr[lo:hi + 1]).astype(np.float64)
+        cells = np.diff(self.indptr[lo:hi + 1]).astype(np.float64)
+        njk = self.doc_counts
+        bound = (float(work) * float(p)) * n_doc
+        cand = np.flatnonzero((n_doc > 0) & (np.minimum(n_doc, float(njk.shape[1])) * cells >= bound))
+        for c0 in range(0, cand.size, 4096):
+            idx = cand[c0:c0 + 4096]
+            n_t = np.count_nonzero(njk[lo + idx], axis=1).astype(np.float64)
+            if np.any(n_t * cells[idx] >= bound[idx]):
+                return True
+        return False
 
 
 def default_top_size(n_components: int) -> int:
@@ -420,10 +428,12 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     nt = sampler.n_threads
     bounds, streams = sampler._blocks(blocks)
     b = proposal_shape(net)
-    tables = tokens.prior_tables(phi, b, nt, tokens.wants_top_sets())
+    work = float(tokens.REJECTION_WORK)
+    p_tok = 1.0 if net.depth == 1 or tokens.MH_STEPS < 0 else float(tokens.MH_STEPS)
+    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
+    tables = tokens.prior_tables(phi, b, nt, tokens.rejection_ahead(lo, hi, p_tok, work))
     njk = tokens.doc_counts
     args = (tokens.indices, tokens.values)
-    work = float(tokens.REJECTION_WORK)
     prop = acc = rej = 0
     if net.depth == 1:
         pa, ac, rj = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :],
