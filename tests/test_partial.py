@@ -341,11 +341,17 @@ def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work
     assert 0.0 < a.tokens.acceptance <= 1.0
 
 
+def _ahead(tok, lo, hi, shared, work):
+    """_partial.rejection_ahead for the documents lo:hi of ``tok``."""
+    return _partial.rejection_ahead(tok.indptr[lo:hi + 1], tok.doc_ptr[lo:hi + 1], tok.doc_counts[lo:hi], shared,
+                                    tok.MH_STEPS, work)
+
+
 def test_switch_without_top_sets_is_the_list():
     """A sweep without top sets draws what the list bucket draws for every document
     (the same labels from the same streams) and counts the same tokens that the switch
     would give rejection; the top sets are built for the next sweep only when the last
-    sweep whose rule gives some document rejection (PartialState.rejection_ahead)."""
+    sweep whose rule gives some document rejection (_partial.rejection_ahead)."""
     Y = PoissonLink().check_data(_corpus(J=200))
     s = GibbsSampler.for_training(Y, 8, method="partial", random_state=3)
     tok = s.tokens
@@ -373,8 +379,8 @@ def test_switch_without_top_sets_is_the_list():
                                          tok.labels.copy(), phi, b[None, :], b, *_tables_for(tables, "list")[0],
                                          np.array([0, hi - lo], dtype=np.int64), streams.addresses[:1],
                                          njk[lo:hi], 2, 1, False, True, work)
-            assert tok.rejection_ahead(lo, hi, 1.0, work) == (res[2] > 0), (work, lo, hi, res[2])
-    assert tok.rejection_ahead(0, 200, 1.0, 2.0) and not tok.rejection_ahead(0, 200, 1.0, np.inf)
+            assert _ahead(tok, lo, hi, True, work) == (res[2] > 0), (work, lo, hi, res[2])
+    assert _ahead(tok, 0, 200, True, 2.0) and not _ahead(tok, 0, 200, True, np.inf)
     tok.phi_stamp += 1
     assert tok.prior_tables(phi, b, 1, with_top=False)[4].shape[0] == 0
     assert tok.prior_tables(phi, b, 1, with_top=True)[4].shape[0] == tok.n_terms
@@ -570,8 +576,7 @@ def test_documents_divided_draw_the_same_labels(monkeypatch, depth):
             s.add_layer(0.05)
         assert len(s.bounds) == 3
         tok = s.tokens
-        p = 1.0 if depth == 1 else float(tok.MH_STEPS)
-        assert tok.rejection_ahead(0, 128, p, 1.0) and not tok.rejection_ahead(128, 256, p, 1.0)
+        assert _ahead(tok, 0, 128, depth == 1, 1.0) and not _ahead(tok, 128, 256, depth == 1, 1.0)
         for part in parts:
             if part is not None:          # as if this part's last sweep had given no document rejection
                 tok.rejection_tokens = 0

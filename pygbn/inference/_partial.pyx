@@ -235,13 +235,39 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
             return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
 
 
-cdef inline bint _use_rejection(const Doc *d, int64_t n_doc, int64_t n_cells, double p, double work) noexcept nogil:
+cdef inline bint _use_rejection(const doc_count_t *row, Py_ssize_t K, int64_t n_doc, int64_t n_cells,
+                                double p, double work) noexcept nogil:
     """The switch between the buckets for a document of ``n_doc`` tokens in ``n_cells``
-    stored cells, ``d.n_topics`` topics at the start of its sweep and ``p`` proposals a
-    token: rejection when ``n_topics n_cells / n_doc >= work p`` (the list's pass over the
-    document's topics once a cell, per token, against the rejection draw's work per
-    proposal), else the list.  A function of the document's state only."""
-    return <double> d.n_topics * <double> n_cells >= work * p * <double> n_doc
+    stored cells, counts ``row`` (n_jk) at the start of its sweep and ``p`` proposals a
+    token: rejection when ``n_t n_cells / n_doc >= work p``, n_t its topics (the list's pass
+    over them once a cell, per token, against the rejection draw's work per proposal), else
+    the list; n_t counted only when the rule could hold with n_t = min(n_doc, K)."""
+    cdef double bound = work * p * <double> n_doc
+    cdef int64_t nz = 0
+    cdef Py_ssize_t k
+    if not <double> (n_doc if n_doc < K else K) * <double> n_cells >= bound:
+        return False
+    for k in range(K):
+        nz += row[k] != 0
+    return <double> nz * <double> n_cells >= bound
+
+
+def rejection_ahead(const int64_t[::1] indptr, const int64_t[::1] doc_ptr, const doc_count_t[:, ::1] njk,
+                    bint shared_prior, int mh_steps, double rejection_work):
+    """Whether :func:`partial_sweep` with these arguments would give the rejection bucket
+    to one of the documents ``0:len(doc_ptr) - 1`` (rows of ``njk``): the same rule on
+    the same counts (a document's counts change only in its own sweep)."""
+    cdef Py_ssize_t j, K = njk.shape[1]
+    cdef int64_t n_doc
+    cdef double p = 1.0 if shared_prior or mh_steps < 0 else <double> mh_steps
+    cdef bint hit = False
+    with nogil:
+        for j in range(doc_ptr.shape[0] - 1):
+            n_doc = doc_ptr[j + 1] - doc_ptr[j]
+            if n_doc > 0 and _use_rejection(&njk[j, 0], K, n_doc, indptr[j + 1] - indptr[j], p, rejection_work):
+                hit = True
+                break
+    return hit
 
 
 cdef inline int32_t _mh_step(Uni *g, const Doc *d, int32_t z, double *wz, int32_t t,
@@ -352,7 +378,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     still counts the tokens of the documents that the switch gives rejection)."""
     cdef Doc d
     cdef Py_ssize_t j, i, c, k, K = sw.K, M = _GUIDE_CELLS * sw.K
-    cdef int64_t tok, tok0, n, n_doc, nz, c_end = indptr[j1]
+    cdef int64_t tok, tok0, n, n_doc, c_end = indptr[j1]
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
     cdef bint exact = sw.exact, include_self = sw.include_self, rej
@@ -393,16 +419,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
         if n_doc <= 0:
             continue
         row = njk + j * K
-        # the document's topics n_t, from its counts n_jk (a count without branches, made only when
-        # the switch could choose rejection with n_t = min(n_doc, K)), choose its bucket
-        d.n_topics = <int32_t> (n_doc if n_doc < K else K)
-        rej = _use_rejection(&d, n_doc, indptr[j + 1] - indptr[j], p_tok, work)
-        if rej:
-            nz = 0
-            for k in range(K):
-                nz += row[k] != 0
-            d.n_topics = <int32_t> nz
-            rej = _use_rejection(&d, n_doc, indptr[j + 1] - indptr[j], p_tok, work)
+        rej = _use_rejection(row, K, n_doc, indptr[j + 1] - indptr[j], p_tok, work)
         if rej:
             counters[2] += n_doc
         rej = rej and top != NULL

@@ -311,28 +311,6 @@ class PartialState(TokenLabels):
             self._top = tables[4]
         return tables
 
-    def rejection_ahead(self, lo: int, hi: int, p: float, work: float) -> bool:
-        """Whether the switch will give the rejection bucket to one of the documents
-        ``lo:hi`` in the coming sweep: the kernel's rule (``_partial._use_rejection``,
-        ``n_t n_cells / n_doc >= work p``, the same float64 operations) on their counts
-        before it (a document's counts change only in its own sweep).  The top sets (a
-        pass over Phi^(1) per draw) are built for the sweep exactly then.  A function of
-        these documents' state alone: a part of the documents (a block range, a Dask
-        partition) builds them whenever one of its documents takes rejection, so every
-        document draws from the same bucket however the documents are divided."""
-        n_doc = np.diff(self.doc_ptr[lo:hi + 1]).astype(np.float64)
-        cells = np.diff(self.indptr[lo:hi + 1]).astype(np.float64)
-        njk = self.doc_counts
-        bound = (float(work) * float(p)) * n_doc
-        cand = np.flatnonzero((n_doc > 0) & (np.minimum(n_doc, float(njk.shape[1])) * cells >= bound))
-        for c0 in range(0, cand.size, 4096):
-            idx = cand[c0:c0 + 4096]
-            n_t = np.count_nonzero(njk[lo + idx], axis=1).astype(np.float64)
-            if np.any(n_t * cells[idx] >= bound[idx]):
-                return True
-        return False
-
-
 def default_top_size(n_components: int) -> int:
     """Entries m of a term's top set for K factors: ``max(8, K // 25)``, at most
     64 and K.  Speed only: the kernel's trials per token fall with m (about 1.9
@@ -429,10 +407,14 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     bounds, streams = sampler._blocks(blocks)
     b = proposal_shape(net)
     work = float(tokens.REJECTION_WORK)
-    p_tok = 1.0 if net.depth == 1 or tokens.MH_STEPS < 0 else float(tokens.MH_STEPS)
-    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
-    tables = tokens.prior_tables(phi, b, nt, tokens.rejection_ahead(lo, hi, p_tok, work))
     njk = tokens.doc_counts
+    # the top sets (a pass over Phi^(1)) for this sweep exactly when the switch gives one of its
+    # documents rejection: a function of these documents alone, so a document's bucket does not
+    # depend on how the documents are divided (block ranges, Dask partitions)
+    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
+    with_top = _partial.rejection_ahead(tokens.indptr[lo:hi + 1], tokens.doc_ptr[lo:hi + 1], njk[lo:hi],
+                                        net.depth == 1, tokens.MH_STEPS, work)
+    tables = tokens.prior_tables(phi, b, nt, with_top)
     args = (tokens.indices, tokens.values)
     prop = acc = rej = 0
     if net.depth == 1:
