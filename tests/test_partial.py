@@ -320,6 +320,7 @@ def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work
     for nj in (1, 2):
         monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", 10**9 if nj == 1 else 0)
         monkeypatch.setattr(PartialState, "TABLE_DENSE_FRACTION", 1 if nj == 1 else 10**9)
+        monkeypatch.setattr(PartialState, "TABLE_PRIOR_DRAWS", 0.0)
         s = GibbsSampler.for_training(Y, 8, method="partial", n_jobs=nj, random_state=4)
         shares = []
         for T in (1, 2, 3):
@@ -586,3 +587,105 @@ def test_documents_divided_draw_the_same_labels(monkeypatch, depth):
         states.append(tok.labels.copy())
     np.testing.assert_array_equal(states[0], states[1])
     np.testing.assert_array_equal(states[0], states[2])
+
+
+def test_prior_draws_are_counted_and_choose_the_tables(monkeypatch):
+    """The sweep counts its prior-bucket draws (about every token when the prior
+    bucket dominates, only the tokens alone in their documents when it is
+    negligible); the state keeps them per swept
+    token, and the terms with ``rate n_v >= TABLE_PRIOR_DRAWS`` (rate rounded down
+    to a power of two) get tables.  Which terms have tables changes no draw."""
+    Y = PoissonLink().check_data(_corpus(J=200))
+    n_tok = int(Y.sum())
+    s = GibbsSampler.for_training(Y, 8, method="partial", random_state=6)
+    tok = s.tokens
+    phi = s.network.layers[0].phi
+    tables = tok.prior_tables(phi, np.ones(8), 1)
+    counts = []
+    streams = BlockStreams(np.random.default_rng(1), 1)
+    for scale in (1e9, 1e-9):
+        b = np.full(8, scale)
+        tb = tok.prior_tables(phi, b, 1)
+        res = _partial.partial_sweep(tok.indptr, tok.indices, tok.values, tok.doc_ptr, tok.labels.copy(), phi,
+                                     b[None, :], b, *tb, np.array([0, 200], dtype=np.int64),
+                                     streams.addresses, tok.doc_counts.copy(), 2, 1, False, True, 2.0)
+        counts.append(res[3])
+    # (the tokens alone in their document draw from the prior bucket whatever its size)
+    alone = int(np.sum(np.diff(tok.doc_ptr) == 1))
+    assert counts[0] > 0.99 * n_tok and counts[1] == alone < 0.1 * n_tok, (counts, alone, n_tok)
+    assert tables is not None
+    assert tok.prior_rate is None
+    s.sweep(update_p_c=False)
+    assert 0.0 < tok.prior_rate < 1.0
+    rate = 2.0 ** np.floor(np.log2(tok.prior_rate))
+    n_v = tok.term_tokens
+    K = tok.n_components
+    want = (n_v >= tok.TABLE_MIN_TOKENS) & (tok.TABLE_DENSE_FRACTION * n_v >= K) & (rate * n_v >= tok.TABLE_PRIOR_DRAWS)
+    np.testing.assert_array_equal(tok.table_rows(tok.n_terms, K) >= 0, want)
+    # the same chain with tables for every term and for none
+    chains = []
+    for min_tokens, draws in ((0, 0.0), (10**9, 4.0)):
+        monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", min_tokens)
+        monkeypatch.setattr(PartialState, "TABLE_DENSE_FRACTION", 10**9)
+        monkeypatch.setattr(PartialState, "TABLE_PRIOR_DRAWS", draws)
+        c = GibbsSampler.for_training(Y, 8, method="partial", random_state=6)
+        for it in range(4):
+            c.sweep(update_p_c=it > 0)
+        has = c.tokens.table_rows(c.tokens.n_terms, 8) >= 0
+        np.testing.assert_array_equal(has, (c.tokens.term_tokens > 0) & (min_tokens == 0))
+        chains.append(c.tokens.labels.copy())
+    np.testing.assert_array_equal(chains[0], chains[1])
+
+
+def test_top_sets_of_the_rejection_documents_terms_alone():
+    """``rejection_ahead`` marks the terms of the documents the switch gives rejection
+    (or gives up past ``mark_cells`` cells), and a sweep with the top sets of those
+    terms alone (the other rows not a top set at all) draws what it draws with every
+    term's; asking the same Phi for more terms builds the missing ones."""
+    rng = np.random.default_rng(9)
+    V = 60
+    long_docs = rng.poisson(rng.gamma(2.0, 1.0, size=(3, 8)) @ rng.dirichlet(np.full(V, 0.1), size=8) * 4)
+    short = np.zeros((60, V), dtype=np.int64)
+    short[np.arange(60), rng.integers(0, V, 60)] = 15                      # one cell: n_t / 15 < 1
+    Y = PoissonLink().check_data(np.vstack([short, long_docs, short]))     # three rejection documents
+    s = GibbsSampler.for_training(Y, 8, method="partial", random_state=2)
+    tok = s.tokens
+    phi = s.network.layers[0].phi
+    b = proposal_shape(s.network)
+    J = Y.shape[0]
+    work = 1.0
+    terms = np.zeros(V, dtype=np.uint8)
+    found = _partial.rejection_ahead(tok.indptr, tok.doc_ptr, tok.doc_counts, True, 2, work, tok.indices, terms,
+                                     tok.indices.size)
+    # the rule by hand: n_t n_cells / n_doc >= work
+    n_t = np.count_nonzero(tok.doc_counts, axis=1)
+    cells, n_doc = np.diff(tok.indptr), np.diff(tok.doc_ptr)
+    rej = n_t * cells >= work * n_doc
+    assert found == rej.sum() == 3
+    np.testing.assert_array_equal(terms.astype(bool), np.isin(np.arange(V), Y[np.flatnonzero(rej)].indices))
+    assert terms.sum() < V
+    assert _partial.rejection_ahead(tok.indptr, tok.doc_ptr, tok.doc_counts, True, 2, work, tok.indices,
+                                    np.zeros(V, dtype=np.uint8), 1) == -1
+    assert _partial.rejection_ahead(tok.indptr, tok.doc_ptr, tok.doc_counts, True, 2, work) == 1
+    full = tok.prior_tables(phi, b, 1, with_top=True)
+    full = full[:4] + (full[4].copy(),)
+    tok.phi_stamp += 1
+    part = tok.prior_tables(phi, b, 1, with_top=terms)
+    np.testing.assert_array_equal(part[4][terms == 1], full[4][terms == 1])
+    part[4][terms == 0] = np.nan                      # not read by the sweep
+    out = []
+    for tb in (full, part):
+        labels, njk = tok.labels.copy(), tok.doc_counts.copy()
+        streams = BlockStreams(np.random.default_rng(4), 1)
+        res = _partial.partial_sweep(tok.indptr, tok.indices, tok.values, tok.doc_ptr, labels, phi, b[None, :], b,
+                                     *tb, np.array([0, J], dtype=np.int64), streams.addresses, njk, 2, 1, False,
+                                     True, work)
+        assert res[2] == n_doc[rej].sum()
+        out.append(labels)
+    np.testing.assert_array_equal(out[0], out[1])
+    # the same Phi, more terms: the missing top sets are built, the tables kept
+    more = np.ones(V, dtype=np.uint8)
+    again = tok.prior_tables(phi, b, 1, with_top=more)
+    assert again[1] is part[1]
+    np.testing.assert_array_equal(again[4], full[4])
+    assert tok.prior_tables(phi, b, 1, with_top=terms) is again

@@ -85,7 +85,7 @@ def main(argv=None):
     def run_base(*a, **kw):
         # (counts that the base does not return, e.g. the rejection tokens, as 0 for this tree's partial.py)
         out = tuple(base.partial_sweep(*_for(base.partial_sweep, names, a), **kw))
-        return out + (0,) * (3 - len(out))
+        return out + (0,) * (4 - len(out))
 
     def capture(*a, **kw):
         captured.append((list(a), kw))

@@ -28,6 +28,7 @@ cdef struct Doc:
     const double *b             # the proposal's shared shape b_k
     double lam                  # lambda_j
     double u_prior              # the uniform of the next prior-bucket draw
+    int64_t n_prior             # prior-bucket draws made (a speed statistic: which terms get tables)
 
 
 cdef struct Sweep:

@@ -193,6 +193,7 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
     if P > 0.0:
         up = d.u_prior
         d.u_prior = _uniform(g)
+        d.n_prior += 1
         return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
     return _pick_doc(d, phi_v, _uniform(g) * D)
 
@@ -232,6 +233,7 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
         elif P > 0.0:
             up = d.u_prior
             d.u_prior = _uniform(g)
+            d.n_prior += 1
             return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
 
 
@@ -253,21 +255,37 @@ cdef inline bint _use_rejection(const doc_count_t *row, Py_ssize_t K, int64_t n_
 
 
 def rejection_ahead(const int64_t[::1] indptr, const int64_t[::1] doc_ptr, const doc_count_t[:, ::1] njk,
-                    bint shared_prior, int mh_steps, double rejection_work):
+                    bint shared_prior, int mh_steps, double rejection_work,
+                    const int32_t[::1] indices=None, uint8_t[::1] terms=None, int64_t mark_cells=0):
     """Whether :func:`partial_sweep` with these arguments would give the rejection bucket
     to one of the documents ``0:len(doc_ptr) - 1`` (rows of ``njk``): the same rule on
-    the same counts (a document's counts change only in its own sweep)."""
+    the same counts (a document's counts change only in its own sweep).  Returns 1 at
+    the first such document, 0 if there is none.
+
+    With ``indices`` (the data's terms, indexed by ``indptr``) and ``terms`` (uint8, one
+    entry per term): ``terms[v]`` is set to 1 for every term v of those documents (the
+    terms whose top sets the sweep reads: :func:`build_prior_tables`' ``top_terms``), and
+    the number of such documents is returned; or -1 as soon as their stored cells exceed
+    ``mark_cells`` (then most terms are likely among them: build every top set)."""
     cdef Py_ssize_t j, K = njk.shape[1]
-    cdef int64_t n_doc
+    cdef int64_t n_doc, c, cells = 0
     cdef double p = 1.0 if shared_prior or mh_steps < 0 else <double> mh_steps
-    cdef bint hit = False
+    cdef bint mark = terms is not None and indices is not None
+    cdef Py_ssize_t hits = 0
     with nogil:
         for j in range(doc_ptr.shape[0] - 1):
             n_doc = doc_ptr[j + 1] - doc_ptr[j]
             if n_doc > 0 and _use_rejection(&njk[j, 0], K, n_doc, indptr[j + 1] - indptr[j], p, rejection_work):
-                hit = True
-                break
-    return hit
+                hits += 1
+                if not mark:
+                    break
+                cells += indptr[j + 1] - indptr[j]
+                if cells > mark_cells:
+                    hits = -1
+                    break
+                for c in range(indptr[j], indptr[j + 1]):
+                    terms[indices[c]] = 1
+    return hits
 
 
 cdef inline int32_t _mh_step(Uni *g, const Doc *d, int32_t z, double *wz, int32_t t,
@@ -413,6 +431,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     for k in range(K):
         d.pos[k] = -1
     d.u_prior = _uniform(g)
+    d.n_prior = 0
     for j in range(j0, j1):
         tok = tok0 = doc_ptr[j]
         n_doc = doc_ptr[j + 1] - tok
@@ -500,6 +519,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             d.nj[s] = 0
             d.pos[s] = -1
         d.n_topics = 0
+    counters[3] += d.n_prior
     free(d.nj); free(d.topics); free(d.pos); free(d.cnt)
     return 0
 
@@ -567,10 +587,12 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
 
     Returns
     -------
-    (proposals, accepted, rejection_tokens) : (int, int, int)
-        Metropolis-Hastings proposals made and accepted (0, 0 when exact), and
-        the tokens of the cells that the switch gave the rejection bucket
-        (counted with or without ``top``'s rows).
+    (proposals, accepted, rejection_tokens, prior_draws) : (int, int, int, int)
+        Metropolis-Hastings proposals made and accepted (0, 0 when exact), the
+        tokens of the cells that the switch gave the rejection bucket
+        (counted with or without ``top``'s rows), and the proposals drawn from
+        the prior bucket (which terms get tables next time:
+        :meth:`pygbn.inference.partial.PartialState.prior_tables`).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1, K = phi.shape[1], blk, i
     cdef bint shared = shared_prior
@@ -579,9 +601,9 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     cdef int64_t[:, ::1] counters = None
     cdef Sweep sw
     if n_blocks <= 0:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     import numpy as np
-    counters = np.zeros((n_blocks, 3), dtype=np.int64)
+    counters = np.zeros((n_blocks, 4), dtype=np.int64)
     for i in range(K):
         bsum += b[i]
     sw.indices = &indices[0] if indices.shape[0] else NULL
@@ -607,12 +629,12 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     if n_failed:
         raise MemoryError(f"partial_sweep: scratch memory of {n_failed} document block(s) could not be allocated")
     tot = np.asarray(counters).sum(axis=0)
-    return int(tot[0]), int(tot[1]), int(tot[2])
+    return int(tot[0]), int(tot[1]), int(tot[2]), int(tot[3])
 
 
 def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int64_t[::1] table_row,
                        float[:, ::1] cum, topic_t[:, ::1] guide, double[::1] mass, double[:, ::1] top,
-                       int n_threads, bint top_hint=False):
+                       int n_threads, bint top_hint=False, const uint8_t[::1] top_terms=None):
     """The prior bucket's totals and tables: ``mass[v] = Q_v = sum_k phi_vk b_k``
     for every term, and for a term with ``table_row[v] = t >= 0`` the
     inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = C_k / Q_v`` in
@@ -635,11 +657,16 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     ``h_v`` the (m+1)-th largest (0 when m = K), m = :c:func:`top_size` of
     ``top``'s width (at most K and 64; :c:func:`_top_set`).  ``top_hint``: ``top``
     holds the top sets of an earlier Phi of the same shape, whose bounds speed up
-    the selection (the same result).  ``top`` with no rows: no top sets.
+    the selection (the same result; any values there give the same sets).  ``top``
+    with no rows: no top sets.  ``top_terms`` (uint8, one entry per term): the top
+    sets of the terms with a non-zero entry alone (the others' rows are left as
+    they are); a term's top set is a function of its row of ``phi`` alone, so
+    building fewer changes no draw of the sweeps that read only those.
     """
     cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows, m = top_size(top.shape[1], phi.shape[1])
     cdef Py_ssize_t n_groups = (V + _SUM_ROWS - 1) // _SUM_ROWS
     cdef bint with_top = top.shape[0] > 0
+    cdef const uint8_t *tt = &top_terms[0] if top_terms is not None and top_terms.shape[0] > 0 else NULL
     cdef int64_t t
     cdef double *cs
     cdef double *edge
@@ -667,7 +694,7 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
                 rows = V - v0 if V - v0 < _SUM_ROWS else _SUM_ROWS
                 _prior_sums(&phi[v0, 0], &b[0], K, rows, cs)
                 for r in range(rows):
-                    if with_top:
+                    if with_top and (tt == NULL or tt[v0 + r]):
                         _top_set(&phi[v0 + r, 0], K, m, top[v0 + r, 0] if top_hint else 0.0, &top[v0 + r, 0],
                                  edge + _GUIDE_CELLS * K + 1, cnt + _GUIDE_CELLS * K + 1,
                                  cnt + _GUIDE_CELLS * K + 1 + m + 1)

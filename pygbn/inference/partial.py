@@ -110,6 +110,11 @@ class PartialState(TokenLabels):
     #: prior-bucket table (speed and memory only: the others scan their row of Phi^(1) and
     #: draw the same topics)
     TABLE_MIN_TOKENS = 16
+    #: and only when ``rate n_v >= TABLE_PRIOR_DRAWS``, ``rate`` the prior-bucket draws a
+    #: token of the last sweep (:attr:`prior_rate`, rounded down to a power of two; 1 before
+    #: the first sweep): a table is built for the term's expected prior draws of a sweep
+    #: (building one costs about what 16 O(K) scans do; speed only, the same topics)
+    TABLE_PRIOR_DRAWS = 4.0
     #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (the terms whose
     #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
     #: 8 K bytes for a rarer term would outweigh its counts' slots, 4 n_v bytes)
@@ -133,7 +138,11 @@ class PartialState(TokenLabels):
         self._top = None
         #: tokens in the last sweep's cells that the switch gave the rejection bucket (None: no sweep yet)
         self.rejection_tokens = None
+        #: prior-bucket draws a swept token made in the last sweep (None: no sweep yet); a
+        #: speed statistic (which terms get prior tables), never read by a draw
+        self.prior_rate = None
         self._table_row = None
+        self._no_rows = None
         self._pool = {}
         self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
         self._phi_stamp = 0
@@ -276,40 +285,69 @@ class PartialState(TokenLabels):
                 return out
         return np.empty(shape, dtype=dtype)
 
-    def prior_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int, with_top: bool = True):
-        """The prior bucket's tables over ``phi_v. b`` (built when Phi^(1) or ``b``
-        changed since the last call, or the top sets are wanted and were not
-        built; no randomness): ``(table_row, cum, guide, mass, top)`` for
-        :func:`pygbn.inference._partial.partial_sweep`.  Terms with
-        at least ``TABLE_MIN_TOKENS`` tokens in this state's data, and at least
-        ``K / TABLE_DENSE_FRACTION``, get an inversion table; the others' prior
-        draws scan their row of Phi (the
-        same topic for the same uniform, so the chain does not depend on
-        which terms have tables).  ``top``: the terms' top sets, or (``with_top``
-        False) no rows."""
-        cached = self._tables
-        if cached is not None and cached[0]() is phi and cached[1] == self.phi_stamp \
-                and np.array_equal(cached[2], b) and (cached[3][4].shape[0] or not with_top):
-            return cached[3]
-        V, K = phi.shape
-        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, K, self.TOP_SIZE)
+    def table_rows(self, V: int, K: int) -> np.ndarray:
+        """Term v's row of the prior tables, -1 for none (int64, one entry for each of
+        the first ``V`` terms):
+        the terms with ``n_v >= TABLE_MIN_TOKENS``, ``TABLE_DENSE_FRACTION n_v >= K``
+        and ``rate n_v >= TABLE_PRIOR_DRAWS`` (``rate``: :attr:`prior_rate` rounded
+        down to a power of two, 1 before the first sweep).  Speed only: a term
+        without a table scans its row of Phi^(1) and draws the same topic."""
+        rate = 1.0 if self.prior_rate is None else float(self.prior_rate)
+        rate = 2.0 ** np.floor(np.log2(rate)) if rate > 0 else 0.0
+        key = (self.TABLE_MIN_TOKENS, self.TABLE_DENSE_FRACTION, self.TABLE_PRIOR_DRAWS, rate, int(V), int(K))
         if self._table_row is None or self._table_row[1] != key:
             n_v = self.term_tokens[:V]
-            has = (n_v >= self.TABLE_MIN_TOKENS) & (self.TABLE_DENSE_FRACTION * n_v >= K)
-            rows = np.full(V, -1, dtype=np.int64)
+            has = (n_v >= self.TABLE_MIN_TOKENS) & (self.TABLE_DENSE_FRACTION * n_v >= K) \
+                & (rate * n_v >= self.TABLE_PRIOR_DRAWS)
+            rows = np.full(n_v.size, -1, dtype=np.int64)
             rows[has] = np.arange(int(has.sum()), dtype=np.int64)
             self._table_row = (rows, key)
-        rows = self._table_row[0]
+        return self._table_row[0]
+
+    def prior_tables(self, phi: np.ndarray, b: np.ndarray, n_threads: int, with_top=True):
+        """The prior bucket's tables over ``phi_v. b`` and the top sets (no
+        randomness): ``(table_row, cum, guide, mass, top)`` for
+        :func:`pygbn.inference._partial.partial_sweep`, built when Phi^(1), ``b``
+        or :meth:`table_rows` changed since the last call or top sets are wanted
+        that were not built.  The terms of :meth:`table_rows` get an inversion
+        table; the others' prior draws scan their row of Phi (the same topic for
+        the same uniform, so the chain does not depend on which terms have
+        tables).  ``with_top``: True for every term's top set, a uint8 array
+        (one entry per term) for those of the terms with a non-zero entry (each
+        a function of its row of Phi alone: the sweep reads only those of its
+        rejection documents' terms), False for none (``top`` with no rows)."""
+        V, K = phi.shape
+        rows = self.table_rows(V, K)
+        need = None if with_top is False else (np.ones(V, dtype=bool) if with_top is True
+                                               else np.asarray(with_top[:V], dtype=bool))
+        cached = self._tables
+        if cached is not None and cached[0]() is phi and cached[1] == self.phi_stamp \
+                and np.array_equal(cached[2], b) and cached[3][0] is rows:
+            built = cached[4]
+            if need is None or (built is not None and not np.any(need & ~built)):
+                return cached[3]
+            tables = cached[3]
+            if built is not None and tables[4].shape[0]:
+                # the same Phi: the missing top sets alone
+                missing = (need & ~built).view(np.uint8)
+                if self._no_rows is None or self._no_rows.size != V:
+                    self._no_rows = np.full(V, -1, dtype=np.int64)
+                _partial.build_prior_tables(phi, b, self._no_rows, tables[1], tables[2], tables[3], tables[4],
+                                            n_threads, True, missing)
+                built |= need
+                return tables
         old = cached[3] if cached is not None else (None, None, None, None, None)
         if self._top is not None:
             # the top sets outlive the tables dropped with the last Phi: their bounds speed up the next selection
             old = old[:4] + (self._top,)
         self._tables = None
-        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old, self.TOP_SIZE, with_top)
-        self._tables = (weakref.ref(phi), self.phi_stamp, b.copy(), tables)
+        tables = new_prior_tables(phi, b, rows, n_threads, self.labels.dtype, old, self.TOP_SIZE,
+                                  need is not None, None if need is None or with_top is True else need.view(np.uint8))
+        self._tables = (weakref.ref(phi), self.phi_stamp, b.copy(), tables, None if need is None else need.copy())
         if tables[4].shape[0]:
             self._top = tables[4]
         return tables
+
 
 def default_top_size(n_components: int) -> int:
     """Entries m of a term's top set for K factors: ``max(8, K // 25)``, at most
@@ -322,14 +360,17 @@ def default_top_size(n_components: int) -> int:
 
 
 def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads: int, dtype,
-                     old=None, top_size: Optional[int] = None, with_top: bool = True):
+                     old=None, top_size: Optional[int] = None, with_top: bool = True,
+                     top_terms: Optional[np.ndarray] = None):
     """The prior bucket's tables of ``phi_v. b`` for the terms with ``rows[v] >= 0``
     and every term's top set of ``m = min(top_size, K)`` entries (None: :func:`default_top_size`)
     (:func:`pygbn.inference._partial.build_prior_tables`): ``(rows, cum, guide,
     mass, top)``, ``cum`` (n_tables, K) float32, ``guide`` (n_tables,
     GUIDE_CELLS K) of the labels' ``dtype`` and ``top`` (V, 2 + m + ceil(m / 2)
-    + ceil(K / 8)) float64, or with no rows when ``with_top`` is False; the
-    arrays of ``old`` (tables of the same shapes) are reused."""
+    + ceil(K / 8)) float64, or with no rows when ``with_top`` is False
+    (``top_terms``, uint8 (V,): the top sets of the terms with a non-zero entry
+    alone); the arrays of ``old`` are reused (its ``cum`` and ``guide`` when
+    they have at least as many rows: the first rows, as views)."""
     V, K = phi.shape
     m = min(int(default_top_size(K) if top_size is None else top_size), K)
     if not 0 <= m <= 64:
@@ -337,9 +378,12 @@ def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads
     width = 2 + m + (m + 1) // 2 + (K + 7) // 8
     n_tab = int(rows.max()) + 1 if V else 0
     M = _partial.GUIDE_CELLS * K
-    if old is not None and old[1] is not None and old[1].shape == (n_tab, K) and old[2].shape == (n_tab, M) \
-            and old[2].dtype == dtype:
-        cum, guide = old[1], old[2]
+    if old is not None and old[1] is not None and old[1].base is not None:
+        # views of the first rows: their arrays
+        old = (old[0], old[1].base, old[2].base) + tuple(old[3:])
+    if old is not None and old[1] is not None and old[1].shape[0] >= n_tab and old[1].shape[1:] == (K,) \
+            and old[2].shape[0] >= n_tab and old[2].shape[1:] == (M,) and old[2].dtype == dtype:
+        cum, guide = old[1][:n_tab], old[2][:n_tab]
     else:
         cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, M), dtype=dtype)
     mass = old[3] if old is not None and old[3] is not None and old[3].shape == (V,) else np.empty(V)
@@ -349,7 +393,8 @@ def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads
         top, hint = np.empty((0, width)), False
     elif not hint:
         top = np.empty((V, width))
-    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, top, n_threads, hint)
+    _partial.build_prior_tables(phi, b, rows, cum, guide, mass, top, n_threads, hint,
+                                top_terms if with_top else None)
     return rows, cum, guide, mass, top
 
 
@@ -412,16 +457,18 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     # documents rejection: a function of these documents alone, so a document's bucket does not
     # depend on how the documents are divided (block ranges, Dask partitions)
     lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
-    with_top = _partial.rejection_ahead(tokens.indptr[lo:hi + 1], tokens.doc_ptr[lo:hi + 1], njk[lo:hi],
-                                        net.depth == 1, tokens.MH_STEPS, work)
-    tables = tokens.prior_tables(phi, b, nt, with_top)
+    # (those of its rejection documents' terms alone, when these hold at most V cells)
+    terms = np.zeros(phi.shape[0], dtype=np.uint8)
+    found = _partial.rejection_ahead(tokens.indptr[lo:hi + 1], tokens.doc_ptr[lo:hi + 1], njk[lo:hi],
+                                     net.depth == 1, tokens.MH_STEPS, work, tokens.indices, terms, phi.shape[0])
+    tables = tokens.prior_tables(phi, b, nt, True if found < 0 else (terms if found else False))
     args = (tokens.indices, tokens.values)
-    prop = acc = rej = 0
+    prop = acc = rej = n_prior = 0
     if net.depth == 1:
-        pa, ac, rj = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :],
+        pa, ac, rj, npr = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :],
                                             b, *tables, bounds, streams, njk, tokens.MH_STEPS, nt,
                                             tokens.INCLUDE_SELF, True, work)
-        prop, acc, rej = prop + pa, acc + ac, rej + rj
+        prop, acc, rej, n_prior = prop + pa, acc + ac, rej + rj, n_prior + npr
     else:
         upper = net.layers[1]
         theta_up, phi_up = np.ascontiguousarray(upper.theta), np.ascontiguousarray(upper.phi)
@@ -435,13 +482,17 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
             prior = buf[:hi - lo]
             # a row's prior does not depend on the block it is in (_upper.doc_prior)
             _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
-            pa, ac, rj = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
+            pa, ac, rj, npr = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
                                                 tokens.labels, phi, prior, b, *tables,
                                                 np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
                                                 njk[lo:hi], tokens.MH_STEPS, nt, tokens.INCLUDE_SELF, False, work)
-            prop, acc, rej = prop + pa, acc + ac, rej + rj
+            prop, acc, rej, n_prior = prop + pa, acc + ac, rej + rj, n_prior + npr
     tokens.acceptance = acc / prop if prop else float("nan")
     tokens.rejection_tokens = rej
+    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
+    swept = int(tokens.doc_ptr[hi] - tokens.doc_ptr[lo])
+    if swept:
+        tokens.prior_rate = n_prior / swept
     if prop:
         logger.debug("partial layer one: %d Metropolis-Hastings proposals, %.3f accepted", prop,
                      tokens.acceptance)
