@@ -22,8 +22,9 @@ O(K): it draws the proposal ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` (b a
 shape shared by all documents) exactly, as a prior bucket over ``phi_v. b``
 drawn by inversion (from indexed-search tables for the terms with at least
 ``TABLE_MIN_TOKENS`` tokens and at least K / 4, those whose ``n_vk`` row is
-dense, and by a scan of Phi's row for the others: the same topic for the same
-uniform) plus a document bucket ``phi_vk n_jk`` drawn in one of two exact
+dense, whose expected prior draws a sweep pay for a table
+(:meth:`PartialState.table_rows`), and by a scan of Phi's row for the others:
+the same topic for the same uniform) plus a document bucket ``phi_vk n_jk`` drawn in one of two exact
 ways, chosen per document from its state at the start of its sweep
 (:attr:`PartialState.REJECTION_WORK`): a pass over the document's topic list
 (few topics, several tokens a stored cell: the real corpora after burn-in), or
@@ -47,9 +48,10 @@ into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
 tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
 int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
-place (:attr:`PartialState.phi_stamp`), and every term's top set, 8 (2 + m +
+place (:attr:`PartialState.phi_stamp`), and a top set for every term, 8 (2 + m +
 ceil(m / 2) + ceil(K / 8)) bytes (216 at m = 8, K = 100), kept across draws
-(its bounds speed up the next selection) once a sweep has built them.
+(its bounds speed up the next selection) once a sweep has built some (each
+sweep builds those of its rejection documents' terms).
 """
 from __future__ import annotations
 
@@ -112,8 +114,11 @@ class PartialState(TokenLabels):
     TABLE_MIN_TOKENS = 16
     #: and only when ``rate n_v >= TABLE_PRIOR_DRAWS``, ``rate`` the prior-bucket draws a
     #: token of the last sweep (:attr:`prior_rate`, rounded down to a power of two; 1 before
-    #: the first sweep): a table is built for the term's expected prior draws of a sweep
-    #: (building one costs about what 16 O(K) scans do; speed only, the same topics)
+    #: the first sweep): a table is built for the term's expected prior draws of a sweep.
+    #: Speed only, the same topics.  4: on the 5.2M-token benchmark corpus (K = 100, a
+    #: third of the draws from the prior bucket) 16 left terms to scans that cost more
+    #: than their tables; on the man pages after burn-in (0.14% prior draws) no term of
+    #: 7,735 then pays for one (docs/benchmarks.md, "Fourteenth session")
     TABLE_PRIOR_DRAWS = 4.0
     #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (the terms whose
     #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
