@@ -1,12 +1,12 @@
 # The partial sweep's document bucket (pygbn.inference._partial): a document's state while it
 # is swept (its dense n_jk row and its compact topic list), the list bucket's pass and search,
-# and each term's top set and bound with a stored cell's state for the rejection draw (see
-# _partial's module docstring, "Proposal").
+# each term's top set and bound with a stored cell's state for the rejection draw, and the
+# switch between the two (see _partial's module docstring, "Proposal").
 
 from libc.float cimport DBL_MIN
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-from pygbn.inference._shared cimport shared_prefetch as prefetch
+from pygbn.inference._shared cimport doc_count_t, shared_prefetch as prefetch
 
 cdef extern from *:
     """
@@ -264,3 +264,20 @@ cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, doubl
             sq[k] = 0
     for i in range(m):
         sq[tk[i]] = 255                          # the set's own topics: the R piece rejects them
+
+
+cdef inline bint _use_rejection(const doc_count_t *row, Py_ssize_t K, int64_t n_doc, int64_t n_cells,
+                                double p, double work) noexcept nogil:
+    """The switch between the buckets for a document of ``n_doc`` tokens in ``n_cells``
+    stored cells, counts ``row`` (n_jk) at the start of its sweep and ``p`` proposals a
+    token: rejection when ``n_t n_cells / n_doc >= work p``, n_t its topics (the list's pass
+    over them once a cell, per token, against the rejection draw's work per proposal), else
+    the list; n_t counted only when the rule could hold with n_t = min(n_doc, K)."""
+    cdef double bound = work * p * <double> n_doc
+    cdef int64_t nz = 0
+    cdef Py_ssize_t k
+    if not <double> (n_doc if n_doc < K else K) * <double> n_cells >= bound:
+        return False
+    for k in range(K):
+        nz += row[k] != 0
+    return <double> nz * <double> n_cells >= bound

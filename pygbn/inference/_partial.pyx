@@ -90,7 +90,7 @@ from numpy.random.c_distributions cimport random_standard_uniform_fill
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
 from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size,
-                                         _cell_start, _top_mass, _pick_top, _thin, _top_set)
+                                         _cell_start, _top_mass, _pick_top, _thin, _top_set, _use_rejection)
 from pygbn.inference._prior_bucket cimport (_GUIDE_CELLS, _SUM_ROWS, _pick_prior, _prefetch_prior, _prior_sums,
                                            _prior_table)
 
@@ -237,36 +237,13 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
             return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
 
 
-cdef inline bint _use_rejection(const doc_count_t *row, Py_ssize_t K, int64_t n_doc, int64_t n_cells,
-                                double p, double work) noexcept nogil:
-    """The switch between the buckets for a document of ``n_doc`` tokens in ``n_cells``
-    stored cells, counts ``row`` (n_jk) at the start of its sweep and ``p`` proposals a
-    token: rejection when ``n_t n_cells / n_doc >= work p``, n_t its topics (the list's pass
-    over them once a cell, per token, against the rejection draw's work per proposal), else
-    the list; n_t counted only when the rule could hold with n_t = min(n_doc, K)."""
-    cdef double bound = work * p * <double> n_doc
-    cdef int64_t nz = 0
-    cdef Py_ssize_t k
-    if not <double> (n_doc if n_doc < K else K) * <double> n_cells >= bound:
-        return False
-    for k in range(K):
-        nz += row[k] != 0
-    return <double> nz * <double> n_cells >= bound
-
-
 def rejection_ahead(const int64_t[::1] indptr, const int64_t[::1] doc_ptr, const doc_count_t[:, ::1] njk,
                     bint shared_prior, int mh_steps, double rejection_work,
                     const int32_t[::1] indices=None, uint8_t[::1] terms=None, int64_t mark_cells=0):
-    """Whether :func:`partial_sweep` with these arguments would give the rejection bucket
-    to one of the documents ``0:len(doc_ptr) - 1`` (rows of ``njk``): the same rule on
-    the same counts (a document's counts change only in its own sweep).  Returns 1 at
-    the first such document, 0 if there is none.
-
-    With ``indices`` (the data's terms, indexed by ``indptr``) and ``terms`` (uint8, one
-    entry per term): ``terms[v]`` is set to 1 for every term v of those documents (the
-    terms whose top sets the sweep reads: :func:`build_prior_tables`' ``top_terms``), and
-    the number of such documents is returned; or -1 as soon as their stored cells exceed
-    ``mark_cells`` (then most terms are likely among them: build every top set)."""
+    """Whether :func:`partial_sweep` would give the rejection bucket to one of the documents
+    of ``doc_ptr`` (rows of ``njk``): its rule on the same counts; 1 or 0.  With ``indices``
+    and ``terms`` (uint8 (V,)): ``terms[v] = 1`` for the terms of those documents (whose top
+    sets the sweep reads), and their number, or -1 once their cells exceed ``mark_cells``."""
     cdef Py_ssize_t j, K = njk.shape[1]
     cdef int64_t n_doc, c, cells = 0
     cdef double p = 1.0 if shared_prior or mh_steps < 0 else <double> mh_steps
@@ -588,11 +565,9 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     Returns
     -------
     (proposals, accepted, rejection_tokens, prior_draws) : (int, int, int, int)
-        Metropolis-Hastings proposals made and accepted (0, 0 when exact), the
-        tokens of the cells that the switch gave the rejection bucket
-        (counted with or without ``top``'s rows), and the proposals drawn from
-        the prior bucket (which terms get tables next time:
-        :meth:`pygbn.inference.partial.PartialState.prior_tables`).
+        Metropolis-Hastings proposals made and accepted (0, 0 when exact), the tokens of
+        the cells the switch gave the rejection bucket (with or without ``top``'s rows),
+        and the proposals drawn from the prior bucket (``PartialState.table_rows``).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1, K = phi.shape[1], blk, i
     cdef bint shared = shared_prior
@@ -658,10 +633,8 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     ``top``'s width (at most K and 64; :c:func:`_top_set`).  ``top_hint``: ``top``
     holds the top sets of an earlier Phi of the same shape, whose bounds speed up
     the selection (the same result; any values there give the same sets).  ``top``
-    with no rows: no top sets.  ``top_terms`` (uint8, one entry per term): the top
-    sets of the terms with a non-zero entry alone (the others' rows are left as
-    they are); a term's top set is a function of its row of ``phi`` alone, so
-    building fewer changes no draw of the sweeps that read only those.
+    with no rows: no top sets.  ``top_terms`` (uint8 (V,)): only the top sets of the
+    terms with a non-zero entry (each a function of its row of ``phi`` alone).
     """
     cdef Py_ssize_t V = phi.shape[0], K = phi.shape[1], grp, r, v0, rows, m = top_size(top.shape[1], phi.shape[1])
     cdef Py_ssize_t n_groups = (V + _SUM_ROWS - 1) // _SUM_ROWS
