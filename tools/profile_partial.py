@@ -15,8 +15,9 @@ overhead.  CPU seconds of the process (``time.process_time``, all threads),
 the smallest over the timed sweeps.  Also the token statistics of the state
 at the end: topics per document (the document bucket's length), the
 Metropolis-Hastings acceptance (T >= 2), tokens per stored cell (the
-document bucket is formed once a cell) and the share of tokens whose term
-has a prior-bucket table.  Prints one Markdown table row per part.
+document bucket is formed once a cell), the share of tokens whose term
+has a prior-bucket table and the last sweep's prior-bucket draws a token
+(which decide the tables).  Prints one Markdown table row per part.
 """
 from __future__ import annotations
 
@@ -105,7 +106,9 @@ def main(argv=None):
     table_row = tok._table_row[0] if getattr(tok, "_table_row", None) is not None else None
     tabled = (f"; tokens of terms with a prior table {tok.term_tokens[table_row >= 0].sum() / n_tok:.3f}"
               if table_row is not None else "")
-    print(f"# tokens per stored cell {n_tok / max(tok.indices.size, 1):.2f}{tabled}")
+    rate = getattr(tok, "prior_rate", None)
+    prior = f"; prior-bucket draws a token {rate:.4f}" if rate is not None else ""
+    print(f"# tokens per stored cell {n_tok / max(tok.indices.size, 1):.2f}{tabled}{prior}")
     order = list(rows)
     order.remove("whole sweep")
     for k in order + ["whole sweep"]:
