@@ -20,8 +20,8 @@ mean shape ``Phi^(2) ... Phi^(T) r``; ``r`` itself when T = 1) and
 
 as a mixture of the prior bucket ``P = lambda_j Q_v`` (``Q_v = sum_k phi_vk b_k``,
 drawn by inversion of its cumulative sums: in O(1) expected steps from the
-term's indexed-search table, built for the frequent terms, else by an O(K)
-scan that forms the same sums, the same topic for the same uniform) and the
+term's indexed-search table, built for the terms with enough prior draws, else by
+an O(K) scan that forms the same sums, the same topic for the same uniform) and the
 document bucket ``D = sum_k phi_vk n_jk``, drawn in one of two ways that give
 the same law.  Each document takes one of them for its whole sweep, chosen at
 its start by a function of its state alone (:c:func:`_use_rejection`: rejection
@@ -627,7 +627,7 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     tables for any thread count.
     ``guide``'s type is the labels' (``K <= 32767`` for int16).
 
-    With them, every term's top set for the document bucket: ``top[v]`` =
+    With them, the terms' top sets for the document bucket: ``top[v]`` =
     ``[h_v, 1 / h_v, the m largest phi_vk (largest first), their topics (int32)]``,
     ``h_v`` the (m+1)-th largest (0 when m = K), m = :c:func:`top_size` of
     ``top``'s width (at most K and 64; :c:func:`_top_set`).  ``top_hint``: ``top``
