@@ -533,9 +533,9 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         ``guide`` of the labels' type): term v's row of ``cum`` and ``guide``
         (-1: no table, an O(K) scan) and its total ``Q_v = sum_k phi_vk b_k``.
     top : float64 (V, 2 + m + ceil(m / 2) + ceil(K / 8)), or no rows
-        Every term's top set and bound for the rejection bucket
-        (:func:`build_prior_tables`; m <= K); no rows: the list bucket for
-        every cell.
+        The terms' top sets and bounds for the rejection bucket
+        (:func:`build_prior_tables`; m <= K), read only for the terms of the
+        documents the switch gives rejection; no rows: the list for every cell.
     bounds, streams
         Document blocks (row indices) and one stream address per block (the
         block's uniforms, taken from it 256 at a time; the rest of the last

@@ -147,7 +147,6 @@ class PartialState(TokenLabels):
         #: speed statistic (which terms get prior tables), never read by a draw
         self.prior_rate = None
         self._table_row = None
-        self._no_rows = None
         self._pool = {}
         self._layout = TermLayout.from_totals(self.term_tokens, np.int32)
         self._phi_stamp = 0
@@ -314,7 +313,8 @@ class PartialState(TokenLabels):
         randomness): ``(table_row, cum, guide, mass, top)`` for
         :func:`pygbn.inference._partial.partial_sweep`, built when Phi^(1), ``b``
         or :meth:`table_rows` changed since the last call or top sets are wanted
-        that were not built.  The terms of :meth:`table_rows` get an inversion
+        that were not built (then all again: the same tables from the same Phi,
+        in their memory).  The terms of :meth:`table_rows` get an inversion
         table; the others' prior draws scan their row of Phi (the same topic for
         the same uniform, so the chain does not depend on which terms have
         tables).  ``with_top``: True for every term's top set, a uint8 array
@@ -327,20 +327,9 @@ class PartialState(TokenLabels):
                                                else np.asarray(with_top[:V], dtype=bool))
         cached = self._tables
         if cached is not None and cached[0]() is phi and cached[1] == self.phi_stamp \
-                and np.array_equal(cached[2], b) and cached[3][0] is rows:
-            built = cached[4]
-            if need is None or (built is not None and not np.any(need & ~built)):
-                return cached[3]
-            tables = cached[3]
-            if built is not None and tables[4].shape[0]:
-                # the same Phi: the missing top sets alone
-                missing = (need & ~built).view(np.uint8)
-                if self._no_rows is None or self._no_rows.size != V:
-                    self._no_rows = np.full(V, -1, dtype=np.int64)
-                _partial.build_prior_tables(phi, b, self._no_rows, tables[1], tables[2], tables[3], tables[4],
-                                            n_threads, True, missing)
-                built |= need
-                return tables
+                and np.array_equal(cached[2], b) and cached[3][0] is rows \
+                and (need is None or (cached[4] is not None and not np.any(need & ~cached[4]))):
+            return cached[3]
         old = cached[3] if cached is not None else (None, None, None, None, None)
         if self._top is not None:
             # the top sets outlive the tables dropped with the last Phi: their bounds speed up the next selection
@@ -461,19 +450,19 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     # the top sets (a pass over Phi^(1)) for this sweep exactly when the switch gives one of its
     # documents rejection: a function of these documents alone, so a document's bucket does not
     # depend on how the documents are divided (block ranges, Dask partitions)
-    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     # (those of its rejection documents' terms alone, when these hold at most V cells)
+    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     terms = np.zeros(phi.shape[0], dtype=np.uint8)
     found = _partial.rejection_ahead(tokens.indptr[lo:hi + 1], tokens.doc_ptr[lo:hi + 1], njk[lo:hi],
                                      net.depth == 1, tokens.MH_STEPS, work, tokens.indices, terms, phi.shape[0])
     tables = tokens.prior_tables(phi, b, nt, True if found < 0 else (terms if found else False))
     args = (tokens.indices, tokens.values)
-    prop = acc = rej = n_prior = 0
+    # MH proposals, accepted, rejection tokens, prior-bucket draws
+    totals = np.zeros(4, dtype=np.int64)
     if net.depth == 1:
-        pa, ac, rj, npr = _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :],
-                                            b, *tables, bounds, streams, njk, tokens.MH_STEPS, nt,
-                                            tokens.INCLUDE_SELF, True, work)
-        prop, acc, rej, n_prior = prop + pa, acc + ac, rej + rj, n_prior + npr
+        totals += _partial.partial_sweep(tokens.indptr, *args, tokens.doc_ptr, tokens.labels, phi, b[None, :],
+                                         b, *tables, bounds, streams, njk, tokens.MH_STEPS, nt,
+                                         tokens.INCLUDE_SELF, True, work)
     else:
         upper = net.layers[1]
         theta_up, phi_up = np.ascontiguousarray(upper.theta), np.ascontiguousarray(upper.phi)
@@ -483,18 +472,17 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
         buf = np.empty((min(sampler.n_docs, step * longest), phi.shape[1]))
         for c0 in range(0, nb, step):
             c1 = min(c0 + step, nb)
-            lo, hi = int(bounds[c0]), int(bounds[c1])
-            prior = buf[:hi - lo]
+            r0, r1 = int(bounds[c0]), int(bounds[c1])
+            prior = buf[:r1 - r0]
             # a row's prior does not depend on the block it is in (_upper.doc_prior)
             _upper.doc_prior(theta_up, phi_up, np.ascontiguousarray(bounds[c0:c1 + 1]), prior, nt)
-            pa, ac, rj, npr = _partial.partial_sweep(tokens.indptr[lo:hi + 1], *args, tokens.doc_ptr[lo:hi + 1],
-                                                tokens.labels, phi, prior, b, *tables,
-                                                np.ascontiguousarray(bounds[c0:c1 + 1] - lo), streams[c0:c1],
-                                                njk[lo:hi], tokens.MH_STEPS, nt, tokens.INCLUDE_SELF, False, work)
-            prop, acc, rej, n_prior = prop + pa, acc + ac, rej + rj, n_prior + npr
+            totals += _partial.partial_sweep(tokens.indptr[r0:r1 + 1], *args, tokens.doc_ptr[r0:r1 + 1],
+                                             tokens.labels, phi, prior, b, *tables,
+                                             np.ascontiguousarray(bounds[c0:c1 + 1] - r0), streams[c0:c1],
+                                             njk[r0:r1], tokens.MH_STEPS, nt, tokens.INCLUDE_SELF, False, work)
+    prop, acc, rej, n_prior = (int(x) for x in totals)
     tokens.acceptance = acc / prop if prop else float("nan")
     tokens.rejection_tokens = rej
-    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     swept = int(tokens.doc_ptr[hi] - tokens.doc_ptr[lo])
     if swept:
         tokens.prior_rate = n_prior / swept
@@ -512,7 +500,6 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     else:
         n_vk = tokens.new_term_counts()
     dense, kw = split_target(n_vk)
-    lo, hi = (int(bounds[0]), int(bounds[-1])) if len(bounds) > 1 else (0, 0)
     _partial.add_term_labels(int(tokens.indptr[lo]), int(tokens.indptr[hi]), int(tokens.doc_ptr[lo]),
                              tokens.indices, tokens.values, tokens.labels, dense, nt,
                              term_split=tokens.term_split(nt), **kw)
