@@ -24,7 +24,9 @@ captured arguments it names (``inspect.signature``); the input is captured
 from this tree's ``partial.py``, so the base must not need one this tree
 does not pass; counts the base's ``partial_sweep`` does not return are
 given to this tree's driver as 0, and the top sets of the rejection bucket are
-built as this tree's driver decides (whenever a document takes rejection).  Prints the captured state's mean topics a document.
+built as this tree's driver decides (those of the rejection documents' terms,
+whenever a document takes rejection).  Prints the captured state's mean topics
+a document.
 """
 from __future__ import annotations
 
