@@ -292,7 +292,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                         t_zeroed[i] = t_row[i]
                         if first < 0:
                             first = i
-                u_row = t_zeroed if any_tiny else t_row
+                u_row = <const double *> t_zeroed if any_tiny else t_row
                 c = indptr[j]
                 c_end = indptr[j + 1]
                 while c < c_end:
