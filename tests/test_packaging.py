@@ -28,6 +28,16 @@ def test_runtime_dependencies_are_numpy_and_scipy_only(pyproject):
         "dask[array]>=2024.1", "distributed>=2024.1"]
 
 
+def test_license_is_an_spdx_expression_with_its_text_shipped(pyproject):
+    # setuptools >= 77 reads the SPDX string and puts LICENSE into the wheel and the sdist;
+    # the old table form is deprecated there
+    assert pyproject["project"]["license"] == "MIT"
+    assert pyproject["project"]["license-files"] == ["LICENSE"]
+    assert (REPO / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    assert any(re.fullmatch(r"setuptools>=(\d+)", r) and int(r.split(">=")[1]) >= 77
+               for r in pyproject["build-system"]["requires"])
+
+
 def test_build_requirements_and_package_data(pyproject):
     requires = " ".join(pyproject["build-system"]["requires"])
     for name in ("setuptools", "Cython", "numpy"):
