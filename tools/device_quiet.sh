@@ -11,7 +11,9 @@
 # machine's BLAS (tools/bench_product.py, also with OPENBLAS_CORETYPE=$ALT_CORE when ALT_CORE is
 # set) beside the gamma row kernel against numpy (tools/bench_samplers.py --rows); with ALT_CORE
 # set, A2 also runs under OPENBLAS_CORETYPE=$ALT_CORE (on core 3, beside the default on core 0).
-# B_SPECS ("K:runs;K:runs", default the 8-thread rows below) sets B's runs; B runs on CPUs
+# B_SPECS ("K:runs;K:runs", default the 8-thread rows below) sets B's runs, on B_TOKENS tokens
+# (default the 5.2M corpus; "K@TOKENS:runs" for one spec, e.g. "100@20.8M:partial-2 tomotopy-2";
+# a corpus missing from CACHE is generated there); B runs on CPUs
 # 0-(n/2 - 1), or on every CPU when a run asks for more threads than that.
 #
 # Variables: OUT (default ./device_out), BUDGET (seconds, default 400), CACHE (default
@@ -102,18 +104,20 @@ fi
 half=$(( ncpu / 2 )); [ "$half" -ge 1 ] || half=1
 B_SPECS=${B_SPECS:-"100:partial-$half tomotopy-$half;400:partial-1 tomotopy-1 partial-$half tomotopy-$half"}
 IFS=';' read -r -a specs <<<"$B_SPECS"
+BT=${B_TOKENS:-$T5}
 for spec in "${specs[@]}"; do
     has B || break
     IFS=: read -r K runs <<<"$spec"
+    tok=$BT; case "$K" in *@*) tok=${K#*@}; K=${K%@*};; esac
     t=$(( $(left) - 5 ))
     if [ "$t" -lt 30 ]; then say "skipped K=$K (budget)"; continue; fi
     most=$(echo "$runs" | tr ' ' '\n' | sed -n 's/.*-\([0-9]*\)$/\1/p' | sort -n | tail -n 1)
     cpus="0-$(( half - 1 ))"; [ "${most:-1}" -gt "$half" ] && cpus="0-$(( ncpu - 1 ))"
-    say "B: $T5 K=$K on CPUs $cpus: $runs"
+    say "B: $tok K=$K on CPUs $cpus: $runs"
     # shellcheck disable=SC2086
-    taskset -c "$cpus" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$T5" --K "$K" \
-        --runs $runs $IT --cache "$CACHE" --json "$work/scale_K$K.json" >"$work/scale_K$K.txt" 2>&1
-    show "$work/scale_K$K.txt"
+    taskset -c "$cpus" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$tok" --K "$K" \
+        --runs $runs $IT --cache "$CACHE" --json "$work/scale_${tok}_K$K.json" >"$work/scale_${tok}_K$K.txt" 2>&1
+    show "$work/scale_${tok}_K$K.txt"
 done
 # C. the collapsed sweep against tomotopy's one worker at 5.2M, K = 100 (issue 11), side by side on
 # two cores, nothing else running
