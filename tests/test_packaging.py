@@ -34,8 +34,8 @@ def test_license_is_an_spdx_expression_with_its_text_shipped(pyproject):
     assert pyproject["project"]["license"] == "MIT"
     assert pyproject["project"]["license-files"] == ["LICENSE"]
     assert (REPO / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
-    assert any(re.fullmatch(r"setuptools>=(\d+)", r) and int(r.split(">=")[1]) >= 77
-               for r in pyproject["build-system"]["requires"])
+    pins = [re.fullmatch(r"setuptools>=(\d+)", r) for r in pyproject["build-system"]["requires"]]
+    assert any(m and int(m.group(1)) >= 77 for m in pins)
 
 
 def test_build_requirements_and_package_data(pyproject):
