@@ -69,7 +69,25 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
 from libc.stdlib cimport malloc, calloc, free, qsort
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_uniform
+from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
+
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
+
+
+def _stream_uniforms(bit_generator, Py_ssize_t n):
+    """The next ``n`` uniforms of a numpy BitGenerator as the sweep draws them, one
+    at a time (:c:func:`pygbn.random._pcg64.next_uniform`; for tests: numpy's
+    ``random_standard_uniform``'s numbers, the stream left where numpy's leaves it)."""
+    import numpy as np
+    out = np.empty(max(n, 0))
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    with bit_generator.lock, nogil:
+        for i in range(n):
+            o[i] = next_uniform(g)
+    return out
 
 #: tokens between two exact recomputations of the bucket totals
 REFRESH = 4096
@@ -643,7 +661,7 @@ cdef inline int32_t _draw_topic(bitgen_t *g, Sweep *state, const Term *term,
         state.doc_mass = 0.0
     if state.smooth_mass < 0.0:
         state.smooth_mass = 0.0
-    u = random_standard_uniform(g) * (word + state.eta * (state.doc_mass + state.smooth_mass))
+    u = next_uniform(g) * (word + state.eta * (state.doc_mass + state.smooth_mass))
     if u < word:
         if dense:
             return _pick_in_dense_word_bucket(state, term.row, u)

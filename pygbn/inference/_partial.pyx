@@ -85,8 +85,9 @@ stream whatever thread sweeps it).
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
+from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_uniform_fill
+from pygbn.random._pcg64 cimport uniform_fill, pcg64_fill_init
 
 from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
 from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size,
@@ -103,6 +104,23 @@ ctypedef fused nvk_t:
 
 #: guide cells per topic of a prior-bucket table
 GUIDE_CELLS = _GUIDE_CELLS
+
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
+
+
+def _stream_uniforms(bit_generator, Py_ssize_t n):
+    """The next ``n`` uniforms of a numpy BitGenerator as the sweep's buffers take
+    them (:c:func:`pygbn.random._pcg64.uniform_fill`; for tests: numpy's
+    ``random_standard_uniform_fill``'s numbers, the stream left where numpy's leaves it)."""
+    import numpy as np
+    out = np.empty(max(n, 0))
+    cdef double[::1] o = out
+    cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    if n > 0:
+        with bit_generator.lock, nogil:
+            uniform_fill(g, n, &o[0])
+    return out
 
 
 cdef enum:
@@ -127,7 +145,7 @@ cdef inline double _uniform(Uni *g) noexcept nogil:
     independent of everything drawn), so the stream's position after a sweep,
     and with it the chain for a given seed, differs from a call per number."""
     if g.pos == _UBUF:
-        random_standard_uniform_fill(g.gen, _UBUF, g.buf)
+        uniform_fill(g.gen, _UBUF, g.buf)
         g.pos = 0
     g.pos += 1
     return g.buf[g.pos - 1]

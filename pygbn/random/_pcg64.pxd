@@ -1,0 +1,163 @@
+# cython: language_level=3
+"""Buffers of uniforms from numpy's PCG64 streams, the same numbers faster (nogil, no validation).
+
+:c:func:`uniform_fill` writes the next ``n`` numbers of a stream, exactly what
+numpy's ``random_standard_uniform_fill`` writes (``(next_uint64 >> 11) 2^-53``,
+each from the next state of the stream, in order) and leaves the stream in
+the same state.  numpy forms them one call of the bit generator at a time,
+each call waiting on the last one's 128-bit state update.  For a PCG64
+stream the states ``s_1 ... s_4`` after ``s_0`` are ``s_i = A_i s_0 + C_i``
+(``A_i = M^i``, ``C_i = c (M^(i-1) + ... + 1)``, M the multiplier and c the
+stream's increment, all modulo 2^128), so four states are formed side by side
+from ``s_0`` and the XSL-RR output of each is taken as numpy takes it.
+
+This reads numpy's PCG64 state through its C layout (``bitgen_t.state`` is a
+``pcg64_state`` whose first member points to ``{state, inc}``, two 128-bit
+integers), which numpy does not publish.  So it is used only once
+:func:`pcg64_fill_init` (run when a cimporting module is imported) has checked
+it: the numbers and the state after them must be numpy's own for a fresh
+stream, else, or without a 128-bit integer type, every stream takes numpy's
+fill; and only for a stream whose ``next_uint64`` is PCG64's (any other bit
+generator takes numpy's fill).  Either way the numbers are numpy's.
+
+Reference: O'Neill, M. E. (2014). PCG: a family of simple fast space-efficient
+statistically good algorithms for random number generation. HMC-CS-2014-0905
+(the LCG's closed-form jump ahead, the XSL-RR 128/64 output).
+"""
+from numpy.random cimport bitgen_t
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #include "numpy/random/bitgen.h"
+
+    /* numpy's PCG64 next_uint64 once the inline fill has been checked against it (else NULL) */
+    static uint64_t (*pygbn_pcg64_next)(void *) = NULL;
+
+    #if defined(__SIZEOF_INT128__)
+    typedef unsigned __int128 pygbn_u128;
+    /* numpy's pcg64_state: a pointer to {state, inc}, then the 32-bit buffer */
+    typedef struct { void *pcg_state; int has_uint32; uint32_t uinteger; } pygbn_pcg64_state;
+    #define PYGBN_PCG_MULT ((((pygbn_u128) 0x2360ED051FC65DA4ULL) << 64) | (pygbn_u128) 0x4385DF649FCCF645ULL)
+
+    /* a 128-bit state as two 64-bit halves (the accesses of numpy's own step, so that a
+       store is forwarded to the next step's load), low half first */
+    static inline pygbn_u128 pygbn_pcg_load(const char *p) {
+        uint64_t lo, hi;
+        memcpy(&lo, p, 8);
+        memcpy(&hi, p + 8, 8);
+        return ((pygbn_u128) hi << 64) | lo;
+    }
+    static inline void pygbn_pcg_store(char *p, pygbn_u128 s) {
+        uint64_t lo = (uint64_t) s, hi = (uint64_t) (s >> 64);
+        memcpy(p, &lo, 8);
+        memcpy(p + 8, &hi, 8);
+    }
+
+    static inline uint64_t pygbn_pcg_out(pygbn_u128 s) {
+        uint64_t hi = (uint64_t) (s >> 64), x = hi ^ (uint64_t) s;
+        unsigned rot = (unsigned) (hi >> 58);
+        return (x >> rot) | (x << ((64u - rot) & 63u));
+    }
+
+    /* the next n doubles of a PCG64 stream whose state is at st (16 bytes state, 16 inc):
+       four states at a time from the last, s_i = A_i s + C_i; not inlined (one call a buffer) */
+    #if defined(__GNUC__)
+    __attribute__((noinline))
+    #endif
+    static void pygbn_pcg64_doubles(void *st, Py_ssize_t n, double *out) {
+        pygbn_u128 s, c, a1 = PYGBN_PCG_MULT, a2, a3, a4, c2, c3, c4, s1, s2, s3, s4;
+        const double k = 1.0 / 9007199254740992.0;
+        Py_ssize_t i = 0;
+        memcpy(&s, st, 16);
+        memcpy(&c, (char *) st + 16, 16);
+        a2 = a1 * a1; a3 = a2 * a1; a4 = a3 * a1;
+        c2 = c * a1 + c; c3 = c2 * a1 + c; c4 = c3 * a1 + c;
+        for (; i + 4 <= n; i += 4) {
+            s1 = a1 * s + c; s2 = a2 * s + c2; s3 = a3 * s + c3; s4 = a4 * s + c4;
+            out[i] = (double) (pygbn_pcg_out(s1) >> 11) * k;
+            out[i + 1] = (double) (pygbn_pcg_out(s2) >> 11) * k;
+            out[i + 2] = (double) (pygbn_pcg_out(s3) >> 11) * k;
+            out[i + 3] = (double) (pygbn_pcg_out(s4) >> 11) * k;
+            s = s4;
+        }
+        for (; i < n; i++) {
+            s = a1 * s + c;
+            out[i] = (double) (pygbn_pcg_out(s) >> 11) * k;
+        }
+        memcpy(st, &s, 16);
+    }
+
+    /* 1 when g is a checked PCG64 stream and its next n doubles are in out, else 0 (nothing drawn) */
+    static inline int pygbn_pcg64_fill(bitgen_t *g, Py_ssize_t n, double *out) {
+        if (pygbn_pcg64_next == NULL || g->next_uint64 != pygbn_pcg64_next)
+            return 0;
+        pygbn_pcg64_doubles(((pygbn_pcg64_state *) g->state)->pcg_state, n, out);
+        return 1;
+    }
+
+    static inline double pygbn_pcg64_next_double(bitgen_t *g) {
+        pygbn_u128 s, c;
+        void *st;
+        if (pygbn_pcg64_next == NULL || g->next_uint64 != pygbn_pcg64_next)
+            return g->next_double(g->state);
+        st = ((pygbn_pcg64_state *) g->state)->pcg_state;
+        s = pygbn_pcg_load((const char *) st);
+        c = pygbn_pcg_load((const char *) st + 16);
+        s = s * PYGBN_PCG_MULT + c;
+        pygbn_pcg_store((char *) st, s);
+        return (double) (pygbn_pcg_out(s) >> 11) * (1.0 / 9007199254740992.0);
+    }
+
+    /* the check: a and b two streams in the same state (fresh PCG64s of one seed) */
+    static int pygbn_pcg64_check(bitgen_t *a, bitgen_t *b) {
+        double x[11], y[11];
+        int i;
+        pygbn_pcg64_doubles(((pygbn_pcg64_state *) a->state)->pcg_state, 11, x);
+        for (i = 0; i < 11; i++)
+            y[i] = b->next_double(b->state);
+        for (i = 0; i < 11; i++)
+            if (x[i] != y[i])
+                return 0;
+        for (i = 0; i < 3; i++)         /* the state left behind: numpy's next numbers from it */
+            if (a->next_uint64(a->state) != b->next_uint64(b->state))
+                return 0;
+        pygbn_pcg64_next = a->next_uint64;
+        return 1;
+    }
+    #else
+    static inline int pygbn_pcg64_fill(bitgen_t *g, Py_ssize_t n, double *out) { return 0; }
+    static int pygbn_pcg64_check(bitgen_t *a, bitgen_t *b) { return 0; }
+    static inline double pygbn_pcg64_next_double(bitgen_t *g) { return g->next_double(g->state); }
+    #endif
+    """
+    bint pcg64_fill "pygbn_pcg64_fill"(bitgen_t *g, Py_ssize_t n, double *out) noexcept nogil
+    double next_uniform "pygbn_pcg64_next_double"(bitgen_t *g) noexcept nogil
+    bint _pcg64_check "pygbn_pcg64_check"(bitgen_t *a, bitgen_t *b) noexcept nogil
+
+
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from numpy.random.c_distributions cimport random_standard_uniform_fill
+
+
+cdef inline void uniform_fill(bitgen_t *g, Py_ssize_t n, double *out) noexcept nogil:
+    """``out[0:n]``: the stream's next n uniforms in [0, 1), numpy's
+    ``random_standard_uniform_fill`` (the same numbers, the same state after),
+    formed four at a time for a checked PCG64 stream."""
+    if not pcg64_fill(g, n, out):
+        random_standard_uniform_fill(g, n, out)
+
+
+cdef inline bint pcg64_fill_init() except -1:
+    """Check the inline PCG64 fill against numpy's on two fresh streams of one seed
+    (run once when a cimporting module is imported); True when it is in use."""
+    import numpy as np
+    cdef bitgen_t *a
+    cdef bitgen_t *b
+    first, second = np.random.PCG64(20161126), np.random.PCG64(20161126)
+    for _ in range(3):                  # a state that has been used (numpy draws no number at seeding)
+        first.random_raw(), second.random_raw()
+    a = <bitgen_t *> PyCapsule_GetPointer(first.capsule, "BitGenerator")
+    b = <bitgen_t *> PyCapsule_GetPointer(second.capsule, "BitGenerator")
+    return _pcg64_check(a, b)

@@ -1,0 +1,66 @@
+"""The layer-one sweeps' uniforms (pygbn/random/_pcg64.pxd) are numpy's own numbers.
+
+The partial sweep fills its buffers, and the collapsed sweep draws its one
+uniform a token, by an inline PCG64 step where the import-time check of the
+layout passed; for every bit generator the numbers, and the state the
+stream is left in, must be exactly what numpy's ``random_standard_uniform_fill``
+and ``random_standard_uniform`` give, so the chains do not depend on the path.
+"""
+import numpy as np
+import pytest
+
+from pygbn.inference import _collapsed, _partial
+
+SIZES = [0, 1, 3, 4, 5, 8, 255, 256, 257, 1001]
+BIT_GENERATORS = [np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937, np.random.Philox, np.random.SFC64]
+
+
+def _same_state(a, b):
+    """Two bit generators' ``state`` dicts equal (arrays compared by value)."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+def _pair(kind, seed=12345, used=7):
+    """Two bit generators of ``kind`` in the same, used, state."""
+    a, b = kind(seed), kind(seed)
+    a.random_raw(used)
+    b.random_raw(used)
+    return a, b
+
+
+@pytest.mark.parametrize("module", [_partial, _collapsed], ids=["fill", "one-at-a-time"])
+@pytest.mark.parametrize("kind", BIT_GENERATORS, ids=lambda k: k.__name__)
+def test_uniforms_are_numpys_numbers_and_leave_numpys_state(module, kind):
+    ours, ref = _pair(kind)
+    ref_gen = np.random.Generator(ref)
+    for n in SIZES:
+        got = module._stream_uniforms(ours, n)
+        want = ref_gen.random(n)
+        np.testing.assert_array_equal(got, want, err_msg=f"{kind.__name__}, n = {n}")
+    # the state left behind: numpy's next numbers from both, and the whole state where readable
+    np.testing.assert_array_equal(ours.random_raw(5), ref.random_raw(5))
+    assert _same_state(ours.state, ref.state)
+
+
+def test_pcg64_after_a_jump_and_a_set_state():
+    """States numpy reaches other than by drawing (advance, jumped, the state setter)."""
+    base = np.random.PCG64(2016)
+    for make in (lambda: np.random.PCG64(2016).advance(2 ** 70 + 3),
+                 lambda: np.random.PCG64(2016).jumped(5)):
+        ours, ref = make(), make()
+        np.testing.assert_array_equal(_partial._stream_uniforms(ours, 300), np.random.Generator(ref).random(300))
+        np.testing.assert_array_equal(_collapsed._stream_uniforms(ours, 9), np.random.Generator(ref).random(9))
+    ours, ref = np.random.PCG64(), np.random.PCG64()
+    ours.state = ref.state = base.state
+    np.testing.assert_array_equal(_partial._stream_uniforms(ours, 64), np.random.Generator(ref).random(64))
+
+
+def test_fast_path_flag_is_the_checked_one():
+    """The flag each module reports is a bool (True where the inline step is in
+    use; the numbers above are numpy's either way)."""
+    for module in (_partial, _collapsed):
+        assert module.FAST_UNIFORMS in (True, False)
