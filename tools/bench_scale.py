@@ -7,10 +7,14 @@ Usage::
     python tools/bench_scale.py --tokens 1.3M --runs collapsed blocked-1 tomotopy-1 --late 0
     python tools/bench_scale.py --dask                          # DaskGBN rows too (1 and 2 workers)
     python tools/bench_scale.py --link bernoulli --runs blocked-1 tomotopy-1 --late 0
+    python tools/bench_scale.py --data ../shared/data/linux-manpages/counts.npz --K 400 \
+        --runs collapsed partial-1 --early 3 --late 25    # a corpus of your own (.npz, docs x terms)
 
 The tool generates seeded synthetic LDA-like corpora (``V = 20,000`` terms,
 about 65 tokens per document, 50 true topics; see :func:`make_corpus`) and
-caches them as ``.npz`` files (``--cache``).  Every measurement runs in its
+caches them as ``.npz`` files (``--cache``), or measures corpora of your own
+(``--data``: scipy.sparse ``.npz`` files of documents x terms counts, the file
+name in the first column).  Every measurement runs in its
 own Python process that loads the corpus from the file, so that each peak
 resident set size (``ru_maxrss`` of that process, which includes the
 interpreter, numpy/scipy and the loaded corpus) is one library's alone:
@@ -261,7 +265,7 @@ def child_main(args) -> None:
     else:
         res = run_pygbn(X, args.k, kind, n, args.early, args.late, args.late_iters, args.link)
     res.update(rss_loaded=rss_loaded, peak_rss=res.pop("workers_peak_rss", None) or _peak_rss_mb(),
-               tokens=int(X.sum()), nnz=int(X.nnz), docs=int(X.shape[0]))
+               tokens=int(X.sum()), nnz=int(X.nnz), docs=int(X.shape[0]), terms=int(X.shape[1]))
     print(json.dumps(res), flush=True)
 
 
@@ -297,6 +301,9 @@ def main(argv=None):
     ap.add_argument("--late", type=int, default=50,
                     help="iterations run before the late figure (0: no late figure)")
     ap.add_argument("--late-iters", type=int, default=5, help="iterations of the late figure")
+    ap.add_argument("--data", nargs="+", type=Path, default=None,
+                    help="corpora of your own instead of the synthetic ones: scipy.sparse .npz files "
+                         "(documents x terms counts)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpora")
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "pygbn_bench_scale")
     ap.add_argument("--repeats", type=int, default=1, help="runs of each measurement (the smallest figures)")
@@ -320,13 +327,19 @@ def main(argv=None):
           f"fit B/model entry | Dask overhead s/iter |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     records = []
-    for text in args.tokens:
-        path = corpus_path(args.cache, parse_tokens(text), args.seed)
+    if args.data:
+        for path in args.data:
+            if not path.is_file():
+                ap.error(f"--data: no such file: {path}")
+        corpora = [(path.name, path) for path in args.data]
+    else:
+        corpora = [(text, corpus_path(args.cache, parse_tokens(text), args.seed)) for text in args.tokens]
+    for text, path in corpora:
         for K in args.K:
             one_process = {}
             for run in runs:
                 r = _best([measure(run, path, K, args) for _ in range(args.repeats)])
-                r.update(run=run, K=K, link=args.link)
+                r.update(run=run, K=K, link=args.link, corpus=path.name if args.data else None)
                 records.append(r)
                 if "error" in r:
                     print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 10, flush=True)
@@ -359,7 +372,7 @@ def _row(r, one_process) -> str:
     late_cols = (f"{r['late']:.3f} | {r['tokens'] / r['late']:.3g} | {cpu('late_cpu')}"
                  if "late" in r else " | | ")
     fit_bytes = (r["peak_rss"] - r["rss_loaded"]) * 2**20
-    entries = (r["docs"] + N_TERMS) * r["K"]
+    entries = (r["docs"] + r.get("terms", N_TERMS)) * r["K"]
     per_fit = f"{fit_bytes / r['tokens']:.0f} | {fit_bytes / entries:.1f}"
     overhead = ""
     is_dask = r["run"].startswith("dask-")
@@ -369,7 +382,8 @@ def _row(r, one_process) -> str:
         overhead = f"{r['early'] - one_process['early']:+.3f}"
         if "late" in r and "late" in one_process:
             overhead += f" / {r['late'] - one_process['late']:+.3f}"
-    return (f"| {_fmt_tokens(r['tokens'])} | {r['docs']} | {r['K']} | {r['run']} | {r['early']:.3f} | "
+    size = _fmt_tokens(r["tokens"]) if not r.get("corpus") else f"{r['corpus']} ({_fmt_tokens(r['tokens'])})"
+    return (f"| {size} | {r['docs']} | {r['K']} | {r['run']} | {r['early']:.3f} | "
             f"{r['tokens'] / r['early']:.3g} | {cpu('early_cpu')} | {late_cols} | "
             f"{r['rss_loaded']:.0f} | {r['peak_rss']:.0f} | {per_fit} | {overhead} |")
 
