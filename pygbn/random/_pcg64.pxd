@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Buffers of uniforms from numpy's PCG64 streams, the same numbers faster (nogil, no validation).
+"""Uniforms from numpy's PCG64 streams, the same numbers faster (nogil, no validation).
 
 :c:func:`uniform_fill` writes the next ``n`` numbers of a stream, exactly what
 numpy's ``random_standard_uniform_fill`` writes (``(next_uint64 >> 11) 2^-53``,
@@ -10,15 +10,20 @@ stream the states ``s_1 ... s_4`` after ``s_0`` are ``s_i = A_i s_0 + C_i``
 (``A_i = M^i``, ``C_i = c (M^(i-1) + ... + 1)``, M the multiplier and c the
 stream's increment, all modulo 2^128), so four states are formed side by side
 from ``s_0`` and the XSL-RR output of each is taken as numpy takes it.
+:c:func:`next_uniform` is numpy's ``random_standard_uniform``, one state
+step inline (no call through the bit generator's function pointer).  The
+partial sweep's uniform buffers and the collapsed sweep's one uniform a
+token use them (``docs/engine.md``, "Uniforms").
 
 This reads numpy's PCG64 state through its C layout (``bitgen_t.state`` is a
 ``pcg64_state`` whose first member points to ``{state, inc}``, two 128-bit
 integers), which numpy does not publish.  So it is used only once
 :func:`pcg64_fill_init` (run when a cimporting module is imported) has checked
-it: the numbers and the state after them must be numpy's own for a fresh
-stream, else, or without a 128-bit integer type, every stream takes numpy's
-fill; and only for a stream whose ``next_uint64`` is PCG64's (any other bit
-generator takes numpy's fill).  Either way the numbers are numpy's.
+it: the numbers of both paths and the state after them must be numpy's own
+for a fresh stream, else, or without a 128-bit integer type, every stream
+takes numpy's calls; and only for a stream whose ``next_uint64`` is PCG64's
+(any other bit generator takes numpy's calls).  Either way the numbers are
+numpy's.
 
 Reference: O'Neill, M. E. (2014). PCG: a family of simple fast space-efficient
 statistically good algorithms for random number generation. HMC-CS-2014-0905
@@ -40,20 +45,6 @@ cdef extern from *:
     /* numpy's pcg64_state: a pointer to {state, inc}, then the 32-bit buffer */
     typedef struct { void *pcg_state; int has_uint32; uint32_t uinteger; } pygbn_pcg64_state;
     #define PYGBN_PCG_MULT ((((pygbn_u128) 0x2360ED051FC65DA4ULL) << 64) | (pygbn_u128) 0x4385DF649FCCF645ULL)
-
-    /* a 128-bit state as two 64-bit halves (the accesses of numpy's own step, so that a
-       store is forwarded to the next step's load), low half first */
-    static inline pygbn_u128 pygbn_pcg_load(const char *p) {
-        uint64_t lo, hi;
-        memcpy(&lo, p, 8);
-        memcpy(&hi, p + 8, 8);
-        return ((pygbn_u128) hi << 64) | lo;
-    }
-    static inline void pygbn_pcg_store(char *p, pygbn_u128 s) {
-        uint64_t lo = (uint64_t) s, hi = (uint64_t) (s >> 64);
-        memcpy(p, &lo, 8);
-        memcpy(p + 8, &hi, 8);
-    }
 
     static inline uint64_t pygbn_pcg_out(pygbn_u128 s) {
         uint64_t hi = (uint64_t) (s >> 64), x = hi ^ (uint64_t) s;
@@ -97,20 +88,25 @@ cdef extern from *:
         return 1;
     }
 
-    static inline double pygbn_pcg64_next_double(bitgen_t *g) {
+    /* the next double of a PCG64 stream whose state is at st: one step */
+    static inline double pygbn_pcg64_step_double(void *st) {
         pygbn_u128 s, c;
-        void *st;
-        if (pygbn_pcg64_next == NULL || g->next_uint64 != pygbn_pcg64_next)
-            return g->next_double(g->state);
-        st = ((pygbn_pcg64_state *) g->state)->pcg_state;
-        s = pygbn_pcg_load((const char *) st);
-        c = pygbn_pcg_load((const char *) st + 16);
+        memcpy(&s, st, 16);
+        memcpy(&c, (char *) st + 16, 16);
         s = s * PYGBN_PCG_MULT + c;
-        pygbn_pcg_store((char *) st, s);
+        memcpy(st, &s, 16);
         return (double) (pygbn_pcg_out(s) >> 11) * (1.0 / 9007199254740992.0);
     }
 
-    /* the check: a and b two streams in the same state (fresh PCG64s of one seed) */
+    /* the stream's next uniform: numpy's random_standard_uniform (inline for a checked PCG64 stream) */
+    static inline double pygbn_pcg64_next_double(bitgen_t *g) {
+        if (pygbn_pcg64_next == NULL || g->next_uint64 != pygbn_pcg64_next)
+            return g->next_double(g->state);
+        return pygbn_pcg64_step_double(((pygbn_pcg64_state *) g->state)->pcg_state);
+    }
+
+    /* the check: a and b two streams in the same state (fresh PCG64s of one seed); both
+       inline paths against numpy's calls, then the state they leave */
     static int pygbn_pcg64_check(bitgen_t *a, bitgen_t *b) {
         double x[11], y[11];
         int i;
@@ -119,6 +115,9 @@ cdef extern from *:
             y[i] = b->next_double(b->state);
         for (i = 0; i < 11; i++)
             if (x[i] != y[i])
+                return 0;
+        for (i = 0; i < 5; i++)         /* one step at a time */
+            if (pygbn_pcg64_step_double(((pygbn_pcg64_state *) a->state)->pcg_state) != b->next_double(b->state))
                 return 0;
         for (i = 0; i < 3; i++)         /* the state left behind: numpy's next numbers from it */
             if (a->next_uint64(a->state) != b->next_uint64(b->state))
