@@ -32,13 +32,13 @@ def _pair(kind, seed=12345, used=7):
     return a, b
 
 
-@pytest.mark.parametrize("module", [_partial, _collapsed], ids=["fill", "one-at-a-time"])
+@pytest.mark.parametrize("one_at_a_time", [False, True], ids=["fill", "one-at-a-time"])
 @pytest.mark.parametrize("kind", BIT_GENERATORS, ids=lambda k: k.__name__)
-def test_uniforms_are_numpys_numbers_and_leave_numpys_state(module, kind):
+def test_uniforms_are_numpys_numbers_and_leave_numpys_state(one_at_a_time, kind):
     ours, ref = _pair(kind)
     ref_gen = np.random.Generator(ref)
     for n in SIZES:
-        got = module._stream_uniforms(ours, n)
+        got = _partial._stream_uniforms(ours, n, one_at_a_time)
         want = ref_gen.random(n)
         np.testing.assert_array_equal(got, want, err_msg=f"{kind.__name__}, n = {n}")
     # the state left behind: numpy's next numbers from both, and the whole state where readable
@@ -53,7 +53,7 @@ def test_pcg64_after_a_jump_and_a_set_state():
                  lambda: np.random.PCG64(2016).jumped(5)):
         ours, ref = make(), make()
         np.testing.assert_array_equal(_partial._stream_uniforms(ours, 300), np.random.Generator(ref).random(300))
-        np.testing.assert_array_equal(_collapsed._stream_uniforms(ours, 9), np.random.Generator(ref).random(9))
+        np.testing.assert_array_equal(_partial._stream_uniforms(ours, 9, True), np.random.Generator(ref).random(9))
     ours, ref = np.random.PCG64(), np.random.PCG64()
     ours.state = ref.state = base.state
     np.testing.assert_array_equal(_partial._stream_uniforms(ours, 64), np.random.Generator(ref).random(64))

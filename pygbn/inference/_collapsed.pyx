@@ -75,20 +75,6 @@ from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 FAST_UNIFORMS = pcg64_fill_init()
 
 
-def _stream_uniforms(bit_generator, Py_ssize_t n):
-    """The next ``n`` uniforms of a numpy BitGenerator as the sweep draws them, one
-    at a time (:c:func:`pygbn.random._pcg64.next_uniform`; for tests: numpy's
-    ``random_standard_uniform``'s numbers, the stream left where numpy's leaves it)."""
-    import numpy as np
-    out = np.empty(max(n, 0))
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
-    with bit_generator.lock, nogil:
-        for i in range(n):
-            o[i] = next_uniform(g)
-    return out
-
 #: tokens between two exact recomputations of the bucket totals
 REFRESH = 4096
 

@@ -52,6 +52,11 @@ cdef extern from *:
         return (x >> rot) | (x << ((64u - rot) & 63u));
     }
 
+    /* numpy's next_double from a state: (output >> 11) 2^-53 */
+    static inline double pygbn_pcg_double(pygbn_u128 s) {
+        return (double) (pygbn_pcg_out(s) >> 11) * (1.0 / 9007199254740992.0);
+    }
+
     /* the next n doubles of a PCG64 stream whose state is at st (16 bytes state, 16 inc):
        four states at a time from the last, s_i = A_i s + C_i; not inlined (one call a buffer) */
     #if defined(__GNUC__)
@@ -59,7 +64,6 @@ cdef extern from *:
     #endif
     static void pygbn_pcg64_doubles(void *st, Py_ssize_t n, double *out) {
         pygbn_u128 s, c, a1 = PYGBN_PCG_MULT, a2, a3, a4, c2, c3, c4, s1, s2, s3, s4;
-        const double k = 1.0 / 9007199254740992.0;
         Py_ssize_t i = 0;
         memcpy(&s, st, 16);
         memcpy(&c, (char *) st + 16, 16);
@@ -67,15 +71,15 @@ cdef extern from *:
         c2 = c * a1 + c; c3 = c2 * a1 + c; c4 = c3 * a1 + c;
         for (; i + 4 <= n; i += 4) {
             s1 = a1 * s + c; s2 = a2 * s + c2; s3 = a3 * s + c3; s4 = a4 * s + c4;
-            out[i] = (double) (pygbn_pcg_out(s1) >> 11) * k;
-            out[i + 1] = (double) (pygbn_pcg_out(s2) >> 11) * k;
-            out[i + 2] = (double) (pygbn_pcg_out(s3) >> 11) * k;
-            out[i + 3] = (double) (pygbn_pcg_out(s4) >> 11) * k;
+            out[i] = pygbn_pcg_double(s1);
+            out[i + 1] = pygbn_pcg_double(s2);
+            out[i + 2] = pygbn_pcg_double(s3);
+            out[i + 3] = pygbn_pcg_double(s4);
             s = s4;
         }
         for (; i < n; i++) {
             s = a1 * s + c;
-            out[i] = (double) (pygbn_pcg_out(s) >> 11) * k;
+            out[i] = pygbn_pcg_double(s);
         }
         memcpy(st, &s, 16);
     }
@@ -95,7 +99,7 @@ cdef extern from *:
         memcpy(&c, (char *) st + 16, 16);
         s = s * PYGBN_PCG_MULT + c;
         memcpy(st, &s, 16);
-        return (double) (pygbn_pcg_out(s) >> 11) * (1.0 / 9007199254740992.0);
+        return pygbn_pcg_double(s);
     }
 
     /* the stream's next uniform: numpy's random_standard_uniform (inline for a checked PCG64 stream) */
