@@ -339,7 +339,7 @@ def main(argv=None):
             one_process = {}
             for run in runs:
                 r = _best([measure(run, path, K, args) for _ in range(args.repeats)])
-                r.update(run=run, K=K, link=args.link, corpus=path.name if args.data else None)
+                r.update(run=run, K=K, link=args.link, corpus=text if args.data else None)
                 records.append(r)
                 if "error" in r:
                     print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 10, flush=True)
