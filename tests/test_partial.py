@@ -536,6 +536,64 @@ def test_term_label_counts_are_the_same_for_any_threads_and_term_split(slots):
         assert np.array_equal(got, expect), (nt, split)
 
 
+def _slot_words_one_by_one(indices, values, labels, c0, c1, tok0, row_map, slot_start, slots):
+    """The slot words of ``slots`` after adding the tokens of cells ``c0:c1`` one
+    after another as ``_shared.slot_add`` does (the factor's slot, else the first
+    empty one; nothing where the row is full or the count would pass 65535)."""
+    out = slots.copy()
+    tok = tok0
+    for c in range(c0, c1):
+        v, n = int(indices[c]), int(values[c])
+        if row_map[v] < 0:
+            row = out[slot_start[v]:slot_start[v + 1]]
+            for k in labels[tok:tok + n]:
+                key = (int(k) + 1) << 16
+                i = 0
+                while i < row.size and row[i] != 0 and (int(row[i]) & ~0xFFFF) != key:
+                    i += 1
+                if i < row.size and (int(row[i]) & 0xFFFF) + 1 <= 0xFFFF:
+                    row[i] = key | 1 if row[i] == 0 else row[i] + 1
+        tok += n
+    return out
+
+
+@pytest.mark.parametrize("short_rows", [False, True])
+def test_term_label_slots_are_the_words_of_one_add_at_a_time(short_rows):
+    """The sparse rows ``add_term_labels`` fills hold the words that adding each
+    token in turn with ``slot_add`` leaves (each factor once, in the order the
+    tokens first meet it), for any threads, in one call or two (adding after the
+    filled slots), and with rows shorter than their tokens (merged when full;
+    tokens of a factor with no room left are dropped, as there)."""
+    rng = np.random.default_rng(11)
+    V, K, n_cells = 40, 9, 2500
+    indices = np.sort(rng.integers(0, V, n_cells)).astype(np.int32)
+    rng.shuffle(indices)
+    values = rng.integers(1, 4, n_cells).astype(np.float64)
+    labels = rng.integers(0, K, int(values.sum())).astype(np.int16)
+    row_map = np.full(V, -1, dtype=np.int32)
+    row_map[::3] = np.arange(row_map[::3].size, dtype=np.int32)
+    totals = np.bincount(indices, weights=values, minlength=V).astype(np.int64)
+    room = np.where(row_map < 0, np.minimum(totals, K - 2) if short_rows else totals, 0)
+    slot_start = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(room, out=slot_start[1:])
+    cut = n_cells // 3
+    tok_cut = int(values[:cut].sum())
+    expect = _slot_words_one_by_one(indices, values, labels, 0, cut, 0, row_map, slot_start,
+                                    np.zeros(int(slot_start[-1]), dtype=np.uint32))
+    expect = _slot_words_one_by_one(indices, values, labels, cut, n_cells, tok_cut, row_map, slot_start, expect)
+    for nt in (1, 2, 3):
+        for parts in ([(0, n_cells, 0)], [(0, cut, 0), (cut, n_cells, tok_cut)]):
+            dense = np.zeros((int((row_map >= 0).sum()), K), dtype=np.int32)
+            slots = np.zeros(int(slot_start[-1]), dtype=np.uint32)
+            for c0, c1, tok0 in parts:
+                _partial.add_term_labels(c0, c1, tok0, indices, values, labels, dense, nt, row_map=row_map,
+                                         slot_start=slot_start, slots=slots)
+            assert np.array_equal(slots, expect), (nt, len(parts))
+            assert dense.sum() == int(values[np.isin(indices, np.flatnonzero(row_map >= 0))].sum())
+    if short_rows:      # rows too short for their tokens' factors: some tokens went nowhere
+        assert (expect & 0xFFFF).sum() < totals[row_map < 0].sum()
+
+
 def test_term_split_balances_the_tokens():
     """``PartialState.term_split``: n_threads + 1 non-decreasing bounds from 0 to V,
     each run of terms holding about an equal share of the tokens."""

@@ -9,7 +9,8 @@ Runs a ``GibbsSampler`` (T = 1, no pruning, p and c updated as in a fit) for
 ``--warm`` sweeps, then times ``--iters`` more with the parts wrapped: the
 Dirichlet draw of Phi^(1) (``sample_phi``), the prior-bucket table build
 (``PartialState.prior_tables``), the token sweep kernel (``partial_sweep``),
-the other layer-one bookkeeping (``n_vk`` counted after the sweep), the top-layer and rate updates (``top_tables``, ``sample_p_c``,
+``n_vk`` counted after the sweep (``add_term_labels``), the look ahead for
+rejection documents (``rejection_ahead``), the other layer-one bookkeeping, the top-layer and rate updates (``top_tables``, ``sample_p_c``,
 ``sample_top``, ``local_downward``); what is left of the sweep is Python
 overhead.  CPU seconds of the process (``time.process_time``, all threads),
 the smallest over the timed sweeps.  Also the token statistics of the state
@@ -74,6 +75,8 @@ def main(argv=None):
         if hasattr(s.tokens, name):
             _wrap(s.tokens, name, "prior-bucket tables", acc, now)
     _wrap(_partial, "partial_sweep", "token sweep (partial_sweep)", acc, now)
+    _wrap(_partial, "add_term_labels", "n_vk from the labels (add_term_labels)", acc, now)
+    _wrap(_partial, "rejection_ahead", "rejection documents ahead (rejection_ahead)", acc, now)
     for name in ("top_tables", "sample_p_c", "sample_top", "local_downward"):
         _wrap(s, name, "top layer, p/c, r, theta (upper interface)", acc, now)
     from pygbn.inference import gibbs as gibbs_mod
@@ -86,11 +89,12 @@ def main(argv=None):
         total = now() - t0
         inner = sum(v for k, v in acc.items() if k not in ("_layer_one",))
         layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep)"] \
-            - acc.get("prior-bucket tables", 0.0)
+            - acc.get("prior-bucket tables", 0.0) - acc["n_vk from the labels (add_term_labels)"] \
+            - acc["rejection documents ahead (rejection_ahead)"]
         for k, v in acc.items():
             if k != "_layer_one":
                 rows[k].append(v)
-        rows["other layer-one bookkeeping (n_vk after the sweep)"].append(layer_one_other)
+        rows["other layer-one bookkeeping"].append(layer_one_other)
         rows["Python and the rest"].append(total - inner - layer_one_other)
         rows["whole sweep"].append(total)
     tok = s.tokens

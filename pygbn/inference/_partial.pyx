@@ -89,7 +89,8 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport next_uniform, uniform_fill, pcg64_fill_init
 
-from pygbn.inference._shared cimport doc_count_t, topic_t, slot_add, shared_prefetch as prefetch
+from pygbn.inference._shared cimport (doc_count_t, topic_t, slot_add, shared_prefetch as prefetch, SLOT_SHIFT,
+                                     SLOT_COUNT)
 from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size,
                                          _cell_start, _top_mass, _pick_top, _thin, _top_set, _use_rejection)
 from pygbn.inference._prior_bucket cimport (_GUIDE_CELLS, _SUM_ROWS, _pick_prior, _prefetch_prior, _prior_sums,
@@ -732,25 +733,95 @@ def count_doc_labels(const int64_t[::1] doc_ptr, const topic_t[::1] labels, doc_
                 njk[j, labels[i]] += 1
 
 
-def count_term_labels(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
-                      const topic_t[::1] labels, nvk_t[:, ::1] nvk):
-    """``nvk`` (V, K) overwritten with the term-topic counts of the labels (tokens in CSR order)."""
-    nvk[:, :] = 0
-    add_term_labels(0, indices.shape[0], 0, indices, values, labels, nvk, 1)
-
-
-cdef inline void _add_cell(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int64_t *sstart, uint32_t *sl,
-                           int32_t v, const topic_t *lab, int64_t n) noexcept nogil:
-    """Add the ``n`` tokens of one cell of term v (labels ``lab``) to v's row of n_vk:
-    its dense row (``rmap[v]``, or v where ``rmap`` is NULL) or, where that is -1, its slots."""
-    cdef int32_t row = rmap[v] if rmap != NULL else v
+cdef inline void _add_dense(nvk_t *row, const topic_t *lab, int64_t n) noexcept nogil:
+    """Add the ``n`` tokens of one cell (labels ``lab``) to its term's dense row of n_vk.
+    The first token is added outside the loop: most cells hold one token, and a
+    loop whose trip count varies from cell to cell mispredicts its exit (a
+    pipeline flush that exposes the next cells' misses of the (V, K) array)."""
     cdef int64_t i
-    if row >= 0:
-        for i in range(n):
-            out[row * K + lab[i]] += 1
-    else:
-        for i in range(n):
-            slot_add(&sl[sstart[v]], sstart[v + 1] - sstart[v], <uint32_t> lab[i], 1)
+    if n <= 0:
+        return
+    row[lab[0]] += 1
+    for i in range(1, n):
+        row[lab[i]] += 1
+
+
+cdef Py_ssize_t _merge_slots(uint32_t *s, Py_ssize_t e, int32_t *pos) noexcept nogil:
+    """Merge the ``e`` filled slots ``s[:e]`` of one sparse term row (appended
+    one token at a time, a factor possibly in several) into one slot a factor,
+    in the order of each factor's first slot, the rest zeroed; returns the slots
+    filled.  The same words as :c:func:`slot_add` of the entries one after
+    another (a count that would pass 65535 is not added, as there).  ``pos``
+    (one entry a factor + 1, all -1) is -1 again on return."""
+    cdef Py_ssize_t p, q = 0
+    cdef uint32_t x, key
+    for p in range(e):
+        x = s[p]
+        key = x >> SLOT_SHIFT
+        if pos[key] < 0:
+            pos[key] = <int32_t> q
+            s[q] = x
+            q += 1
+        elif (s[pos[key]] & SLOT_COUNT) + (x & SLOT_COUNT) <= <uint32_t> SLOT_COUNT:
+            s[pos[key]] += x & SLOT_COUNT
+    for p in range(q):
+        pos[s[p] >> SLOT_SHIFT] = -1
+    for p in range(q, e):
+        s[p] = 0
+    return q
+
+
+cdef inline void _append_slots(uint32_t *s, Py_ssize_t n_slots, int32_t *fill, int32_t *pos,
+                               const topic_t *lab, int64_t n) noexcept nogil:
+    """Append the ``n`` tokens of one cell (labels ``lab``) to its term's sparse row
+    ``s`` as slots of count 1 after the ``fill[0]`` filled (merged by
+    :c:func:`_merge_slots` once the cells are counted: a search of the row for
+    each token's factor branches unpredictably).  A full row is merged first,
+    and where it is still full the token goes to :c:func:`slot_add` (its factor's
+    slot, or nowhere, as there)."""
+    cdef int64_t i
+    for i in range(n):
+        if fill[0] == n_slots:
+            fill[0] = <int32_t> _merge_slots(s, n_slots, pos)
+            if fill[0] == n_slots:
+                slot_add(s, n_slots, <uint32_t> lab[i], 1)
+                continue
+        s[fill[0]] = ((<uint32_t> lab[i] + 1) << SLOT_SHIFT) | 1
+        fill[0] += 1
+
+
+cdef void _count_cells(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int64_t *sstart, uint32_t *sl,
+                       int32_t *fill, int32_t *pos, int64_t c0, int64_t c1, int64_t tok0,
+                       const int32_t *indices, const double *values, const topic_t *lab,
+                       int32_t lo, int32_t hi) noexcept nogil:
+    """Add the tokens of cells ``c0:c1`` (the first at ``lab[tok0]``) whose term v
+    is in ``lo <= v < hi`` to n_vk: v's dense row (``rmap[v]``, or v where
+    ``rmap`` is NULL) or, where that is -1, its slots (``sl``, from
+    ``sstart[v]``), merged at the end (``fill``: the filled slots of each term,
+    ``pos``: a thread's scratch for :c:func:`_merge_slots`)."""
+    cdef int64_t c, n, tok = tok0
+    cdef int32_t v, row
+    cdef Py_ssize_t w
+    if sl != NULL:
+        for w in range(lo, hi):
+            if rmap[w] < 0:
+                fill[w] = 0
+                while fill[w] < sstart[w + 1] - sstart[w] and sl[sstart[w] + fill[w]] != 0:
+                    fill[w] += 1
+    for c in range(c0, c1):
+        v = indices[c]
+        n = <int64_t> values[c]
+        if v >= lo and v < hi:
+            row = rmap[v] if rmap != NULL else v
+            if row >= 0:
+                _add_dense(out + row * K, lab + tok, n)
+            else:
+                _append_slots(sl + sstart[v], sstart[v + 1] - sstart[v], fill + v, pos, lab + tok, n)
+        tok = tok + n
+    if sl != NULL:
+        for w in range(lo, hi):
+            if rmap[w] < 0 and fill[w] > 0:
+                _merge_slots(sl + sstart[w], fill[w], pos)
 
 
 def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] indices,
@@ -761,7 +832,9 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
     ``labels[tok0]``, tokens in CSR order) into ``nvk`` (V, K), or, with
     ``row_map``, ``slot_start`` and ``slots``, into a
     :class:`pygbn.inference.term_counts.TermCounts`: term v's row ``row_map[v]``
-    of ``nvk`` when that is >= 0, else its slots.
+    of ``nvk`` when that is >= 0, else its slots (the words that adding each
+    token with ``slot_add`` in turn would leave: each factor in one slot, in the
+    order the tokens first meet it, after the slots already filled).
 
     With ``n_threads`` > 1, thread t counts the terms ``term_split[t] <= v <
     term_split[t + 1]`` (``term_split``: n_threads + 1 increasing bounds from 0 to
@@ -773,40 +846,32 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
     threads' tokens."""
     cdef Py_ssize_t K = nvk.shape[1], t, nt = max(n_threads, 1)
     cdef Py_ssize_t V = row_map.shape[0] if row_map is not None and row_map.shape[0] > 0 else nvk.shape[0]
-    cdef int64_t c, tok, n, lo, hi
-    cdef int32_t v
     cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
     cdef const int64_t *sstart = &slot_start[0] if use_slots else NULL
     cdef uint32_t *sl = &slots[0] if use_slots and slots.shape[0] > 0 else NULL
     cdef nvk_t *out = &nvk[0, 0] if nvk.shape[0] else NULL
     cdef const topic_t *lab = &labels[0] if labels.shape[0] else NULL
+    cdef int32_t[::1] fill
+    cdef int32_t[:, ::1] pos
     cdef const int64_t[::1] split
     if c1 <= c0 or (out == NULL and sl == NULL):
         return
-    if nt > 1:
-        if term_split is None:
-            import numpy as np
-            term_split = np.arange(nt + 1, dtype=np.int64) * V // nt
-        split = term_split
+    import numpy as np
+    # the filled slots of each term, and a merge scratch a thread (one entry a factor + 1)
+    fill = np.zeros(V if use_slots else 1, dtype=np.int32)
+    pos = np.full((nt, K + 1 if use_slots else 1), -1, dtype=np.int32)
     if nt == 1:
         with nogil:
-            tok = tok0
-            for c in range(c0, c1):
-                n = <int64_t> values[c]
-                _add_cell(out, K, rmap, sstart, sl, indices[c], lab + tok, n)
-                tok = tok + n
+            _count_cells(out, K, rmap, sstart, sl, &fill[0], &pos[0, 0], c0, c1, tok0, &indices[0],
+                         &values[0], lab, 0, <int32_t> V)
         return
+    if term_split is None:
+        term_split = np.arange(nt + 1, dtype=np.int64) * V // nt
+    split = term_split
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
-        lo = split[t]
-        hi = split[t + 1]
-        tok = tok0
-        for c in range(c0, c1):
-            v = indices[c]
-            n = <int64_t> values[c]
-            if v >= lo and v < hi:
-                _add_cell(out, K, rmap, sstart, sl, v, lab + tok, n)
-            tok = tok + n
+        _count_cells(out, K, rmap, sstart, sl, &fill[0], &pos[t, 0], c0, c1, tok0, &indices[0],
+                     &values[0], lab, <int32_t> split[t], <int32_t> split[t + 1])
 
 
 def doc_token_offsets(const int64_t[::1] indptr, const double[::1] values, int64_t[::1] out):
