@@ -515,7 +515,13 @@ class GibbsSampler:
         for t in range(2, T + 1):
             theta_dot[:, t - 2] = self.theta_sums(t)
         theta_dot[:, T - 1] = float(net.r.sum())
-        m_dot = self.m[0].sum(axis=1).astype(np.float64) if m_dot is None else m_dot
+        if m_dot is None:
+            m0 = self.m[0]
+            # a 32-bit sum where the counts are uint8/uint16 (n_jk of the collapsed and partial
+            # states: each row's total is its document's tokens, below 65536 for those types;
+            # numpy would add them in 64 bits, at twice the time): the same integers
+            wide = np.uint32 if m0.dtype in (np.uint8, np.uint16) else None
+            m_dot = m0.sum(axis=1, dtype=wide).astype(np.float64)
         c = np.empty((self.n_docs, T))
         for t, layer in enumerate(net.layers):
             c[:, t] = layer.c
