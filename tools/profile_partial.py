@@ -10,7 +10,8 @@ Runs a ``GibbsSampler`` (T = 1, no pruning, p and c updated as in a fit) for
 Dirichlet draw of Phi^(1) (``sample_phi``), the prior-bucket table build
 (``PartialState.prior_tables``), the token sweep kernel (``partial_sweep``),
 ``n_vk`` counted after the sweep (``add_term_labels``), the look ahead for
-rejection documents (``rejection_ahead``), the other layer-one bookkeeping, the top-layer and rate updates (``top_tables``, ``sample_p_c``,
+rejection documents (``rejection_ahead``), the other layer-one bookkeeping,
+the top-layer and rate updates (``top_tables``, ``sample_p_c``,
 ``sample_top``, ``local_downward``); what is left of the sweep is Python
 overhead.  CPU seconds of the process (``time.process_time``, all threads),
 the smallest over the timed sweeps.  Also the token statistics of the state
