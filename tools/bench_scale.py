@@ -372,7 +372,7 @@ def _row(r, one_process) -> str:
     late_cols = (f"{r['late']:.3f} | {r['tokens'] / r['late']:.3g} | {cpu('late_cpu')}"
                  if "late" in r else " | | ")
     fit_bytes = (r["peak_rss"] - r["rss_loaded"]) * 2**20
-    entries = (r["docs"] + r.get("terms", N_TERMS)) * r["K"]
+    entries = (r["docs"] + r["terms"]) * r["K"]
     per_fit = f"{fit_bytes / r['tokens']:.0f} | {fit_bytes / entries:.1f}"
     overhead = ""
     is_dask = r["run"].startswith("dask-")

@@ -76,8 +76,9 @@ def main(argv=None):
         if hasattr(s.tokens, name):
             _wrap(s.tokens, name, "prior-bucket tables", acc, now)
     _wrap(_partial, "partial_sweep", "token sweep (partial_sweep)", acc, now)
-    _wrap(_partial, "add_term_labels", "n_vk from the labels (add_term_labels)", acc, now)
-    _wrap(_partial, "rejection_ahead", "rejection documents ahead (rejection_ahead)", acc, now)
+    nvk, ahead = "n_vk from the labels (add_term_labels)", "rejection documents ahead (rejection_ahead)"
+    _wrap(_partial, "add_term_labels", nvk, acc, now)
+    _wrap(_partial, "rejection_ahead", ahead, acc, now)
     for name in ("top_tables", "sample_p_c", "sample_top", "local_downward"):
         _wrap(s, name, "top layer, p/c, r, theta (upper interface)", acc, now)
     from pygbn.inference import gibbs as gibbs_mod
@@ -90,8 +91,7 @@ def main(argv=None):
         total = now() - t0
         inner = sum(v for k, v in acc.items() if k not in ("_layer_one",))
         layer_one_other = acc["_layer_one"] - acc["token sweep (partial_sweep)"] \
-            - acc.get("prior-bucket tables", 0.0) - acc["n_vk from the labels (add_term_labels)"] \
-            - acc["rejection documents ahead (rejection_ahead)"]
+            - acc.get("prior-bucket tables", 0.0) - acc[nvk] - acc[ahead]
         for k, v in acc.items():
             if k != "_layer_one":
                 rows[k].append(v)
