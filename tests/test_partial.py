@@ -236,7 +236,8 @@ def _top_rows(top, m, K):
 @pytest.mark.parametrize("K,top_size", [(12, 4), (12, 1), (5, 8), (40, 8)])
 def test_top_sets_bound_the_other_entries(K, top_size):
     """Each term's top set: its m largest phi_vk, largest first (ties by topic),
-    the bound h = the (m+1)-th largest (0 when K <= m), and thinning bytes,
+    the bound h = the (m+1)-th largest (0 when K <= m), their excesses
+    phi_vk - h over the bound (the E piece's weights), and thinning bytes,
     255 for the set's topics and q_k / 256 < phi_vk / h <= (q_k + 2) / 256 (or
     q_k = 254) for the others; the same sets
     when built from the bounds of another Phi (the hint) as from none, and
@@ -254,8 +255,9 @@ def test_top_sets_bound_the_other_entries(K, top_size):
     for v in range(V):
         order = np.argsort(-phi[v], kind="stable")
         np.testing.assert_array_equal(tk[v], order[:m])
-        np.testing.assert_array_equal(tphi[v], phi[v, order[:m]])
         assert h[v] == (phi[v, order[m]] if K > m else 0.0)
+        np.testing.assert_array_equal(tphi[v], phi[v, order[:m]] - h[v])
+        assert np.all(tphi[v] >= 0.0)
         if K > m:
             rest = order[m:]
             t = 256 * phi[v, rest] / h[v]

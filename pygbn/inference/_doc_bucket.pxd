@@ -117,12 +117,12 @@ cdef inline int32_t _pick_doc(const Doc *d, const double *phi_v, double u) noexc
 cdef struct Cell:
     # the document bucket's pieces for one stored cell (term v) of the document
     Py_ssize_t m                # entries of the term's top set
-    const double *tphi          # their phi_vk, largest first
+    const double *tphi          # their excesses phi_vk - h over the bound, largest first
     const int32_t *tk           # their topics
-    const uint8_t *sq           # q_k of every topic: 255 in the set, else q_k / 256 <= phi_vk / h (see _top_set)
+    const uint8_t *sq           # q_k of every topic: 255 in the set (accepted), else q_k / 256 <= phi_vk / h (see _top_set)
     double h                    # bound: phi_vk <= h for every topic k outside the top set
     double inv_h                # 1 / h (0 when h = 0)
-    double E                    # sum over the top set of phi_vk n_jk (formed at each token)
+    double E                    # sum over the top set of (phi_vk - h) n_jk (formed at each token)
     int64_t n_doc               # its tokens
     int64_t self_pos            # the token's position among them
     int64_t n_other             # tokens that the R piece picks from (n_doc - 1, or n_doc with include_self)
@@ -144,7 +144,7 @@ cdef inline void _cell_start(Cell *cl, const double *top_v, Py_ssize_t m) noexce
 
 
 cdef inline double _top_mass(const Cell *cl, const Doc *d) noexcept nogil:
-    """``E = sum_{k in top} phi_vk n_jk`` from the counts (two chains of additions)."""
+    """``E = sum_{k in top} (phi_vk - h) n_jk`` from the counts (two chains of additions)."""
     cdef Py_ssize_t i
     cdef double e0 = 0.0, e1 = 0.0
     for i in range(0, cl.m - 1, 2):
@@ -156,7 +156,7 @@ cdef inline double _top_mass(const Cell *cl, const Doc *d) noexcept nogil:
 
 
 cdef inline int32_t _pick_top(const Cell *cl, const Doc *d, double u) noexcept nogil:
-    """The topic at ``u`` (in ``[0, E)``) of the top set's weights ``phi_vk n_jk``,
+    """The topic at ``u`` (in ``[0, E)``) of the top set's weights ``(phi_vk - h) n_jk``,
     largest phi first; the last of positive weight if rounding overshoots (-1
     if none has, which a sum of products that are all 0 cannot give)."""
     cdef Py_ssize_t i, last = -1
@@ -216,8 +216,9 @@ cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, doubl
     ``phi_vk``, largest first (the earlier topic first among equal ones), and the
     bound ``h`` = the (m+1)-th largest (0 when ``K = m``), so that
     ``phi_vk <= h`` for every topic outside the set.  ``out`` (``2 + m + ceil(m / 2)
-    + ceil(K / 8)`` doubles) = ``[h, 1 / h (0 when h = 0), the m phi_vk, their m
-    topics as int32, K bytes q_k]``: 255 for the set's topics, else ``q_k =
+    + ceil(K / 8)`` doubles) = ``[h, 1 / h (0 when h = 0), the m excesses phi_vk - h
+    (>= 0; exact when phi_vk <= 2 h, else rounded once), their m topics as int32,
+    K bytes q_k]``: 255 for the set's topics, else ``q_k =
     min(floor(y_k), 254)`` with ``y_k = 256 (phi_vk / h) (1 - 2^-50)`` (formed
     with at most three roundings of 2^-53, so ``q_k <= y_k < 256 phi_vk / h``,
     and ``q_k > 256 phi_vk / h - 2`` unless capped: the bounds :c:func:`_thin`
@@ -244,7 +245,7 @@ cdef inline void _top_set(const double *phi_v, Py_ssize_t K, Py_ssize_t m, doubl
     out[0] = h
     out[1] = 1.0 / h if h > 0.0 else 0.0
     for i in range(m):
-        out[2 + i] = vals[i]
+        out[2 + i] = vals[i] - h                 # the excess over the bound (h <= vals[i])
         tk[i] = idx[i]
     if m % 2:
         tk[m] = 0                                # padding (the row's bytes all set)

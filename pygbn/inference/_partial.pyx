@@ -42,13 +42,13 @@ K <= m; ``phi_vk <= h_v`` off the set) are built with the prior tables
 (:func:`build_prior_tables`).  A trial draws ``u`` uniform on ``[0, E + R +
 P)`` and takes
 
-* ``E = sum_{k in S_v} phi_vk n_jk`` (formed at each token, m gathers of the
-  document's dense n_jk row): the topic of ``S_v`` at ``u`` by inversion;
-  accepted;
+* ``E = sum_{k in S_v} (phi_vk - h_v) n_jk`` (the set's excess over the
+  bound, formed at each token, m gathers of the document's dense n_jk row):
+  the topic of ``S_v`` at ``u`` by inversion; accepted;
 * ``R = h_v n_other`` (n_other = the document's other tokens, ``n_j - 1``): the
   other token at index ``floor((u - E) / h_v)`` (the token itself skipped),
   its current label ``k`` from ``labels`` (updated in place, so the urn's
-  current state); rejected if ``k`` is in ``S_v`` (its byte is 255), else
+  current state); accepted if ``k`` is in ``S_v`` (its byte is 255), else
   accepted with probability ``phi_vk / h_v`` (``_thin``: a byte per topic,
   ``q_k / 256 <= phi_vk / h_v < (q_k + 2) / 256``, decides unless the uniform
   falls between the two, and then ``phi_vk`` is read: the same answer as
@@ -56,11 +56,12 @@ P)`` and takes
 * ``P``: the prior bucket as above; accepted.
 
 A rejected trial starts afresh.  One trial accepts topic k with probability
-proportional to ``phi_vk n_jk`` (k in S_v, from E), ``h_v (n_jk / n_other)
-(phi_vk / h_v) n_other = phi_vk n_jk`` (k outside S_v, from R) plus
+proportional to ``(phi_vk - h_v) n_jk + h_v n_other (n_jk / n_other) =
+phi_vk n_jk`` (k in S_v, from E and R), ``h_v n_other (n_jk / n_other)
+(phi_vk / h_v) = phi_vk n_jk`` (k outside S_v, from R) plus
 ``lambda_j phi_vk b_k`` (from P): that is q(k), so the accepted topic has law
 q whatever the trials before it, in ``(E + R + P) / (D + P)`` expected
-trials.  When E and P vanish by underflow the document bucket is drawn by an
+trials.  When E and P vanish (P by underflow) the document bucket is drawn by an
 O(K) scan (``_scan_doc``), and when all three do (or, with the list, D and P),
 the label by the exact conditional's O(K) scan (``_direct``).  O(m) plus O(1)
 expected trials a token.
@@ -184,7 +185,7 @@ cdef inline double _weight(const Doc *d, int32_t k) noexcept nogil:
 
 cdef inline int32_t _scan_doc(Uni *g, const Doc *d, const double *phi_v) noexcept nogil:
     """The document bucket's whole law ``phi_vk n_jk`` by an O(K) scan, for when
-    only the R piece holds mass (E and P vanished by underflow); :c:func:`_direct`
+    only the R piece holds mass (E and P vanished, P by underflow); :c:func:`_direct`
     if that vanishes too."""
     cdef Py_ssize_t k, K = d.n_topics_total, last = -1
     cdef double total = 0.0, u, t
@@ -227,10 +228,10 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
                                  double P, const float *cumf, const topic_t *guide) noexcept nogil:
     """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` by rejection from the
     mixture of three pieces (the module's "Proposal"): a uniform ``u`` in
-    ``[0, E + R + P)`` picks the top set's ``E`` (the topic by inversion at
+    ``[0, E + R + P)`` picks the top set's excess ``E`` (the topic by inversion at
     ``u``), the bound ``R = h n_other`` (the other token at index
-    ``floor((u - E) / h)``, its label k rejected when it is in the top set, else
-    accepted when a new uniform times h is below phi_vk) or the prior bucket
+    ``floor((u - E) / h)``, its label k accepted when it is in the top set, else
+    when a new uniform times h is below phi_vk) or the prior bucket
     ``P = lambda_j Q_v`` (``d.u_prior``, then replaced: :c:func:`_pick_prior`);
     a rejected trial starts a new one."""
     cdef double u, R = cl.h * cl.n_other, up, x
@@ -253,7 +254,7 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
             if idx >= cl.self_pos and cl.n_other < cl.n_doc:
                 idx += 1                        # skip the token itself
             k = lab[idx]
-            if cl.sq[k] != 255 and _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
+            if cl.sq[k] == 255 or _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
                 return k
         elif P > 0.0:
             up = d.u_prior

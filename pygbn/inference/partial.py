@@ -29,9 +29,10 @@ ways, chosen per document from its state at the start of its sweep
 (:attr:`PartialState.REJECTION_WORK`): a pass over the document's topic list
 (few topics, several tokens a stored cell: the real corpora after burn-in), or
 by rejection from the term's top set (its m largest phi_vk,
-:func:`default_top_size`: 8 at K = 100, 16 at K = 400) and a uniformly chosen
-other token of the document thinned by phi_vk / h_v (h_v the term's next
-largest phi_vk; many topics a token: the first sweeps of long documents,
+:func:`default_top_size`: 8 at K = 100, 16 at K = 400; their excess over h_v,
+the term's next largest phi_vk) and a uniformly chosen other token of the
+document, accepted when its topic is in the set and else thinned by
+phi_vk / h_v (many topics a token: the first sweeps of long documents,
 bench_scale's synthetic corpus).  q is the exact conditional when T = 1,
 and is corrected by independence Metropolis-Hastings steps when the
 documents' priors differ (T >= 2); see the kernel module and
