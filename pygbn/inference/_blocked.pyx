@@ -24,8 +24,9 @@ from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport (random_standard_uniform, random_standard_gamma,
+from numpy.random.c_distributions cimport (random_standard_gamma,
                                            random_standard_exponential, binomial_t)
+from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors,
@@ -42,6 +43,8 @@ from pygbn.random._kernels cimport (
 # in pygbn/model/_latent.pxd).
 from pygbn.model._latent cimport latent_count
 
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
 
 
 cdef extern from *:
@@ -290,7 +293,7 @@ cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double
         return 0
     if x < SMALL_SPLIT:
         for i in range(x):
-            c = _search(cw, k, random_standard_uniform(g) * total)
+            c = _search(cw, k, next_uniform(g) * total)
             m_row[c] += 1
             if n_row == NULL:
                 if not _slot_add(slots, n_slots, <uint32_t> c, 1, atomic):

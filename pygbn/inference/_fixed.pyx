@@ -28,12 +28,15 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport free
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_uniform
+from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, count_max, log_rescaled_weights
 from pygbn.random._kernels cimport random_multinomial_split
 from pygbn.model._latent cimport latent_count
+
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
 
 
 cdef enum:
@@ -178,7 +181,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
             cw[i] = scaled
         if x < SMALL_SPLIT:
             for u in range(x):
-                m_row[_search(cw, k, random_standard_uniform(g) * scaled)] += 1
+                m_row[_search(cw, k, next_uniform(g) * scaled)] += 1
         else:
             _add_split(g, x, w, k, scaled, tmp, m_row)
         return x
@@ -187,7 +190,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
         return x
     if x < SMALL_SPLIT:
         for u in range(x):
-            point = random_standard_uniform(g) * total
+            point = next_uniform(g) * total
             if exact or point >= TINY_SUM:
                 m_row[_search(sums, k, point)] += 1
             else:       # where sums may differ from split_sparse's: search the exact ones

@@ -36,13 +36,16 @@ from libc.math cimport log, exp, ldexp, INFINITY
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_uniform
+from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
 from pygbn.inference._shared cimport count_t, log_rescaled_weights
 from pygbn.random._gamma cimport gamma_row, row_sum
 from pygbn.random._inline cimport CRT_SMALL_N, crt_small
 from pygbn.random._kernels cimport random_crt, random_multinomial_split
+
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
 
 
 cdef enum:
@@ -970,10 +973,10 @@ cdef inline void _propagate_cell(bitgen_t *g, int64_t m, const double *p, const 
         # the concentration underflows: one table (CRT with r -> 0), split by the
         # scaled weights, or in log space where even those underflow
         if total > 0.0:
-            i = _pick(p, ts, k, cs, random_standard_uniform(g) * total)
+            i = _pick(p, ts, k, cs, next_uniform(g) * total)
         else:
             total = log_rescaled_weights(p, t, k, w)
-            i = _search_linear(w, k, random_standard_uniform(g) * total)
+            i = _search_linear(w, k, next_uniform(g) * total)
         m_row[i] += 1
         if n_row != NULL:
             n_row[i] += 1
@@ -981,7 +984,7 @@ cdef inline void _propagate_cell(bitgen_t *g, int64_t m, const double *p, const 
     x = _crt(g, m, r)
     if x < SMALL_SPLIT:
         for u in range(x):
-            i = _pick(p, ts, k, cs, random_standard_uniform(g) * total)
+            i = _pick(p, ts, k, cs, next_uniform(g) * total)
             m_row[i] += 1
             if n_row != NULL:
                 n_row[i] += 1

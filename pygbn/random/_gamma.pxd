@@ -20,7 +20,8 @@ probability ``x^(a-1) = exp(-(1 - a) log x)``.  The row's shapes below 1 are
 drawn in rounds; what makes it fast:
 
 * a round's proposals are formed together: one 64-bit output per shape still
-  to draw (straight from the stream's ``next_uint64``: the uniform and 11
+  to draw (the stream's ``next_uint64`` outputs, in order, four PCG64 states
+  at a time: :func:`pygbn.random._pcg64.raw_fill`; the uniform and 11
   spare bits ``h`` for the test, :c:func:`accept_exp_neg`), then one
   vectorised pass (:c:func:`gs_lead`, with the vectorisable ``log``/``exp``
   of :mod:`pygbn.random._inline`) forms ``log x = log(P)/a`` and ``x`` for
@@ -61,7 +62,10 @@ Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
 from libc.float cimport DBL_MIN
 from libc.math cimport log, exp
 from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
+
+from pygbn.random._pcg64 cimport next_raw, next_uniform, raw_fill
 
 # the vectorisable exp and log (and INV_E) are defined by _inline's C code
 from pygbn.random._inline cimport INV_E, LOG_DBL_MIN, gamma_mt, vexp_neg, vlog_pos
@@ -312,7 +316,7 @@ cdef inline bint accept_exp_neg(bitgen_t *g, double y, double h) noexcept nogil:
         return True
     if h >= t:
         return False
-    return h + g.next_double(g.state) < t
+    return h + next_uniform(g) < t
 
 
 cdef inline double gs_tail_one(bitgen_t *g, double a, double p, double h, double *log_x) noexcept nogil:
@@ -335,7 +339,7 @@ cdef inline double gamma_gs_log(bitgen_t *g, double a, double *log_x) noexcept n
     """
     cdef double p, lx, x, h
     while True:
-        p = (1.0 + a * INV_E) * split_uniform(g.next_uint64(g.state), &h)
+        p = (1.0 + a * INV_E) * split_uniform(next_raw(g), &h)
         if p <= 1.0:
             lx = log(p) / a
             x = exp(lx if lx > LOG_X_MIN else LOG_X_MIN)
@@ -401,6 +405,7 @@ cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double 
     cdef Py_ssize_t *swap
     cdef Py_ssize_t i, q, w, n = 0, n_work, n_tail, n_redo
     cdef double v, li
+    cdef uint64_t r
     cdef double inv_rate = 1.0 / rate, log_rate = log(rate), lim = DBL_MIN * rate
     # Marsaglia-Tsang for the shapes from 1 up, in order; the others' places to idx and
     # their shapes to ac (a mixed row: both lists first, without a branch)
@@ -427,8 +432,10 @@ cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double 
             out[i] = v if v > DBL_MIN else DBL_MIN
     while n >= GS_VEC_MIN:
         # a proposal for each shape still to draw, in order
+        raw_fill(g, n, <uint64_t *> p)
         for q in range(n):
-            p[q] = split_uniform(g.next_uint64(g.state), &h[q])
+            memcpy(&r, &p[q], 8)
+            p[q] = split_uniform(r, &h[q])
         gs_lead(ac, p, h, lx, val, pad_lanes(ac, p, h, n, k, 0.5), inv_rate, log_rate, lim)
         # every quotient out (-1 where not finished: overwritten below); the
         # others' positions in redo, which is then overwritten in place (n_redo <= w)

@@ -7,13 +7,38 @@ blocks of rows, block ``b`` drawing from stream ``streams[b]`` (so the
 result does not depend on ``n_threads``).
 """
 from cython.parallel cimport prange
-from libc.stdint cimport int64_t, uintptr_t
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libc.float cimport DBL_MIN
 from libc.math cimport log
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 
 from pygbn.random._gamma cimport gs_pass_isa
+from pygbn.random._pcg64 cimport next_raw, pcg64_fill_init, raw_fill
+
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
+
+
+def _stream_raw(bit_generator, Py_ssize_t n, bint one_at_a_time=False):
+    """The next ``n`` raw 64-bit outputs of a numpy BitGenerator as the gamma rows take
+    them (:c:func:`pygbn.random._pcg64.raw_fill`), or ``one_at_a_time``
+    (:c:func:`pygbn.random._pcg64.next_raw`); for tests: numpy's ``random_raw``
+    numbers, the stream left where numpy's leaves it."""
+    import numpy as np
+    out = np.empty(max(n, 0), dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef Py_ssize_t i
+    cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    if n > 0:
+        with bit_generator.lock, nogil:
+            if one_at_a_time:
+                for i in range(n):
+                    o[i] = next_raw(g)
+            else:
+                raw_fill(g, n, &o[0])
+    return out
 
 
 def gamma_rows(const double[:, ::1] a, const double[::1] rate, const int64_t[::1] bounds,

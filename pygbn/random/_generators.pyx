@@ -17,6 +17,11 @@ from numpy.random.c_distributions cimport binomial_t
 from pygbn.random cimport _kernels as K
 from pygbn.random cimport _inline as I
 from pygbn.random._gamma cimport gamma_row
+from pygbn.random._pcg64 cimport pcg64_fill_init
+
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
+
 
 ctypedef int64_t (*kern_i_d)(bitgen_t *, double) noexcept nogil
 ctypedef int64_t (*kern_i_dd)(bitgen_t *, double, double) noexcept nogil

@@ -32,8 +32,10 @@ from libc.math cimport log, log1p, exp, expm1, sqrt
 from libc.stdint cimport int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
-    random_standard_uniform, random_standard_normal, random_standard_exponential,
+    random_standard_normal, random_standard_exponential,
 )
+
+from pygbn.random._pcg64 cimport next_uniform
 
 from pygbn.random._special cimport log1p_rem4
 
@@ -177,7 +179,7 @@ cdef inline double gamma_mt(bitgen_t *g, double a) noexcept nogil:
             if y > -1.0:
                 break
         v = (1.0 + y) * (1.0 + y) * (1.0 + y)
-        u = random_standard_uniform(g)
+        u = next_uniform(g)
         if u < 1.0 - 0.0331 * (z * z) * (z * z):
             return d * v
         if log(u) < 3.0 * d * log1p_rem4(y):
@@ -218,7 +220,7 @@ cdef inline double gamma_gs(bitgen_t *g, double a, double *log_x) noexcept nogil
     """
     cdef double p, lx, x
     while True:
-        p = (1.0 + a * INV_E) * random_standard_uniform(g)
+        p = (1.0 + a * INV_E) * next_uniform(g)
         lx = log(p) / a
         x = _gs_try(g, a, p, lx, exp(lx) if p <= 1.0 else 0.0, log_x)
         if x >= 0.0:
@@ -232,7 +234,7 @@ cdef inline double gamma_boost(bitgen_t *g, double a, double *log_x) noexcept no
     ``log G(a + 1) + log(U) / a`` (exact even where the draw underflows).
     """
     cdef double y = gamma_mt(g, a + 1.0)
-    cdef double lu = log(1.0 - random_standard_uniform(g)) / a
+    cdef double lu = log(1.0 - next_uniform(g)) / a
     log_x[0] = log(y) + lu
     return y * exp(lu)
 
@@ -268,7 +270,7 @@ cdef inline int64_t crt_inversion(bitgen_t *g, int64_t n, double r) noexcept nog
     cdef double num, den, fi
     while i < n:
         num = 1.0
-        den = 1.0 - random_standard_uniform(g)
+        den = 1.0 - next_uniform(g)
         fi = <double> i
         while True:
             num *= fi
@@ -328,14 +330,14 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
         return 1
     if CRT_SKIP_LOW_R <= r <= 1.0:
         while True:
-            x = fi / (1.0 - random_standard_uniform(g))
+            x = fi / (1.0 - next_uniform(g))
             if not x < fn:
                 return tables
             k = <int64_t> x
             if k >= n:
                 return tables
             fk = <double> k
-            if r == 1.0 or random_standard_uniform(g) * (r + fk) < r * (fk + 1.0):
+            if r == 1.0 or next_uniform(g) * (r + fk) < r * (fk + 1.0):
                 tables += 1
             fi = fk + 1.0
     # both Poisson processes at once: intensity r / (x - a + b) with a = 1, b = r (r < 0.3)
@@ -352,7 +354,7 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
         if k >= n:
             return tables
         fk = (<double> k - a) + b
-        u = random_standard_uniform(g) * (r + <double> k)
+        u = next_uniform(g) * (r + <double> k)
         if u < fk + e or u * -expm1(-r * log1p(1.0 / fk)) < r:
             tables += 1
         fi = <double> k + 1.0

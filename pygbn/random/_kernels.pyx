@@ -11,8 +11,10 @@ from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY
 from libc.stdint cimport int64_t, INT64_MAX
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
-    random_standard_uniform, random_poisson, random_binomial, binomial_t,
+    random_poisson, random_binomial, binomial_t,
 )
+
+from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
     CRT_SMALL_N, crt_inversion, crt_skip, crt_small, gamma_mt, random_gamma_fast,
@@ -20,6 +22,10 @@ from pygbn.random._inline cimport (
 from pygbn.random._special cimport (
     log1mexp, log1pmx, poisson_logpmf, stirlerr,
 )
+
+#: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
+FAST_UNIFORMS = pcg64_fill_init()
+
 
 # ---------------------------------------------------------------------------
 # Switch points (speed only; see tools/bench_samplers.py)
@@ -56,7 +62,7 @@ cdef double BINOM_INV_MEAN = 30.0
 
 cdef inline double _uniform_pos(bitgen_t *bitgen) noexcept nogil:
     """Uniform on (0, 1] (so that its log is finite)."""
-    return 1.0 - random_standard_uniform(bitgen)
+    return 1.0 - next_uniform(bitgen)
 
 
 # ---------------------------------------------------------------------------
@@ -89,8 +95,8 @@ cdef int64_t random_poisson_ptrs(bitgen_t *bitgen, double lam) noexcept nogil:
     cdef double U, V, us, y
     cdef int64_t k, yi
     while True:
-        U = random_standard_uniform(bitgen) - 0.5
-        V = random_standard_uniform(bitgen)
+        U = next_uniform(bitgen) - 0.5
+        V = next_uniform(bitgen)
         us = 0.5 - fabs(U)
         if us <= 0.0:
             continue
@@ -148,7 +154,7 @@ cdef int64_t _binomial_inversion(bitgen_t *bitgen, int64_t n, double p) noexcept
     cdef double u, px
     cdef int64_t x
     while True:
-        u = random_standard_uniform(bitgen)
+        u = next_uniform(bitgen)
         px = p0
         x = 0
         while u > px:
@@ -192,7 +198,7 @@ cdef int64_t _crt_loop(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     """CRT(n, r), ``n >= 1``: sum of Bernoulli(r / (r + i)), i = 0..n-1 (O(n))."""
     cdef int64_t i, l = 1
     for i in range(1, n):
-        if random_standard_uniform(bitgen) * (r + <double> i) < r:
+        if next_uniform(bitgen) * (r + <double> i) < r:
             l += 1
     return l
 
@@ -214,7 +220,7 @@ cdef int64_t _crt_thinning(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
         if skip >= <double> (n - i):
             break
         j = i + <int64_t> skip
-        if random_standard_uniform(bitgen) * (r + <double> j) < r + <double> i:
+        if next_uniform(bitgen) * (r + <double> j) < r + <double> i:
             l += 1
         i = j + 1
     return l
@@ -259,7 +265,7 @@ cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
                     break
                 j = pos + <int64_t> skip
                 # keep with g_j / gmax = (i1-1-j)(r+i0) / ((r+j)(i1-1-i0))
-                if (random_standard_uniform(bitgen) * (rr + <double> j) * <double> (i1 - 1 - i0)
+                if (next_uniform(bitgen) * (rr + <double> j) * <double> (i1 - 1 - i0)
                         < <double> (i1 - 1 - j) * (rr + fi0)):
                     c += 1
                 pos = j + 1
@@ -335,12 +341,12 @@ cdef int64_t random_logarithmic(bitgen_t *bitgen, double p) noexcept nogil:
         return 1
     r = log1p(-p)
     while True:
-        V = random_standard_uniform(bitgen)
+        V = next_uniform(bitgen)
         if V >= p:
             return 1
         if V <= 0.0:
             continue
-        lq = log1mexp(r * random_standard_uniform(bitgen))
+        lq = log1mexp(r * next_uniform(bitgen))
         if log(V) <= 2.0 * lq:
             res = floor(1.0 + log(V) / lq)
             if res >= 9.0e18:
@@ -366,7 +372,7 @@ cdef int64_t random_truncated_poisson(bitgen_t *bitgen, double lam) noexcept nog
         return 1            # P(k >= 2) < lam / 2 < 2^-53: what inversion returns
     if lam < TPOIS_INV_LAM:
         while True:
-            u = random_standard_uniform(bitgen)
+            u = next_uniform(bitgen)
             k = 1
             pk = lam / expm1(lam)
             while u > pk:
@@ -469,7 +475,7 @@ cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil:
             break
     # pass 2: search m, m+1, m-1, m+2, m-2, ...
     while True:
-        u = random_standard_uniform(bitgen) * total
+        u = next_uniform(bitgen) * total
         if u < 1.0:
             return m
         u -= 1.0
@@ -531,7 +537,7 @@ cdef int64_t _bessel_poisson(bitgen_t *bitgen, double alpha) noexcept nogil:
             continue
         n = (s + 1) // 2
         fn = <double> n
-        u = random_standard_uniform(bitgen)
+        u = next_uniform(bitgen)
         if fn >= nstar:
             j = fn - nstar
             lb = -j * (j + 2.0) * inv_8h2
@@ -599,7 +605,7 @@ cdef int64_t _bessel_logconcave(bitgen_t *bitgen, double alpha) noexcept nogil:
     flat = <double> (kr - kl + 1)
     total = flat + tl + tr
     while True:
-        u = random_standard_uniform(bitgen) * total
+        u = next_uniform(bitgen) * total
         if u < flat:
             k = kl + <int64_t> u
             if k > kr:
@@ -661,7 +667,7 @@ cdef int64_t random_nb(bitgen_t *bitgen, double r, double p) noexcept nogil:
 cdef Py_ssize_t random_categorical(bitgen_t *bitgen, const double *w, Py_ssize_t k,
                                    double total) noexcept nogil:
     """Index i with probability ``w[i] / total`` (linear search; rounding -> last positive cell)."""
-    cdef double u = random_standard_uniform(bitgen) * total
+    cdef double u = next_uniform(bitgen) * total
     cdef double acc = 0.0
     cdef Py_ssize_t i, last = -1
     for i in range(k):

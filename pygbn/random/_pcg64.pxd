@@ -11,9 +11,11 @@ stream the states ``s_1 ... s_4`` after ``s_0`` are ``s_i = A_i s_0 + C_i``
 stream's increment, all modulo 2^128), so four states are formed side by side
 from ``s_0`` and the XSL-RR output of each is taken as numpy takes it.
 :c:func:`next_uniform` is numpy's ``random_standard_uniform``, one state
-step inline (no call through the bit generator's function pointer).  The
-partial sweep's uniform buffers and the collapsed sweep's one uniform a
-token use them (``docs/engine.md``, "Uniforms").
+step inline (no call through the bit generator's function pointer), and
+:c:func:`raw_fill` and :c:func:`next_raw` give the stream's ``next_uint64``
+outputs the same two ways.  The partial sweep's uniform buffers and the
+collapsed sweep's one uniform a token use them (``docs/engine.md``,
+"Uniforms"), and so do the samplers' kernels and the gamma rows.
 
 This reads numpy's PCG64 state through its C layout (``bitgen_t.state`` is a
 ``pcg64_state`` whose first member points to ``{state, inc}``, two 128-bit
@@ -29,6 +31,7 @@ Reference: O'Neill, M. E. (2014). PCG: a family of simple fast space-efficient
 statistically good algorithms for random number generation. HMC-CS-2014-0905
 (the LCG's closed-form jump ahead, the XSL-RR 128/64 output).
 """
+from libc.stdint cimport uint64_t
 from numpy.random cimport bitgen_t
 
 cdef extern from *:
@@ -57,12 +60,11 @@ cdef extern from *:
         return (double) (pygbn_pcg_out(s) >> 11) * (1.0 / 9007199254740992.0);
     }
 
-    /* the next n doubles of a PCG64 stream whose state is at st (16 bytes state, 16 inc):
-       four states at a time from the last, s_i = A_i s + C_i; not inlined (one call a buffer) */
-    #if defined(__GNUC__)
-    __attribute__((noinline))
-    #endif
-    static void pygbn_pcg64_doubles(void *st, Py_ssize_t n, double *out) {
+    /* the next n outputs of a PCG64 stream whose state is at st (16 bytes state, 16 inc),
+       as doubles (numpy's next_double) or raw (next_uint64): four states at a time from the
+       last, s_i = A_i s + C_i */
+    static inline void pygbn_pcg64_block(void *st, Py_ssize_t n, double *dbl, uint64_t *raw,
+                                         const int as_double) {
         pygbn_u128 s, c, a1 = PYGBN_PCG_MULT, a2, a3, a4, c2, c3, c4, s1, s2, s3, s4;
         Py_ssize_t i = 0;
         memcpy(&s, st, 16);
@@ -71,17 +73,42 @@ cdef extern from *:
         c2 = c * a1 + c; c3 = c2 * a1 + c; c4 = c3 * a1 + c;
         for (; i + 4 <= n; i += 4) {
             s1 = a1 * s + c; s2 = a2 * s + c2; s3 = a3 * s + c3; s4 = a4 * s + c4;
-            out[i] = pygbn_pcg_double(s1);
-            out[i + 1] = pygbn_pcg_double(s2);
-            out[i + 2] = pygbn_pcg_double(s3);
-            out[i + 3] = pygbn_pcg_double(s4);
+            if (as_double) {
+                dbl[i] = pygbn_pcg_double(s1);
+                dbl[i + 1] = pygbn_pcg_double(s2);
+                dbl[i + 2] = pygbn_pcg_double(s3);
+                dbl[i + 3] = pygbn_pcg_double(s4);
+            } else {
+                raw[i] = pygbn_pcg_out(s1);
+                raw[i + 1] = pygbn_pcg_out(s2);
+                raw[i + 2] = pygbn_pcg_out(s3);
+                raw[i + 3] = pygbn_pcg_out(s4);
+            }
             s = s4;
         }
         for (; i < n; i++) {
             s = a1 * s + c;
-            out[i] = pygbn_pcg_double(s);
+            if (as_double)
+                dbl[i] = pygbn_pcg_double(s);
+            else
+                raw[i] = pygbn_pcg_out(s);
         }
         memcpy(st, &s, 16);
+    }
+
+    /* the block as doubles, and raw; not inlined (one call a buffer) */
+    #if defined(__GNUC__)
+    __attribute__((noinline))
+    #endif
+    static void pygbn_pcg64_doubles(void *st, Py_ssize_t n, double *out) {
+        pygbn_pcg64_block(st, n, out, NULL, 1);
+    }
+
+    #if defined(__GNUC__)
+    __attribute__((noinline))
+    #endif
+    static void pygbn_pcg64_raws(void *st, Py_ssize_t n, uint64_t *out) {
+        pygbn_pcg64_block(st, n, NULL, out, 0);
     }
 
     /* 1 when g is a checked PCG64 stream and its next n doubles are in out, else 0 (nothing drawn) */
@@ -92,6 +119,24 @@ cdef extern from *:
         return 1;
     }
 
+    /* 1 when g is a checked PCG64 stream and its next n raw outputs are in out, else 0 */
+    static inline int pygbn_pcg64_fill_raw(bitgen_t *g, Py_ssize_t n, uint64_t *out) {
+        if (pygbn_pcg64_next == NULL || g->next_uint64 != pygbn_pcg64_next)
+            return 0;
+        pygbn_pcg64_raws(((pygbn_pcg64_state *) g->state)->pcg_state, n, out);
+        return 1;
+    }
+
+    /* the next raw output of a PCG64 stream whose state is at st: one step */
+    static inline uint64_t pygbn_pcg64_step_raw(void *st) {
+        pygbn_u128 s, c;
+        memcpy(&s, st, 16);
+        memcpy(&c, (char *) st + 16, 16);
+        s = s * PYGBN_PCG_MULT + c;
+        memcpy(st, &s, 16);
+        return pygbn_pcg_out(s);
+    }
+
     /* the next double of a PCG64 stream whose state is at st: one step */
     static inline double pygbn_pcg64_step_double(void *st) {
         pygbn_u128 s, c;
@@ -100,6 +145,13 @@ cdef extern from *:
         s = s * PYGBN_PCG_MULT + c;
         memcpy(st, &s, 16);
         return pygbn_pcg_double(s);
+    }
+
+    /* the stream's next raw output: numpy's next_uint64 (inline for a checked PCG64 stream) */
+    static inline uint64_t pygbn_pcg64_next_raw(bitgen_t *g) {
+        if (pygbn_pcg64_next == NULL || g->next_uint64 != pygbn_pcg64_next)
+            return g->next_uint64(g->state);
+        return pygbn_pcg64_step_raw(((pygbn_pcg64_state *) g->state)->pcg_state);
     }
 
     /* the stream's next uniform: numpy's random_standard_uniform (inline for a checked PCG64 stream) */
@@ -113,6 +165,7 @@ cdef extern from *:
        inline paths against numpy's calls, then the state they leave */
     static int pygbn_pcg64_check(bitgen_t *a, bitgen_t *b) {
         double x[11], y[11];
+        uint64_t rx[11];
         int i;
         pygbn_pcg64_doubles(((pygbn_pcg64_state *) a->state)->pcg_state, 11, x);
         for (i = 0; i < 11; i++)
@@ -120,8 +173,13 @@ cdef extern from *:
         for (i = 0; i < 11; i++)
             if (x[i] != y[i])
                 return 0;
+        pygbn_pcg64_raws(((pygbn_pcg64_state *) a->state)->pcg_state, 11, rx);
+        for (i = 0; i < 11; i++)
+            if (rx[i] != b->next_uint64(b->state))
+                return 0;
         for (i = 0; i < 5; i++)         /* one step at a time */
-            if (pygbn_pcg64_step_double(((pygbn_pcg64_state *) a->state)->pcg_state) != b->next_double(b->state))
+            if (pygbn_pcg64_step_double(((pygbn_pcg64_state *) a->state)->pcg_state) != b->next_double(b->state)
+                    || pygbn_pcg64_step_raw(((pygbn_pcg64_state *) a->state)->pcg_state) != b->next_uint64(b->state))
                 return 0;
         for (i = 0; i < 3; i++)         /* the state left behind: numpy's next numbers from it */
             if (a->next_uint64(a->state) != b->next_uint64(b->state))
@@ -131,12 +189,16 @@ cdef extern from *:
     }
     #else
     static inline int pygbn_pcg64_fill(bitgen_t *g, Py_ssize_t n, double *out) { return 0; }
+    static inline int pygbn_pcg64_fill_raw(bitgen_t *g, Py_ssize_t n, uint64_t *out) { return 0; }
+    static inline uint64_t pygbn_pcg64_next_raw(bitgen_t *g) { return g->next_uint64(g->state); }
     static int pygbn_pcg64_check(bitgen_t *a, bitgen_t *b) { return 0; }
     static inline double pygbn_pcg64_next_double(bitgen_t *g) { return g->next_double(g->state); }
     #endif
     """
     bint pcg64_fill "pygbn_pcg64_fill"(bitgen_t *g, Py_ssize_t n, double *out) noexcept nogil
+    bint pcg64_fill_raw "pygbn_pcg64_fill_raw"(bitgen_t *g, Py_ssize_t n, uint64_t *out) noexcept nogil
     double next_uniform "pygbn_pcg64_next_double"(bitgen_t *g) noexcept nogil
+    uint64_t next_raw "pygbn_pcg64_next_raw"(bitgen_t *g) noexcept nogil
     bint _pcg64_check "pygbn_pcg64_check"(bitgen_t *a, bitgen_t *b) noexcept nogil
 
 
@@ -150,6 +212,15 @@ cdef inline void uniform_fill(bitgen_t *g, Py_ssize_t n, double *out) noexcept n
     formed four at a time for a checked PCG64 stream."""
     if not pcg64_fill(g, n, out):
         random_standard_uniform_fill(g, n, out)
+
+
+cdef inline void raw_fill(bitgen_t *g, Py_ssize_t n, uint64_t *out) noexcept nogil:
+    """``out[0:n]``: the stream's next n raw outputs (``next_uint64``, in order; the
+    same state after), formed four at a time for a checked PCG64 stream."""
+    cdef Py_ssize_t i
+    if not pcg64_fill_raw(g, n, out):
+        for i in range(n):
+            out[i] = g.next_uint64(g.state)
 
 
 cdef inline bint pcg64_fill_init() except -1:
