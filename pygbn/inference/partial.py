@@ -346,10 +346,12 @@ class PartialState(TokenLabels):
 
 def default_top_size(n_components: int) -> int:
     """Entries m of a term's top set for K factors: ``max(8, K // 25)``, at most
-    64 and K.  Speed only: the kernel's trials per token fall with m (about 1.9
-    at m = 8, K = 100) while its work per token grows with m; measured best
-    (tools/ab_partial_kernel.py, docs/benchmarks.md "Twelfth session") at
-    m = 8 for K = 100 (6 and 12 no better) and 16-24 for K = 400 (8 slower)."""
+    64 and K.  Speed only: the kernel's trials per token fall with m (about 2.3
+    at m = 8, K = 100, on bench_scale's corpus after 40 sweeps) while its work
+    per token grows with m; measured best (tools/ab_partial_kernel.py,
+    docs/benchmarks.md "Twelfth session", and again with the top set's excess,
+    "Eighteenth session") at m = 8 for K = 100 (6, 12 and 16 no better) and
+    16-24 for K = 400 (8 and 12 slower)."""
     K = int(n_components)
     return min(64, K, max(8, K // 25))
 
