@@ -42,27 +42,16 @@ def _pair(kind, seed=12345, used=7):
 
 
 @pytest.mark.parametrize("one_at_a_time", [False, True], ids=["fill", "one-at-a-time"])
+@pytest.mark.parametrize("raw", [False, True], ids=["uniforms", "raw"])
 @pytest.mark.parametrize("kind", BIT_GENERATORS, ids=lambda k: k.__name__)
-def test_uniforms_are_numpys_numbers_and_leave_numpys_state(one_at_a_time, kind):
+def test_numbers_are_numpys_and_leave_numpys_state(one_at_a_time, raw, kind):
     ours, ref = _pair(kind)
     ref_gen = np.random.Generator(ref)
     for n in SIZES:
-        got = _partial._stream_uniforms(ours, n, one_at_a_time)
-        want = ref_gen.random(n)
+        got = _gamma._stream_numbers(ours, n, raw, one_at_a_time)
+        want = _next_uint64(ref_gen, n) if raw else ref_gen.random(n)
         np.testing.assert_array_equal(got, want, err_msg=f"{kind.__name__}, n = {n}")
     # the state left behind: numpy's next numbers from both, and the whole state where readable
-    np.testing.assert_array_equal(ours.random_raw(5), ref.random_raw(5))
-    assert _same_state(ours.state, ref.state)
-
-
-@pytest.mark.parametrize("one_at_a_time", [False, True], ids=["fill", "one-at-a-time"])
-@pytest.mark.parametrize("kind", BIT_GENERATORS, ids=lambda k: k.__name__)
-def test_raw_outputs_are_numpys_and_leave_numpys_state(one_at_a_time, kind):
-    ours, ref = _pair(kind)
-    ref_gen = np.random.Generator(ref)
-    for n in SIZES:
-        got = _gamma._stream_raw(ours, n, one_at_a_time)
-        np.testing.assert_array_equal(got, _next_uint64(ref_gen, n), err_msg=f"{kind.__name__}, n = {n}")
     np.testing.assert_array_equal(ours.random_raw(5), ref.random_raw(5))
     assert _same_state(ours.state, ref.state)
 
@@ -72,10 +61,10 @@ def test_uniforms_and_raw_outputs_interleaved():
     ours, ref = _pair(np.random.PCG64)
     ref_gen = np.random.Generator(ref)
     for n in (3, 8, 1, 13):
-        np.testing.assert_array_equal(_partial._stream_uniforms(ours, n), ref_gen.random(n))
-        np.testing.assert_array_equal(_gamma._stream_raw(ours, n), _next_uint64(ref_gen, n))
-        np.testing.assert_array_equal(_gamma._stream_raw(ours, 2, True), _next_uint64(ref_gen, 2))
-        np.testing.assert_array_equal(_partial._stream_uniforms(ours, 2, True), ref_gen.random(2))
+        np.testing.assert_array_equal(_gamma._stream_numbers(ours, n), ref_gen.random(n))
+        np.testing.assert_array_equal(_gamma._stream_numbers(ours, n, True), _next_uint64(ref_gen, n))
+        np.testing.assert_array_equal(_gamma._stream_numbers(ours, 2, True, True), _next_uint64(ref_gen, 2))
+        np.testing.assert_array_equal(_gamma._stream_numbers(ours, 2, False, True), ref_gen.random(2))
     assert _same_state(ours.state, ref.state)
 
 
@@ -85,11 +74,11 @@ def test_pcg64_after_a_jump_and_a_set_state():
     for make in (lambda: np.random.PCG64(2016).advance(2 ** 70 + 3),
                  lambda: np.random.PCG64(2016).jumped(5)):
         ours, ref = make(), make()
-        np.testing.assert_array_equal(_partial._stream_uniforms(ours, 300), np.random.Generator(ref).random(300))
-        np.testing.assert_array_equal(_partial._stream_uniforms(ours, 9, True), np.random.Generator(ref).random(9))
+        np.testing.assert_array_equal(_gamma._stream_numbers(ours, 300), np.random.Generator(ref).random(300))
+        np.testing.assert_array_equal(_gamma._stream_numbers(ours, 9, False, True), np.random.Generator(ref).random(9))
     ours, ref = np.random.PCG64(), np.random.PCG64()
     ours.state = ref.state = base.state
-    np.testing.assert_array_equal(_partial._stream_uniforms(ours, 64), np.random.Generator(ref).random(64))
+    np.testing.assert_array_equal(_gamma._stream_numbers(ours, 64), np.random.Generator(ref).random(64))
 
 
 def test_fast_path_flag_is_the_checked_one():

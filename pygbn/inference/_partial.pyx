@@ -86,7 +86,6 @@ stream whatever thread sweeps it).
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
-from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport next_uniform, uniform_fill, pcg64_fill_init
 
@@ -109,26 +108,6 @@ GUIDE_CELLS = _GUIDE_CELLS
 
 #: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
 FAST_UNIFORMS = pcg64_fill_init()
-
-
-def _stream_uniforms(bit_generator, Py_ssize_t n, bint one_at_a_time=False):
-    """The next ``n`` uniforms of a numpy BitGenerator as the partial sweep's buffers
-    take them (:c:func:`pygbn.random._pcg64.uniform_fill`), or ``one_at_a_time`` as the
-    collapsed sweep draws them (:c:func:`pygbn.random._pcg64.next_uniform`); for tests:
-    numpy's numbers, the stream left where numpy's leaves it."""
-    import numpy as np
-    out = np.empty(max(n, 0))
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
-    if n > 0:
-        with bit_generator.lock, nogil:
-            if one_at_a_time:
-                for i in range(n):
-                    o[i] = next_uniform(g)
-            else:
-                uniform_fill(g, n, &o[0])
-    return out
 
 
 cdef enum:

@@ -15,29 +15,42 @@ from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 
 from pygbn.random._gamma cimport gs_pass_isa
-from pygbn.random._pcg64 cimport next_raw, pcg64_fill_init, raw_fill
+from pygbn.random._pcg64 cimport next_raw, next_uniform, pcg64_fill_init, raw_fill, uniform_fill
 
 #: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
 FAST_UNIFORMS = pcg64_fill_init()
 
 
-def _stream_raw(bit_generator, Py_ssize_t n, bint one_at_a_time=False):
-    """The next ``n`` raw 64-bit outputs of a numpy BitGenerator as the gamma rows take
-    them (:c:func:`pygbn.random._pcg64.raw_fill`), or ``one_at_a_time``
-    (:c:func:`pygbn.random._pcg64.next_raw`); for tests: numpy's ``random_raw``
-    numbers, the stream left where numpy's leaves it."""
+def _stream_numbers(bit_generator, Py_ssize_t n, bint raw=False, bint one_at_a_time=False):
+    """The next ``n`` numbers of a numpy BitGenerator as the kernels take them, for tests
+    (they must be numpy's, and leave the stream where numpy's leave it): uniforms in
+    blocks as the partial sweep's buffers (:c:func:`pygbn.random._pcg64.uniform_fill`)
+    or ``one_at_a_time`` as every other kernel (``next_uniform``), or with ``raw`` the
+    64-bit outputs (``next_uint64``) in blocks as the gamma rows (``raw_fill``) or one
+    at a time (``next_raw``)."""
     import numpy as np
-    out = np.empty(max(n, 0), dtype=np.uint64)
-    cdef uint64_t[::1] o = out
+    out = np.empty(max(n, 0), dtype=np.uint64 if raw else np.float64)
+    cdef uint64_t[::1] r
+    cdef double[::1] d
     cdef Py_ssize_t i
     cdef bitgen_t *g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
-    if n > 0:
-        with bit_generator.lock, nogil:
-            if one_at_a_time:
-                for i in range(n):
-                    o[i] = next_raw(g)
-            else:
-                raw_fill(g, n, &o[0])
+    if n <= 0:
+        return out
+    if raw:
+        r = out
+    else:
+        d = out
+    with bit_generator.lock, nogil:
+        if raw and one_at_a_time:
+            for i in range(n):
+                r[i] = next_raw(g)
+        elif raw:
+            raw_fill(g, n, &r[0])
+        elif one_at_a_time:
+            for i in range(n):
+                d[i] = next_uniform(g)
+        else:
+            uniform_fill(g, n, &d[0])
     return out
 
 

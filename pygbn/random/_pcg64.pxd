@@ -127,25 +127,19 @@ cdef extern from *:
         return 1;
     }
 
-    /* the next raw output of a PCG64 stream whose state is at st: one step */
-    static inline uint64_t pygbn_pcg64_step_raw(void *st) {
+    /* one step of a PCG64 stream whose state is at st: the new state */
+    static inline pygbn_u128 pygbn_pcg64_step(void *st) {
         pygbn_u128 s, c;
         memcpy(&s, st, 16);
         memcpy(&c, (char *) st + 16, 16);
         s = s * PYGBN_PCG_MULT + c;
         memcpy(st, &s, 16);
-        return pygbn_pcg_out(s);
+        return s;
     }
 
-    /* the next double of a PCG64 stream whose state is at st: one step */
-    static inline double pygbn_pcg64_step_double(void *st) {
-        pygbn_u128 s, c;
-        memcpy(&s, st, 16);
-        memcpy(&c, (char *) st + 16, 16);
-        s = s * PYGBN_PCG_MULT + c;
-        memcpy(st, &s, 16);
-        return pygbn_pcg_double(s);
-    }
+    /* the next raw output, and the next double, of a PCG64 stream whose state is at st */
+    static inline uint64_t pygbn_pcg64_step_raw(void *st) { return pygbn_pcg_out(pygbn_pcg64_step(st)); }
+    static inline double pygbn_pcg64_step_double(void *st) { return pygbn_pcg_double(pygbn_pcg64_step(st)); }
 
     /* the stream's next raw output: numpy's next_uint64 (inline for a checked PCG64 stream) */
     static inline uint64_t pygbn_pcg64_next_raw(bitgen_t *g) {
