@@ -87,7 +87,7 @@ from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
-from pygbn.random._pcg64 cimport next_uniform, uniform_fill, pcg64_fill_init
+from pygbn.random._pcg64 cimport uniform_fill, pcg64_fill_init
 
 from pygbn.inference._shared cimport (doc_count_t, topic_t, slot_add, shared_prefetch as prefetch, SLOT_SHIFT,
                                      SLOT_COUNT)
