@@ -408,28 +408,16 @@ cdef inline double gamma_row(bitgen_t *g, const double *a, Py_ssize_t k, double 
     cdef uint64_t r
     cdef double inv_rate = 1.0 / rate, log_rate = log(rate), lim = DBL_MIN * rate
     # Marsaglia-Tsang for the shapes from 1 up, in order; the others' places to idx and
-    # their shapes to ac (a mixed row: both lists first, without a branch)
+    # their shapes to ac (both lists in one pass, without a branch)
     for i in range(k):
+        idx[n] = i
+        ac[n] = a[i]
+        redo[i - n] = i
         n += a[i] < 1.0
-    if n == 0:
-        for i in range(k):
-            v = gamma_mt(g, a[i]) * inv_rate
-            out[i] = v if v > DBL_MIN else DBL_MIN
-    elif n == k:
-        for i in range(k):
-            idx[i] = i
-            ac[i] = a[i]
-    else:
-        n = 0
-        for i in range(k):
-            idx[n] = i
-            ac[n] = a[i]
-            redo[i - n] = i
-            n += a[i] < 1.0
-        for w in range(k - n):
-            i = redo[w]
-            v = gamma_mt(g, a[i]) * inv_rate
-            out[i] = v if v > DBL_MIN else DBL_MIN
+    for w in range(k - n):
+        i = redo[w]
+        v = gamma_mt(g, a[i]) * inv_rate
+        out[i] = v if v > DBL_MIN else DBL_MIN
     while n >= GS_VEC_MIN:
         # a proposal for each shape still to draw, in order
         raw_fill(g, n, <uint64_t *> p)
