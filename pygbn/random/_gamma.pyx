@@ -4,7 +4,9 @@
 The Gibbs kernels cimport the inline kernel from ``_gamma.pxd``;
 :func:`gamma_rows` runs it over the rows of a matrix of shapes in fixed
 blocks of rows, block ``b`` drawing from stream ``streams[b]`` (so the
-result does not depend on ``n_threads``).
+result does not depend on ``n_threads``).  :func:`_stream_numbers` gives tests
+the numbers the kernels take from a stream (uniforms and raw 64-bit outputs,
+``pygbn/random/_pcg64.pxd``).
 """
 from cython.parallel cimport prange
 from cpython.pycapsule cimport PyCapsule_GetPointer
