@@ -224,6 +224,27 @@ def test_propagate_counts_count_types_threads_and_no_statistics_agree():
     np.testing.assert_array_equal(n_ref.sum(axis=0), ref.sum(axis=0))
 
 
+def test_propagate_counts_small_splits_over_many_chunks():
+    """Fewer than 32 tables: one categorical draw each over chunks of 8 factors (a whole
+    chunk of zero weights, zeros inside chunks, a last partial chunk), in proportion to
+    the weights and never on a zero one."""
+    rng = np.random.default_rng(21)
+    J, K = 20000, 27
+    phi = rng.dirichlet(np.ones(K), size=1)
+    phi[0, 8:16] = 0.0
+    phi[0, [3, 17, 26]] = 0.0
+    phi /= phi.sum()
+    base = rng.gamma(2.0, size=K)
+    theta = base * rng.uniform(0.5, 4.0, size=(J, 1))        # the same proportions, other r
+    m_in = np.full((J, 1), 3, dtype=np.int64)
+    m_out, _ = _propagate(m_in, phi, theta, 2)
+    assert m_out.sum(axis=1).max() < 32
+    w = phi[0] * base
+    zero = w == 0
+    assert m_out[:, zero].sum() == 0
+    assert _chisq_p(m_out.sum(axis=0)[~zero], w[~zero] / w.sum()) > ALPHA
+
+
 def test_propagate_counts_large_tables_split_binomially():
     """Many tables (x >= 32: conditional binomials): E[m_jk] = E[x] w_k / sum(w)."""
     J, kin, K = 2000, 1, 5

@@ -858,7 +858,8 @@ def sample_theta(const double[:, ::1] theta_up, const double[:, ::1] phi_up,
 cdef extern from *:
     """
     #include <string.h>
-    /* cs[c] = sum of p[i] t[i] over chunk c (8 cells); returns the total.  A full
+    /* cs[c] = sum of p[i] t[i] over chunks 0..c (8 cells each; the chunks' sums added
+       left to right: cs[last] is the total, returned).  A full
        chunk is summed as (p0 t0 + p4 t4) + (p2 t2 + p6 t6) plus the same for the odd
        cells: with GCC and Clang in pairs of lanes (vector extensions), elsewhere
        the same operations one at a time; the last, partial chunk left to right. */
@@ -883,16 +884,15 @@ cdef extern from *:
         Py_ssize_t c, i, n_full = k / 8;
         double total = 0.0, s;
         for (c = 0; c < n_full; c++) {
-            s = pygbn_chunk8(p + 8 * c, t + 8 * c);
-            cs[c] = s;
-            total += s;
+            total += pygbn_chunk8(p + 8 * c, t + 8 * c);
+            cs[c] = total;
         }
         if (n_full * 8 < k) {
             s = 0.0;
             for (i = n_full * 8; i < k; i++)
                 s += p[i] * t[i];
-            cs[n_full] = s;
             total += s;
+            cs[n_full] = total;
         }
         return total;
     }
@@ -905,31 +905,37 @@ cdef inline Py_ssize_t _pick(const double *phi_row, const double *theta_row, Py_
                              const double *cs, double u) noexcept nogil:
     """The cell of ``u`` in ``[0, total)`` under the weights ``phi_row * theta_row``.
 
-    The chunk by its sum, then the cell inside it; a ``u`` that rounding puts
-    past the last weight goes to the last cell with positive weight.
+    The chunk is the first whose cumulative sum ``cs`` exceeds ``u``, the cell
+    the first in it whose running sum of weights exceeds ``u`` less the chunks
+    before (at both levels a count of the sums at or below the point, without
+    branches: the sums never decrease); a ``u`` that rounding puts past the
+    last weight goes to the last cell with positive weight.
     """
     cdef Py_ssize_t n_chunks = (k + CHUNK - 1) // CHUNK
-    cdef Py_ssize_t c = 0, last_c = -1, i, lo, hi, last_i
+    cdef Py_ssize_t c, i, lo, hi, last_i, below = 0
     cdef double w
-    while c < n_chunks:
-        if cs[c] > 0.0:
-            if u < cs[c]:
-                break
-            last_c = c
-            u -= cs[c]
-        c += 1
+    for c in range(n_chunks):
+        below += cs[c] <= u
+    c = below
     if c == n_chunks:           # rounding: the last chunk with positive weight, at its top
-        c = last_c
+        c = n_chunks - 1
+        while c > 0 and not cs[c] > cs[c - 1]:
+            c -= 1
         u = INFINITY
+    elif c > 0:
+        u -= cs[c - 1]
     lo = c * CHUNK
     hi = lo + CHUNK if lo + CHUNK <= k else k
+    w = 0.0
+    below = lo
+    for i in range(lo, hi):
+        w = w + phi_row[i] * theta_row[i]
+        below += w <= u
+    if below < hi:
+        return below
     last_i = lo
     for i in range(lo, hi):
-        w = phi_row[i] * theta_row[i]
-        if w > 0.0:
-            if u < w:
-                return i
-            u -= w
+        if phi_row[i] * theta_row[i] > 0.0:
             last_i = i
     return last_i
 
