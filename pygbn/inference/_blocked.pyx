@@ -29,7 +29,8 @@ from numpy.random.c_distributions cimport (random_standard_gamma,
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (count_t, count_max, log_rescaled_weights, slot_add, slot_cursors,
+from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, cumulative1, cumulative4,
+                                      log_rescaled_weights, search_cumulative, slot_add, slot_cursors,
                                       gather_concentrations, shared_prefetch_w, GATHER_AHEAD,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._gamma cimport gamma_row
@@ -173,27 +174,10 @@ def _fail_next_allocations(int n):
     fail_next_allocations(n)
 
 
-# below this many units a split uses categorical draws (binary search on the
-# cumulative weights), above it conditional binomials
+# below this many units a split uses categorical draws (a search of the cumulative
+# weights, search_cumulative), above it conditional binomials
 cdef enum:
     SMALL_SPLIT = 32
-
-
-cdef inline Py_ssize_t _search(const double *cw, Py_ssize_t k, double u) noexcept nogil:
-    """First index i with cw[i] > u (cw non-decreasing); k - 1 if none."""
-    cdef Py_ssize_t lo = 0, hi = k - 1, mid
-    if u >= cw[hi]:
-        # rounding put u at the very top: last cell with positive weight
-        while hi > 0 and cw[hi] <= cw[hi - 1]:
-            hi -= 1
-        return hi
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if cw[mid] > u:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 cdef inline double _cell_weights(const double *phi_row, const double *theta_row, Py_ssize_t k,
@@ -293,7 +277,7 @@ cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double
         return 0
     if x < SMALL_SPLIT:
         for i in range(x):
-            c = _search(cw, k, next_uniform(g) * total)
+            c = search_cumulative(cw, k, next_uniform(g) * total)
             m_row[c] += 1
             if n_row == NULL:
                 if not _slot_add(slots, n_slots, <uint32_t> c, 1, atomic):
@@ -357,12 +341,16 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
-    cdef Py_ssize_t b, j, c, i
+    cdef Py_ssize_t b, j, c, i, q, n_q, c_end
     cdef bint keep_x = x_out.shape[0] > 0
     cdef bint atomic = n_threads > 1
     cdef bint shared_theta = theta.shape[0] == 1
     cdef double *w
     cdef double *cw
+    cdef double *cw_q
+    cdef double *tot
+    cdef const double *t_row
+    cdef const double *phi_row
     cdef int64_t *tmp
     cdef double total, a
     cdef int64_t x
@@ -384,34 +372,58 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         w = <double *> block_malloc(k * sizeof(double))
-        cw = <double *> block_malloc(k * sizeof(double))
+        # the cumulative weights of SPLIT_GROUP cells, then their totals
+        cw = <double *> block_malloc((SPLIT_GROUP * k + SPLIT_GROUP) * sizeof(double))
         tmp = <int64_t *> block_malloc(k * sizeof(int64_t))
         if w == NULL or cw == NULL or tmp == NULL:
             n_failed += 1
         else:
+            tot = cw + SPLIT_GROUP * k
             for j in range(bounds[b], bounds[b + 1]):
                 for i in range(k):
                     m_out[j, i] = 0
                 total_x = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
-                for c in range(indptr[j], indptr[j + 1]):
-                    total = _cell_weights(&phi[indices[c], 0], &theta[0 if shared_theta else j, 0],
-                                          k, w, cw)
-                    x = latent_count(g, mode, values[c], total, a)
-                    if keep_x:
-                        x_out[c] = x
-                    total_x = total_x + x
-                    v = indices[c]
-                    row = rmap[v] if use_slots else v
-                    if row >= 0:
-                        _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], &n_out[row, 0], NULL, 0, NULL, atomic)
+                t_row = &theta[0 if shared_theta else j, 0]
+                c = indptr[j]
+                c_end = indptr[j + 1]
+                while c < c_end:
+                    # the cumulative weights of the next SPLIT_GROUP cells (or of one) ...
+                    n_q = c_end - c
+                    if n_q >= SPLIT_GROUP:
+                        n_q = SPLIT_GROUP
+                        cumulative4(&phi[indices[c], 0], &phi[indices[c + 1], 0], &phi[indices[c + 2], 0],
+                                    &phi[indices[c + 3], 0], t_row, k, cw, tot)
                     else:
-                        lost = _split_add(g, x, w, cw, k, tmp, &m_out[j, 0], <stat_t *> NULL,
-                                          &sl[sstart[v]] if sl != NULL else NULL, sstart[v + 1] - sstart[v],
-                                          &sp[v] if spilling else NULL, atomic)
-                        n_lost += lost
-                        if spilling and sp[n_terms] == 0 and load_ptr(&sp[v]) != 0:
-                            sp[n_terms] = 1     # the same value from any thread
+                        n_q = 1
+                        tot[0] = cumulative1(&phi[indices[c], 0], t_row, k, cw)
+                    # ... then each cell's draws, in the order of the cells
+                    for q in range(n_q):
+                        v = indices[c + q]
+                        phi_row = &phi[v, 0]
+                        cw_q = cw + q * k
+                        total = tot[q]
+                        if not total > 0.0:
+                            # every product underflows: w and cw rescaled in log space, total 0
+                            total = _cell_weights(phi_row, t_row, k, w, cw_q)
+                        x = latent_count(g, mode, values[c + q], total, a)
+                        if keep_x:
+                            x_out[c + q] = x
+                        total_x = total_x + x
+                        if x >= SMALL_SPLIT and total > 0.0:
+                            for i in range(k):
+                                w[i] = phi_row[i] * t_row[i]    # the products the sums were formed from
+                        row = rmap[v] if use_slots else v
+                        if row >= 0:
+                            _split_add(g, x, w, cw_q, k, tmp, &m_out[j, 0], &n_out[row, 0], NULL, 0, NULL, atomic)
+                        else:
+                            lost = _split_add(g, x, w, cw_q, k, tmp, &m_out[j, 0], <stat_t *> NULL,
+                                              &sl[sstart[v]] if sl != NULL else NULL, sstart[v + 1] - sstart[v],
+                                              &sp[v] if spilling else NULL, atomic)
+                            n_lost += lost
+                            if spilling and sp[n_terms] == 0 and load_ptr(&sp[v]) != 0:
+                                sp[n_terms] = 1     # the same value from any thread
+                    c = c + n_q
                 if total_x > cap:
                     n_over += 1
         free(w)

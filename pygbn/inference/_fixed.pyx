@@ -10,7 +10,7 @@ what the draws do not need:
 * no term-factor counts (the statistic of Phi^(1)'s Dirichlet) are formed;
 * the cumulative weights ``cw_i = w_0 + ... + w_i`` (``w_i = phi_vi
   theta_ji``, each product rounded, then added left to right, as
-  split_sparse forms them) of GROUP cells of a document are formed together:
+  split_sparse forms them) of SPLIT_GROUP cells of a document are formed together:
   four independent chains of additions, which the processor overlaps, where
   one cell's sums are a chain of K dependent additions; the products
   themselves are formed again only for a cell of SMALL_SPLIT units or more
@@ -31,7 +31,8 @@ from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport count_t, count_max, log_rescaled_weights
+from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, cumulative1, cumulative4,
+                                      log_rescaled_weights, search_cumulative)
 from pygbn.random._kernels cimport random_multinomial_split
 from pygbn.model._latent cimport latent_count
 
@@ -42,105 +43,23 @@ FAST_UNIFORMS = pcg64_fill_init()
 cdef enum:
     # below this many units a split is a sequence of categorical draws (as split_sparse)
     SMALL_SPLIT = 32
-    # cells whose cumulative weights are formed together
-    GROUP = 4
 
 
 cdef extern from *:
     """
-    /* The products and running sums below must be rounded one by one, as
-       split_sparse rounds them (it stores each product before adding it): no
-       contraction into fused multiply-adds, whatever the target. */
-    #if defined(__GNUC__) && !defined(__clang__)
-    #pragma GCC push_options
-    #pragma GCC optimize ("fp-contract=off")
-    #endif
-
-    /* cw[q * k + i] = p_q[0] t[0] + ... + p_q[i] t[i] for the rows p_q (q < 4, the rows
-       of four cells) and the theta row t, each running sum formed left to right as
-       one cell alone forms it (pygbn_cumulative); the four chains of additions are
-       independent, so they overlap.  tot[q] = cw[q * k + k - 1]. */
-    static void pygbn_cumulative4(const double *p0, const double *p1, const double *p2,
-                                  const double *p3, const double *t, Py_ssize_t k,
-                                  double *cw, double *tot) {
-        #if defined(__clang__)
-        #pragma clang fp contract(off)
-        #endif
-        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, ti;
-        double *c0 = cw, *c1 = cw + k, *c2 = cw + 2 * k, *c3 = cw + 3 * k;
-        Py_ssize_t i;
-        for (i = 0; i < k; i++) {
-            ti = t[i];
-            s0 += p0[i] * ti; c0[i] = s0;
-            s1 += p1[i] * ti; c1[i] = s1;
-            s2 += p2[i] * ti; c2[i] = s2;
-            s3 += p3[i] * ti; c3[i] = s3;
-        }
-        tot[0] = s0; tot[1] = s1; tot[2] = s2; tot[3] = s3;
-    }
-
-    /* one row: cw[i] = p[0] t[0] + ... + p[i] t[i]; returns the total */
-    static double pygbn_cumulative1(const double *p, const double *t, Py_ssize_t k, double *cw) {
-        #if defined(__clang__)
-        #pragma clang fp contract(off)
-        #endif
-        double s = 0.0;
-        Py_ssize_t i;
-        for (i = 0; i < k; i++) {
-            s += p[i] * t[i];
-            cw[i] = s;
-        }
-        return s;
-    }
-
-    #if defined(__GNUC__) && !defined(__clang__)
-    #pragma GCC pop_options
-    #endif
-
     /* A running sum of at least 2^-947 is left unchanged by adding anything below
        2^-1000 (half its unit in the last place or less); theta entries whose
        products with every Phi entry stay below 2^-1001 / k are "tiny". */
     #define PYGBN_SUM_ABSORBS 0x1p-947
     #define PYGBN_TINY_SUM 0x1p-1000
-
-    /* The first i with cw[i] > u, given cw[n-1] > u and cw non-decreasing: the answer
-       stays in [base, base + n) while n halves; a select, not a branch, picks the
-       half (no mispredicted jumps). */
-    static inline Py_ssize_t pygbn_lower_search(const double *cw, Py_ssize_t n, double u) {
-        const double *base = cw;
-        Py_ssize_t half;
-        while (n > 1) {
-            half = n >> 1;
-            base = (base[half - 1] > u) ? base : base + half;
-            n -= half;
-        }
-        return base - cw;
-    }
     """
-    void cumulative4 "pygbn_cumulative4"(const double *p0, const double *p1, const double *p2,
-                                         const double *p3, const double *t, Py_ssize_t k,
-                                         double *cw, double *tot) noexcept nogil
-    double cumulative1 "pygbn_cumulative1"(const double *p, const double *t, Py_ssize_t k,
-                                           double *cw) noexcept nogil
     const double SUM_ABSORBS "PYGBN_SUM_ABSORBS"
     const double TINY_SUM "PYGBN_TINY_SUM"
-    Py_ssize_t lower_search "pygbn_lower_search"(const double *cw, Py_ssize_t n, double u) noexcept nogil
 
 
 def _fail_next_allocations(int n):
     """Test hook: the next ``n`` per-block scratch allocations fail (0 resets)."""
     fail_next_allocations(n)
-
-
-cdef inline Py_ssize_t _search(const double *cw, Py_ssize_t k, double u) noexcept nogil:
-    """First index i with cw[i] > u (cw non-decreasing, all k sums stored); the last
-    cell with positive weight when rounding put u at the very top (split_sparse's rule)."""
-    cdef Py_ssize_t hi = k - 1
-    if u >= cw[hi]:
-        while hi > 0 and cw[hi] <= cw[hi - 1]:
-            hi -= 1
-        return hi
-    return lower_search(cw, k, u)
 
 
 cdef inline void _add_split(bitgen_t *g, int64_t x, const double *w, Py_ssize_t k, double total,
@@ -181,7 +100,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
             cw[i] = scaled
         if x < SMALL_SPLIT:
             for u in range(x):
-                m_row[_search(cw, k, next_uniform(g) * scaled)] += 1
+                m_row[search_cumulative(cw, k, next_uniform(g) * scaled)] += 1
         else:
             _add_split(g, x, w, k, scaled, tmp, m_row)
         return x
@@ -192,10 +111,10 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
         for u in range(x):
             point = next_uniform(g) * total
             if exact or point >= TINY_SUM:
-                m_row[_search(sums, k, point)] += 1
+                m_row[search_cumulative(sums, k, point)] += 1
             else:       # where sums may differ from split_sparse's: search the exact ones
                 cumulative1(phi_row, theta_row, k, cw)
-                m_row[_search(cw, k, point)] += 1
+                m_row[search_cumulative(cw, k, point)] += 1
     else:
         for i in range(k):
             w[i] = phi_row[i] * theta_row[i]     # the products the sums were formed from
@@ -267,9 +186,9 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         # w, cw: k each (a cell whose products underflow); the document's theta row
-        # with its tiny entries 0 (k); the cumulative weights of GROUP cells, then
-        # their GROUP totals
-        w = <double *> block_malloc((3 * k + GROUP * (k + 1)) * sizeof(double))
+        # with its tiny entries 0 (k); the cumulative weights of SPLIT_GROUP cells, then
+        # their SPLIT_GROUP totals
+        w = <double *> block_malloc((3 * k + SPLIT_GROUP * (k + 1)) * sizeof(double))
         tmp = <int64_t *> block_malloc(k * sizeof(int64_t))
         if w == NULL or tmp == NULL:
             n_failed += 1
@@ -277,7 +196,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
             cw = w + k
             t_zeroed = cw + k
             sums = t_zeroed + k
-            tot = sums + GROUP * k
+            tot = sums + SPLIT_GROUP * k
             for j in range(bounds[b], bounds[b + 1]):
                 m_row = &m_out[j, 0]
                 for i in range(k):
@@ -299,10 +218,10 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                 c = indptr[j]
                 c_end = indptr[j + 1]
                 while c < c_end:
-                    # the cumulative weights of the next GROUP cells (or of one) ...
+                    # the cumulative weights of the next SPLIT_GROUP cells (or of one) ...
                     n_q = c_end - c
-                    if n_q >= GROUP:
-                        n_q = GROUP
+                    if n_q >= SPLIT_GROUP:
+                        n_q = SPLIT_GROUP
                         cumulative4(&phi[indices[c], 0], &phi[indices[c + 1], 0], &phi[indices[c + 2], 0],
                                     &phi[indices[c + 3], 0], u_row, k, sums, tot)
                     else:

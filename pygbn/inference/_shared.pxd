@@ -1,5 +1,5 @@
 # Declarations shared by the layer-one and upper-layer kernels
-# (pygbn.inference._blocked, _upper, _collapsed, _partial).
+# (pygbn.inference._blocked, _fixed, _upper, _collapsed, _partial).
 
 from libc.math cimport log, exp, INFINITY
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
@@ -143,6 +143,100 @@ cdef extern from *:
     """
     void shared_prefetch "pygbn_shared_prefetch"(const void *p) noexcept nogil
     void shared_prefetch_w "pygbn_shared_prefetch_w"(const void *p) noexcept nogil
+
+
+cdef extern from *:
+    """
+    #ifndef PYGBN_SHARED_CUMULATIVE
+    #define PYGBN_SHARED_CUMULATIVE
+    /* The products and running sums below are rounded one by one (a product, then its
+       sum): no contraction into fused multiply-adds, whatever the target, so that a
+       cell's sums are the same bits whichever kernel (split_sparse, split_fixed) forms
+       them. */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize ("fp-contract=off")
+    #endif
+
+    /* cw[q * k + i] = p_q[0] t[0] + ... + p_q[i] t[i] for the rows p_q (q < 4, the rows
+       of four cells) and the theta row t, each running sum formed left to right as
+       one cell alone forms it (pygbn_cumulative1); the four chains of additions are
+       independent, so they overlap.  tot[q] = cw[q * k + k - 1]. */
+    static inline void pygbn_cumulative4(const double *p0, const double *p1, const double *p2,
+                                         const double *p3, const double *t, Py_ssize_t k,
+                                         double *cw, double *tot) {
+        #if defined(__clang__)
+        #pragma clang fp contract(off)
+        #endif
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, ti;
+        double *c0 = cw, *c1 = cw + k, *c2 = cw + 2 * k, *c3 = cw + 3 * k;
+        Py_ssize_t i;
+        for (i = 0; i < k; i++) {
+            ti = t[i];
+            s0 += p0[i] * ti; c0[i] = s0;
+            s1 += p1[i] * ti; c1[i] = s1;
+            s2 += p2[i] * ti; c2[i] = s2;
+            s3 += p3[i] * ti; c3[i] = s3;
+        }
+        tot[0] = s0; tot[1] = s1; tot[2] = s2; tot[3] = s3;
+    }
+
+    /* one row: cw[i] = p[0] t[0] + ... + p[i] t[i]; returns the total */
+    static inline double pygbn_cumulative1(const double *p, const double *t, Py_ssize_t k, double *cw) {
+        #if defined(__clang__)
+        #pragma clang fp contract(off)
+        #endif
+        double s = 0.0;
+        Py_ssize_t i;
+        for (i = 0; i < k; i++) {
+            s += p[i] * t[i];
+            cw[i] = s;
+        }
+        return s;
+    }
+
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
+
+    /* The first i with cw[i] > u, given cw[n-1] > u and cw non-decreasing: the answer
+       stays in [base, base + n) while n halves; a select, not a branch, picks the
+       half (no mispredicted jumps). */
+    static inline Py_ssize_t pygbn_lower_search(const double *cw, Py_ssize_t n, double u) {
+        const double *base = cw;
+        Py_ssize_t half;
+        while (n > 1) {
+            half = n >> 1;
+            base = (base[half - 1] > u) ? base : base + half;
+            n -= half;
+        }
+        return base - cw;
+    }
+    #endif
+    """
+    void cumulative4 "pygbn_cumulative4"(const double *p0, const double *p1, const double *p2,
+                                         const double *p3, const double *t, Py_ssize_t k,
+                                         double *cw, double *tot) noexcept nogil
+    double cumulative1 "pygbn_cumulative1"(const double *p, const double *t, Py_ssize_t k,
+                                           double *cw) noexcept nogil
+    Py_ssize_t lower_search "pygbn_lower_search"(const double *cw, Py_ssize_t n, double u) noexcept nogil
+
+
+
+cdef enum:
+    # the cells of a document whose cumulative weights are formed together (cumulative4)
+    SPLIT_GROUP = 4
+
+cdef inline Py_ssize_t search_cumulative(const double *cw, Py_ssize_t k, double u) noexcept nogil:
+    """First index i with ``cw[i] > u`` (``cw`` the k cumulative weights of a split,
+    non-decreasing); the last cell with positive weight when rounding put ``u`` at
+    the very top.  The categorical draw of the layer-one splits (eq:step1)."""
+    cdef Py_ssize_t hi = k - 1
+    if u >= cw[hi]:
+        while hi > 0 and cw[hi] <= cw[hi - 1]:
+            hi -= 1
+        return hi
+    return lower_search(cw, k, u)
 
 
 cdef enum:
