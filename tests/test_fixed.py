@@ -66,23 +66,24 @@ def _split(kernel, Y, phi, theta, aux, mode, bounds, dtype, n_threads):
             streams.addresses)
     if kernel == "sparse":
         x = np.zeros(Y.nnz, dtype=np.int64)
-        over = _blocked.split_sparse(*args, m, np.zeros(phi.shape, dtype=np.int64), x, n_threads)
+        n = np.zeros(phi.shape, dtype=np.int64)
+        over = _blocked.split_sparse(*args, m, n, x, n_threads)
     else:
-        x = None
+        x = n = None
         over = _fixed.split_fixed(*args, m, n_threads)
     after = [g.random() for g in streams.generators]      # where every stream was left
-    return m, over, after, x
+    return m, over, after, x, n
 
 
 @pytest.mark.parametrize("mode", [LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON, LATENT_TRUNC_BESSEL])
 @pytest.mark.parametrize("dtype", [np.uint16, np.int32, np.int64])
 def test_split_fixed_draws_what_split_sparse_draws(mode, dtype):
     Y, phi, theta, aux, bounds = _inputs(mode)
-    ref_m, ref_over, ref_after, x = _split("sparse", Y, phi, theta, aux, mode, bounds, dtype, 1)
+    ref_m, ref_over, ref_after, x, _ = _split("sparse", Y, phi, theta, aux, mode, bounds, dtype, 1)
     # the paths the inputs were made to reach
     assert (x >= 32).any() and (x == 1).any()
     for n_threads in (1, 2):
-        m, over, after, _ = _split("fixed", Y, phi, theta, aux, mode, bounds, dtype, n_threads)
+        m, over, after, _, _ = _split("fixed", Y, phi, theta, aux, mode, bounds, dtype, n_threads)
         np.testing.assert_array_equal(m, ref_m)
         assert over == ref_over
         assert after == ref_after
@@ -91,6 +92,25 @@ def test_split_fixed_draws_what_split_sparse_draws(mode, dtype):
     got = _split("fixed", Y, phi, theta[20:21].copy(), aux, mode, bounds, dtype, 1)
     np.testing.assert_array_equal(got[0], ref[0])
     assert got[2] == ref[2]
+
+
+@pytest.mark.parametrize("mode", [LATENT_COUNTS, LATENT_CRT, LATENT_TRUNC_POISSON, LATENT_TRUNC_BESSEL])
+def test_split_sparse_without_tiny_entries_draws_what_every_product_draws(mode):
+    """split_sparse's sums without the tiny theta entries (the floor of theta's draws)
+    give the draws, the latent counts and the statistics of the sums of every product."""
+    Y, phi, theta, aux, bounds = _inputs(mode)
+    before = _blocked._zero_tiny_entries(False)
+    try:
+        ref = _split("sparse", Y, phi, theta, aux, mode, bounds, np.int64, 1)
+    finally:
+        _blocked._zero_tiny_entries(before)
+    assert before
+    for n_threads in (1, 2):
+        got = _split("sparse", Y, phi, theta, aux, mode, bounds, np.int64, n_threads)
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[3], ref[3])
+        np.testing.assert_array_equal(got[4], ref[4])
+        assert got[1:3] == ref[1:3]
 
 
 def test_split_fixed_counts_overflow_like_split_sparse():

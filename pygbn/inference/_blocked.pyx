@@ -29,8 +29,8 @@ from numpy.random.c_distributions cimport (random_standard_gamma,
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, cumulative1, cumulative4,
-                                      log_rescaled_weights, search_cumulative, slot_add, slot_cursors,
+from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, log_rescaled_weights, search_split,
+                                      slot_add, slot_cursors, split_sums, tiny_bound, zero_tiny,
                                       gather_concentrations, shared_prefetch_w, GATHER_AHEAD,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._gamma cimport gamma_row
@@ -174,6 +174,20 @@ def _fail_next_allocations(int n):
     fail_next_allocations(n)
 
 
+# split_sparse sums a document's cells without its tiny theta entries (split_sums);
+# a test turns that off to compare the draws with the sums of every product
+cdef bint _skip_tiny = True
+
+
+def _zero_tiny_entries(bint on):
+    """Test hook: whether :func:`split_sparse` forms its sums without the tiny theta
+    entries (the default) or from every product; returns the previous setting."""
+    global _skip_tiny
+    cdef bint before = _skip_tiny
+    _skip_tiny = on
+    return before
+
+
 # below this many units a split uses categorical draws (a search of the cumulative
 # weights, search_cumulative), above it conditional binomials
 cdef enum:
@@ -260,10 +274,15 @@ cdef inline int _spill_add(uintptr_t *p, Py_ssize_t k, Py_ssize_t c, int64_t n, 
     return 0
 
 
-cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw,
+cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double *cw, bint exact,
+                           const double *phi_row, const double *t_row, double *cw_true,
                            Py_ssize_t k, int64_t *tmp, count_t *m_row, stat_t *n_row,
                            uint32_t *slots, Py_ssize_t n_slots, uintptr_t *spill, bint atomic) noexcept nogil:
-    """Multinomial split of x units over k cells (eq:step1); adds to m_row and to the
+    """Multinomial split of x units over k cells (eq:step1): below SMALL_SPLIT units
+    categorical draws on the cumulative weights ``cw`` (:c:func:`search_split`, with
+    ``exact``, ``phi_row``, ``t_row`` and the scratch ``cw_true`` as
+    :c:func:`split_sums` left them), else conditional binomials on the weights ``w``
+    and their total ``cw[k - 1]``; adds to m_row and to the
     term's statistics: the dense row ``n_row`` when not NULL, else the ``n_slots``
     slots of the sparse row ``slots`` (by atomic additions when ``atomic``: they are
     shared by the threads).  A count the slots cannot take goes to the term's spill
@@ -277,7 +296,7 @@ cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double
         return 0
     if x < SMALL_SPLIT:
         for i in range(x):
-            c = search_cumulative(cw, k, next_uniform(g) * total)
+            c = search_split(cw, exact, next_uniform(g) * total, phi_row, t_row, k, cw_true)
             m_row[c] += 1
             if n_row == NULL:
                 if not _slot_add(slots, n_slots, <uint32_t> c, 1, atomic):
@@ -318,7 +337,12 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     row shared by all documents), then
     ``x ~> Mult(x, w / sum(w))`` (eq:step1), added to ``m_out[j, :]`` and to
     ``n_out[v, :]`` (one array shared by the threads, atomic integer
-    additions); ``x_out[cell] = x`` when ``x_out`` is not empty.  ``m_out``
+    additions); ``x_out[cell] = x`` when ``x_out`` is not empty.  The
+    cumulative weights of four cells are formed at once and a document's
+    cells are summed without its tiny theta entries (products below the
+    normal range, slow on many processors) wherever they cannot change a draw
+    (:c:func:`pygbn.inference._shared.split_sums`, :c:func:`search_split`):
+    the draws of the sums of every product.  ``m_out``
     rows of the documents are overwritten; ``n_out`` is added to.  ``m_out``
     may be uint8, uint16, int32 or int64; ``n_out`` int32 (the caller has proven that
     no entry can pass 2**31 - 1: Poisson counts of fewer tokens than that,
@@ -341,18 +365,22 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
-    cdef Py_ssize_t b, j, c, i, q, n_q, c_end
+    cdef Py_ssize_t b, j, c, i, q, n_q, c_end, first
     cdef bint keep_x = x_out.shape[0] > 0
     cdef bint atomic = n_threads > 1
     cdef bint shared_theta = theta.shape[0] == 1
     cdef double *w
     cdef double *cw
     cdef double *cw_q
+    cdef double *cw_true
     cdef double *tot
+    cdef double *t_zeroed
+    cdef bint *exact
     cdef const double *t_row
+    cdef const double *u_row
     cdef const double *phi_row
     cdef int64_t *tmp
-    cdef double total, a
+    cdef double total, a, tiny
     cdef int64_t x
     cdef int n_failed = 0
     cdef Py_ssize_t n_over = 0
@@ -369,35 +397,34 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef Py_ssize_t n_lost = 0
     cdef int lost
     cap = count_max(<const count_t *> NULL)
+    tiny = tiny_bound(&phi[0, 0], phi.shape[0], k) if _skip_tiny and phi.shape[0] > 0 and k > 0 else 0.0
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
-        w = <double *> block_malloc(k * sizeof(double))
-        # the cumulative weights of SPLIT_GROUP cells, then their totals
-        cw = <double *> block_malloc((SPLIT_GROUP * k + SPLIT_GROUP) * sizeof(double))
+        # w, cw_true: k each; the document's theta row with its tiny entries 0 (k); the
+        # cumulative weights of SPLIT_GROUP cells, then their totals and flags (split_sums)
+        w = <double *> block_malloc((3 * k + SPLIT_GROUP * (k + 2)) * sizeof(double))
         tmp = <int64_t *> block_malloc(k * sizeof(int64_t))
-        if w == NULL or cw == NULL or tmp == NULL:
+        if w == NULL or tmp == NULL:
             n_failed += 1
         else:
+            cw_true = w + k
+            t_zeroed = cw_true + k
+            cw = t_zeroed + k
             tot = cw + SPLIT_GROUP * k
+            exact = <bint *> (tot + SPLIT_GROUP)
             for j in range(bounds[b], bounds[b + 1]):
                 for i in range(k):
                     m_out[j, i] = 0
                 total_x = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 t_row = &theta[0 if shared_theta else j, 0]
+                u_row = zero_tiny(t_row, k, tiny, t_zeroed, &first)
                 c = indptr[j]
                 c_end = indptr[j + 1]
                 while c < c_end:
-                    # the cumulative weights of the next SPLIT_GROUP cells (or of one) ...
-                    n_q = c_end - c
-                    if n_q >= SPLIT_GROUP:
-                        n_q = SPLIT_GROUP
-                        cumulative4(&phi[indices[c], 0], &phi[indices[c + 1], 0], &phi[indices[c + 2], 0],
-                                    &phi[indices[c + 3], 0], t_row, k, cw, tot)
-                    else:
-                        n_q = 1
-                        tot[0] = cumulative1(&phi[indices[c], 0], t_row, k, cw)
-                    # ... then each cell's draws, in the order of the cells
+                    # the cumulative weights of the next SPLIT_GROUP cells (or of one), then
+                    # each cell's draws, in the order of the cells
+                    n_q = split_sums(&phi[0, 0], &indices[c], c_end - c, k, t_row, u_row, first, cw, tot, exact)
                     for q in range(n_q):
                         v = indices[c + q]
                         phi_row = &phi[v, 0]
@@ -415,9 +442,11 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                                 w[i] = phi_row[i] * t_row[i]    # the products the sums were formed from
                         row = rmap[v] if use_slots else v
                         if row >= 0:
-                            _split_add(g, x, w, cw_q, k, tmp, &m_out[j, 0], &n_out[row, 0], NULL, 0, NULL, atomic)
+                            _split_add(g, x, w, cw_q, exact[q], phi_row, t_row, cw_true, k, tmp, &m_out[j, 0],
+                                       &n_out[row, 0], NULL, 0, NULL, atomic)
                         else:
-                            lost = _split_add(g, x, w, cw_q, k, tmp, &m_out[j, 0], <stat_t *> NULL,
+                            lost = _split_add(g, x, w, cw_q, exact[q], phi_row, t_row, cw_true, k, tmp,
+                                              &m_out[j, 0], <stat_t *> NULL,
                                               &sl[sstart[v]] if sl != NULL else NULL, sstart[v + 1] - sstart[v],
                                               &sp[v] if spilling else NULL, atomic)
                             n_lost += lost
@@ -427,7 +456,6 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                 if total_x > cap:
                     n_over += 1
         free(w)
-        free(cw)
         free(tmp)
     if spilling and (n_failed or n_lost):      # the split is abandoned: no spill row is kept
         _free_spill(sp, n_terms)

@@ -4,19 +4,12 @@
 :func:`split_fixed` is layer one's split (eq:step1, with the link's latent
 counts) of :func:`pygbn.inference._blocked.split_sparse`, draw for draw (the
 same weights, totals, searches and streams, so the same ``m``), for a chain
-whose Phi^(1) is not drawn.  It does less of what only training needs or
-what the draws do not need:
-
-* no term-factor counts (the statistic of Phi^(1)'s Dirichlet) are formed;
-* the cumulative weights ``cw_i = w_0 + ... + w_i`` (``w_i = phi_vi
-  theta_ji``, each product rounded, then added left to right, as
-  split_sparse forms them) of SPLIT_GROUP cells of a document are formed together:
-  four independent chains of additions, which the processor overlaps, where
-  one cell's sums are a chain of K dependent additions; the products
-  themselves are formed again only for a cell of SMALL_SPLIT units or more
-  (its binomial split needs them);
-* the searches over ``cw`` halve the range by selects instead of branches
-  (the same index: the first ``i`` with ``cw_i > u``).
+whose Phi^(1) is not drawn: the same sums and searches
+(:c:func:`pygbn.inference._shared.split_sums`: four cells' cumulative weights
+at once, without the tiny theta entries where they cannot matter;
+:c:func:`pygbn.inference._shared.search_split`), without the term-factor
+counts (the statistic of Phi^(1)'s Dirichlet) and the latent counts that only
+training keeps.
 
 Like the other document-block kernels, block ``b`` draws only from
 ``streams[b]``, so the result does not depend on the number of threads; a
@@ -31,8 +24,8 @@ from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, cumulative1, cumulative4,
-                                      log_rescaled_weights, search_cumulative)
+from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, log_rescaled_weights,
+                                      search_cumulative, search_split, split_sums, tiny_bound, zero_tiny)
 from pygbn.random._kernels cimport random_multinomial_split
 from pygbn.model._latent cimport latent_count
 
@@ -43,18 +36,6 @@ FAST_UNIFORMS = pcg64_fill_init()
 cdef enum:
     # below this many units a split is a sequence of categorical draws (as split_sparse)
     SMALL_SPLIT = 32
-
-
-cdef extern from *:
-    """
-    /* A running sum of at least 2^-947 is left unchanged by adding anything below
-       2^-1000 (half its unit in the last place or less); theta entries whose
-       products with every Phi entry stay below 2^-1001 / k are "tiny". */
-    #define PYGBN_SUM_ABSORBS 0x1p-947
-    #define PYGBN_TINY_SUM 0x1p-1000
-    """
-    const double SUM_ABSORBS "PYGBN_SUM_ABSORBS"
-    const double TINY_SUM "PYGBN_TINY_SUM"
 
 
 def _fail_next_allocations(int n):
@@ -88,7 +69,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
     """
     cdef Py_ssize_t i
     cdef int64_t x, u
-    cdef double scaled, point
+    cdef double scaled
     if not total > 0.0:
         scaled = log_rescaled_weights(phi_row, theta_row, k, w)
         x = latent_count(g, mode, obs, 0.0, a)
@@ -109,12 +90,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
         return x
     if x < SMALL_SPLIT:
         for u in range(x):
-            point = next_uniform(g) * total
-            if exact or point >= TINY_SUM:
-                m_row[search_cumulative(sums, k, point)] += 1
-            else:       # where sums may differ from split_sparse's: search the exact ones
-                cumulative1(phi_row, theta_row, k, cw)
-                m_row[search_cumulative(cw, k, point)] += 1
+            m_row[search_split(sums, exact, next_uniform(g) * total, phi_row, theta_row, k, cw)] += 1
     else:
         for i in range(k):
             w[i] = phi_row[i] * theta_row[i]     # the products the sums were formed from
@@ -141,16 +117,9 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     float64 below 2^53).  Returns the number of documents whose latent total
     exceeds what ``m_out`` holds.
 
-    Tiny theta entries (below ``2^-1001 / (k max(phi))``, such as those
-    floored at the smallest normal double) make products below the normal
-    range, whose arithmetic is slow on many processors (a microcode assist
-    per operation), and they cannot change a cumulative weight once the sum
-    has reached ``2^-947``.  So a document's cells are summed with those
-    entries set to 0, and a cell whose first product of a non-tiny entry is
-    at least ``2^-947`` gets split_sparse's cumulative weights exactly from
-    that factor on (before it they are 0 instead of below ``2^-1001``, which
-    no search point of ``2^-1000`` or more can tell apart; a smaller point,
-    and any other cell, uses the sums of the true products).
+    The sums are split_sparse's (:c:func:`pygbn.inference._shared.split_sums`:
+    a document's cells are summed without its tiny theta entries, those whose
+    products are below the normal range, wherever that cannot change a draw).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
@@ -163,8 +132,8 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cdef double *tot
     cdef double *t_zeroed
     cdef const double *u_row
-    cdef double phi_max = 0.0, tiny
-    cdef bint any_tiny, exact
+    cdef double tiny
+    cdef bint *exact
     cdef int64_t *tmp
     cdef const double *t_row
     cdef double a
@@ -176,19 +145,13 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cap = count_max(<const count_t *> NULL)
     if n_blocks <= 0 or k == 0:
         return 0
-    with nogil:
-        for i in range(phi.shape[0]):
-            for c in range(k):
-                if phi[i, c] > phi_max:
-                    phi_max = phi[i, c]
-    # theta entries below this have products below 2^-1001 / k with every Phi entry
-    tiny = TINY_SUM / (2.0 * <double> k * phi_max) if phi_max > 0.0 else INFINITY
+    tiny = tiny_bound(&phi[0, 0], phi.shape[0], k) if phi.shape[0] > 0 else INFINITY
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         # w, cw: k each (a cell whose products underflow); the document's theta row
         # with its tiny entries 0 (k); the cumulative weights of SPLIT_GROUP cells, then
-        # their SPLIT_GROUP totals
-        w = <double *> block_malloc((3 * k + SPLIT_GROUP * (k + 1)) * sizeof(double))
+        # their SPLIT_GROUP totals and flags (split_sums)
+        w = <double *> block_malloc((3 * k + SPLIT_GROUP * (k + 2)) * sizeof(double))
         tmp = <int64_t *> block_malloc(k * sizeof(int64_t))
         if w == NULL or tmp == NULL:
             n_failed += 1
@@ -197,6 +160,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
             t_zeroed = cw + k
             sums = t_zeroed + k
             tot = sums + SPLIT_GROUP * k
+            exact = <bint *> (tot + SPLIT_GROUP)
             for j in range(bounds[b], bounds[b + 1]):
                 m_row = &m_out[j, 0]
                 for i in range(k):
@@ -204,37 +168,17 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                 total_x = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 t_row = &theta[0 if shared_theta else j, 0]
-                first = -1
-                any_tiny = False
-                for i in range(k):
-                    if t_row[i] < tiny:
-                        t_zeroed[i] = 0.0
-                        any_tiny = True
-                    else:
-                        t_zeroed[i] = t_row[i]
-                        if first < 0:
-                            first = i
-                u_row = <const double *> t_zeroed if any_tiny else t_row
+                u_row = zero_tiny(t_row, k, tiny, t_zeroed, &first)
                 c = indptr[j]
                 c_end = indptr[j + 1]
                 while c < c_end:
-                    # the cumulative weights of the next SPLIT_GROUP cells (or of one) ...
-                    n_q = c_end - c
-                    if n_q >= SPLIT_GROUP:
-                        n_q = SPLIT_GROUP
-                        cumulative4(&phi[indices[c], 0], &phi[indices[c + 1], 0], &phi[indices[c + 2], 0],
-                                    &phi[indices[c + 3], 0], u_row, k, sums, tot)
-                    else:
-                        n_q = 1
-                        tot[0] = cumulative1(&phi[indices[c], 0], u_row, k, sums)
-                    # ... then each cell's draws, in the order of the cells
+                    # the cumulative weights of the next SPLIT_GROUP cells (or of one), then
+                    # each cell's draws, in the order of the cells
+                    n_q = split_sums(&phi[0, 0], &indices[c], c_end - c, k, t_row, u_row, first, sums, tot,
+                                     exact)
                     for q in range(n_q):
-                        exact = not any_tiny
-                        if any_tiny and not (first >= 0 and phi[indices[c + q], first] * t_row[first] >= SUM_ABSORBS):
-                            tot[q] = cumulative1(&phi[indices[c + q], 0], t_row, k, sums + q * k)
-                            exact = True
                         total_x = total_x + _cell(g, mode, values[c + q], a, &phi[indices[c + q], 0], t_row, k,
-                                                  sums + q * k, exact, tot[q], w, cw, tmp, m_row)
+                                                  sums + q * k, exact[q], tot[q], w, cw, tmp, m_row)
                     c = c + n_q
                 if want_totals:
                     totals[j] = <double> total_x

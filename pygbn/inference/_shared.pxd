@@ -199,6 +199,12 @@ cdef extern from *:
     #pragma GCC pop_options
     #endif
 
+    /* A running sum of at least 2^-947 is left unchanged by adding anything below
+       2^-1000 (half its unit in the last place or less); theta entries whose
+       products with every Phi entry stay below 2^-1001 / k are "tiny". */
+    #define PYGBN_SUM_ABSORBS 0x1p-947
+    #define PYGBN_TINY_SUM 0x1p-1000
+
     /* The first i with cw[i] > u, given cw[n-1] > u and cw non-decreasing: the answer
        stays in [base, base + n) while n halves; a select, not a branch, picks the
        half (no mispredicted jumps). */
@@ -220,6 +226,8 @@ cdef extern from *:
     double cumulative1 "pygbn_cumulative1"(const double *p, const double *t, Py_ssize_t k,
                                            double *cw) noexcept nogil
     Py_ssize_t lower_search "pygbn_lower_search"(const double *cw, Py_ssize_t n, double u) noexcept nogil
+    const double SUM_ABSORBS "PYGBN_SUM_ABSORBS"
+    const double TINY_SUM "PYGBN_TINY_SUM"
 
 
 
@@ -237,6 +245,81 @@ cdef inline Py_ssize_t search_cumulative(const double *cw, Py_ssize_t k, double 
             hi -= 1
         return hi
     return lower_search(cw, k, u)
+
+
+cdef inline double tiny_bound(const double *phi, Py_ssize_t n_rows, Py_ssize_t k) noexcept nogil:
+    """The theta entries below this are tiny for the rows ``phi`` (``n_rows x k``): their
+    products with every entry stay below ``2^-1001 / k`` (INFINITY where phi is all 0)."""
+    cdef Py_ssize_t i
+    cdef double phi_max = 0.0
+    for i in range(n_rows * k):
+        if phi[i] > phi_max:
+            phi_max = phi[i]
+    return TINY_SUM / (2.0 * <double> k * phi_max) if phi_max > 0.0 else INFINITY
+
+
+cdef inline const double *zero_tiny(const double *t_row, Py_ssize_t k, double tiny, double *t_zeroed,
+                                    Py_ssize_t *first) noexcept nogil:
+    """The theta row the split's sums are formed from: ``t_row`` itself when none of its
+    entries is tiny (below ``tiny``), else ``t_zeroed``, the row with its tiny entries 0,
+    and ``first[0]`` the first entry that is not (-1 when all are)."""
+    cdef Py_ssize_t i
+    cdef bint any_tiny = False
+    first[0] = -1
+    for i in range(k):
+        if t_row[i] < tiny:
+            t_zeroed[i] = 0.0
+            any_tiny = True
+        else:
+            t_zeroed[i] = t_row[i]
+            if first[0] < 0:
+                first[0] = i
+    return <const double *> t_zeroed if any_tiny else t_row
+
+
+cdef inline Py_ssize_t split_sums(const double *phi, const int32_t *cells, Py_ssize_t n_left, Py_ssize_t k,
+                                  const double *t_row, const double *u_row, Py_ssize_t first,
+                                  double *sums, double *tot, bint *exact) noexcept nogil:
+    """The cumulative weights (``sums``, ``k`` a cell) and totals (``tot``) of the next
+    SPLIT_GROUP cells of a document (all four chains at once), or of the next one when
+    fewer are left (``n_left``); returns how many.  ``cells`` are their rows of ``phi``
+    (C-ordered, ``k`` columns).
+
+    The sums are formed from ``u_row`` (:c:func:`zero_tiny`).  Tiny theta entries make
+    products below the normal range, whose arithmetic is slow on many processors (a
+    microcode assist per operation), and they cannot change a cumulative weight once
+    the sum has reached ``2^-947``; so a cell whose first product of a non-tiny entry
+    is at least that keeps the sums without them (``exact[q]`` False): the true sums
+    from that factor on, 0 before it instead of below ``2^-1001``, which no search
+    point of ``2^-1000`` or more can tell apart (:c:func:`search_split`), and the
+    true total.  Any other cell's sums are formed again from ``t_row`` (``exact[q]``).
+    """
+    cdef Py_ssize_t q, n_q = SPLIT_GROUP if n_left >= SPLIT_GROUP else 1
+    cdef const double *row
+    if n_q == SPLIT_GROUP:
+        cumulative4(phi + cells[0] * k, phi + cells[1] * k, phi + cells[2] * k, phi + cells[3] * k,
+                    u_row, k, sums, tot)
+    else:
+        tot[0] = cumulative1(phi + cells[0] * k, u_row, k, sums)
+    for q in range(n_q):
+        exact[q] = u_row == t_row
+        if not exact[q]:
+            row = phi + cells[q] * k
+            if not (first >= 0 and row[first] * t_row[first] >= SUM_ABSORBS):
+                tot[q] = cumulative1(row, t_row, k, sums + q * k)
+                exact[q] = True
+    return n_q
+
+
+cdef inline Py_ssize_t search_split(const double *sums, bint exact, double point, const double *phi_row,
+                                    const double *t_row, Py_ssize_t k, double *cw) noexcept nogil:
+    """The cell of the search ``point`` in a cell's sums from :c:func:`split_sums`: the same
+    cell as the true sums give (a point below ``2^-1000`` in sums that are not ``exact``
+    searches the true sums, formed into ``cw``)."""
+    if exact or point >= TINY_SUM:
+        return search_cumulative(sums, k, point)
+    cumulative1(phi_row, t_row, k, cw)
+    return search_cumulative(cw, k, point)
 
 
 cdef enum:
