@@ -157,17 +157,20 @@ cdef inline double _top_mass(const Cell *cl, const Doc *d) noexcept nogil:
 
 cdef inline int32_t _pick_top(const Cell *cl, const Doc *d, double u) noexcept nogil:
     """The topic at ``u`` (in ``[0, E)``) of the top set's weights ``(phi_vk - h) n_jk``,
-    largest phi first; the last of positive weight if rounding overshoots (-1
-    if none has, which a sum of products that are all 0 cannot give)."""
-    cdef Py_ssize_t i, last = -1
-    cdef double t
+    largest phi first: the first whose running sum exceeds ``u`` (the count of the
+    running sums at or below ``u``, without branches: they never decrease); the
+    last of positive weight if rounding overshoots (-1 if none has, which a sum
+    of products that are all 0 cannot give)."""
+    cdef Py_ssize_t i, below = 0, last = -1
+    cdef double s = 0.0
     for i in range(cl.m):
-        t = cl.tphi[i] * d.nj[cl.tk[i]]
-        if t > 0.0:
+        s = s + cl.tphi[i] * d.nj[cl.tk[i]]
+        below += s <= u
+    if below < cl.m:
+        return cl.tk[below]
+    for i in range(cl.m):
+        if cl.tphi[i] * d.nj[cl.tk[i]] > 0.0:
             last = i
-            if u < t:
-                return cl.tk[i]
-            u -= t
     return cl.tk[last] if last >= 0 else -1
 
 
