@@ -113,6 +113,31 @@ def test_split_sparse_without_tiny_entries_draws_what_every_product_draws(mode):
         assert got[1:3] == ref[1:3]
 
 
+def test_tiny_theta_bound_given_once_draws_what_each_call_forms():
+    """The bound of the tiny theta entries, formed once for a sweep's calls (as layer one's
+    split passes it), gives the draws of the bound each call forms."""
+    Y, phi, theta, aux, bounds = _inputs(LATENT_TRUNC_BESSEL)
+    K = phi.shape[1]
+    tiny = _blocked.tiny_theta(phi)
+    assert tiny == 2.0**-1000 / (2.0 * K * phi.max())
+    assert _blocked.tiny_theta(np.zeros((3, 4))) == np.inf
+    assert _blocked.tiny_theta(np.zeros((0, 4))) == np.inf
+    args = (Y.indptr.astype(np.int64), Y.indices, Y.data, phi, theta, aux, LATENT_TRUNC_BESSEL, bounds)
+    out = []
+    for kw in ({}, {"tiny": tiny}):
+        streams = BlockStreams(np.random.default_rng(11), len(bounds) - 1)
+        m = np.zeros((Y.shape[0], K), dtype=np.int64)
+        n = np.zeros(phi.shape, dtype=np.int64)
+        _blocked.split_sparse(*args, streams.addresses, m, n, np.empty(0, dtype=np.int64), 2, **kw)
+        streams = BlockStreams(np.random.default_rng(11), len(bounds) - 1)
+        m2 = np.zeros_like(m)
+        _fixed.split_fixed(*args, streams.addresses, m2, 2, **kw)
+        np.testing.assert_array_equal(m2, m)
+        out.append((m, n))
+    np.testing.assert_array_equal(out[1][0], out[0][0])
+    np.testing.assert_array_equal(out[1][1], out[0][1])
+
+
 def test_split_fixed_counts_overflow_like_split_sparse():
     Y, phi, theta, aux, bounds = _inputs(LATENT_COUNTS)
     Y = Y.copy()

@@ -188,8 +188,20 @@ def _zero_tiny_entries(bint on):
     return before
 
 
+def tiny_theta(const double[:, ::1] phi):
+    """The bound below which a theta entry is tiny for the split with ``phi`` (V x K):
+    its products with every entry of ``phi`` stay below ``2^-1001 / K``
+    (:c:func:`pygbn.inference._shared.split_sums`; ``inf`` when ``phi`` is empty or
+    all 0).  One pass over ``phi``: computed once for the many calls of a sweep."""
+    cdef double t = INFINITY
+    if phi.shape[0] > 0 and phi.shape[1] > 0:
+        with nogil:
+            t = tiny_bound(&phi[0, 0], phi.shape[0], phi.shape[1])
+    return t
+
+
 # below this many units a split uses categorical draws (a search of the cumulative
-# weights, search_cumulative), above it conditional binomials
+# weights, search_split), above it conditional binomials
 cdef enum:
     SMALL_SPLIT = 32
 
@@ -326,7 +338,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                  int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
                  count_t[:, ::1] m_out, stat_t[:, ::1] n_out, int64_t[::1] x_out,
                  int n_threads, const int32_t[::1] row_map=None, const int64_t[::1] slot_start=None,
-                 uint32_t[::1] slots=None, uintptr_t[::1] spill=None):
+                 uint32_t[::1] slots=None, uintptr_t[::1] spill=None, tiny=None):
     """Latent counts and their split for a sparse documents x rows layer.
 
     For each document ``j`` and stored cell ``(v, obs)`` of row ``j`` of the
@@ -342,7 +354,8 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cells are summed without its tiny theta entries (products below the
     normal range, slow on many processors) wherever they cannot change a draw
     (:c:func:`pygbn.inference._shared.split_sums`, :c:func:`search_split`):
-    the draws of the sums of every product.  ``m_out``
+    the draws of the sums of every product.  ``tiny`` is :func:`tiny_theta` of
+    ``phi`` (formed here when None: one pass over ``phi``).  ``m_out``
     rows of the documents are overwritten; ``n_out`` is added to.  ``m_out``
     may be uint8, uint16, int32 or int64; ``n_out`` int32 (the caller has proven that
     no entry can pass 2**31 - 1: Poisson counts of fewer tokens than that,
@@ -380,7 +393,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef const double *u_row
     cdef const double *phi_row
     cdef int64_t *tmp
-    cdef double total, a, tiny
+    cdef double total, a, t_bound
     cdef int64_t x
     cdef int n_failed = 0
     cdef Py_ssize_t n_over = 0
@@ -397,7 +410,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef Py_ssize_t n_lost = 0
     cdef int lost
     cap = count_max(<const count_t *> NULL)
-    tiny = tiny_bound(&phi[0, 0], phi.shape[0], k) if _skip_tiny and phi.shape[0] > 0 and k > 0 else 0.0
+    t_bound = (tiny_theta(phi) if tiny is None else tiny) if _skip_tiny else 0.0
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         # w, cw_true: k each; the document's theta row with its tiny entries 0 (k); the
@@ -418,7 +431,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                 total_x = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 t_row = &theta[0 if shared_theta else j, 0]
-                u_row = zero_tiny(t_row, k, tiny, t_zeroed, &first)
+                u_row = zero_tiny(t_row, k, t_bound, t_zeroed, &first)
                 c = indptr[j]
                 c_end = indptr[j + 1]
                 while c < c_end:

@@ -101,7 +101,7 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
 def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const double[::1] values,
                 const double[:, ::1] phi, const double[:, ::1] theta, const double[::1] aux,
                 int mode, const int64_t[::1] bounds, const uintptr_t[::1] streams,
-                count_t[:, ::1] m_out, int n_threads, double[::1] totals=None):
+                count_t[:, ::1] m_out, int n_threads, double[::1] totals=None, tiny=None):
     """Layer one's latent counts and their split with Phi^(1) fixed (eq:step1).
 
     :func:`pygbn.inference._blocked.split_sparse` (the same arguments, the
@@ -119,7 +119,9 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
 
     The sums are split_sparse's (:c:func:`pygbn.inference._shared.split_sums`:
     a document's cells are summed without its tiny theta entries, those whose
-    products are below the normal range, wherever that cannot change a draw).
+    products are below the normal range, wherever that cannot change a draw);
+    ``tiny`` is :func:`pygbn.inference._blocked.tiny_theta` of ``phi`` (formed
+    here when None).
     """
     cdef Py_ssize_t n_blocks = bounds.shape[0] - 1
     cdef Py_ssize_t k = phi.shape[1]
@@ -132,7 +134,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cdef double *tot
     cdef double *t_zeroed
     cdef const double *u_row
-    cdef double tiny
+    cdef double t_bound
     cdef bint *exact
     cdef int64_t *tmp
     cdef const double *t_row
@@ -145,7 +147,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cap = count_max(<const count_t *> NULL)
     if n_blocks <= 0 or k == 0:
         return 0
-    tiny = tiny_bound(&phi[0, 0], phi.shape[0], k) if phi.shape[0] > 0 else INFINITY
+    t_bound = (tiny_bound(&phi[0, 0], phi.shape[0], k) if phi.shape[0] > 0 else INFINITY) if tiny is None else tiny
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         # w, cw: k each (a cell whose products underflow); the document's theta row
@@ -168,7 +170,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                 total_x = 0
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 t_row = &theta[0 if shared_theta else j, 0]
-                u_row = zero_tiny(t_row, k, tiny, t_zeroed, &first)
+                u_row = zero_tiny(t_row, k, t_bound, t_zeroed, &first)
                 c = indptr[j]
                 c_end = indptr[j + 1]
                 while c < c_end:

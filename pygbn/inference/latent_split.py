@@ -91,6 +91,7 @@ class LayerOneSplit:
         self.widening = s.link.latent_mode != LATENT_COUNTS
         self.total = 0
         self.spill = self.layout.spill(self.counts)     # where a term's slots may run out
+        self.tiny = _blocked.tiny_theta(s.network.layers[0].phi)    # once for the chunks
 
     def chunk(self, c0: int, c1: int, theta: np.ndarray) -> int:
         """Split the documents of blocks ``c0:c1`` with their theta^(1) rows
@@ -108,7 +109,7 @@ class LayerOneSplit:
             over = _blocked.split_sparse(s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi,
                                          theta, s.aux[lo:hi], int(s.link.latent_mode),
                                          s.bounds[c0:c1 + 1] - lo, s.doc_streams.addresses[c0:c1], m_rows,
-                                         dense, np.empty(0, dtype=np.int64), s.n_threads, **kw)
+                                         dense, np.empty(0, dtype=np.int64), s.n_threads, tiny=self.tiny, **kw)
             return over, (counts if spill is None or not spill[-1] else self._promote(counts, spill))
 
         over, self.counts = split(s.m[0][lo:hi], self.counts)
@@ -118,7 +119,7 @@ class LayerOneSplit:
             widen_rows(s, c0, c1, saved, lambda: _fixed.split_fixed(
                 s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi, theta, s.aux[lo:hi],
                 int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo, s.doc_streams.addresses[c0:c1],
-                s.m[0][lo:hi], s.n_threads))
+                s.m[0][lo:hi], s.n_threads, tiny=self.tiny))
         if split_target(self.counts)[0].dtype == np.int32:
             self.total += int(s.m[0][lo:hi].sum(dtype=np.int64))
             if self.total > _INT32_MAX:            # every entry was below 2**31 before this chunk
