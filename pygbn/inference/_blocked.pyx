@@ -29,8 +29,9 @@ from numpy.random.c_distributions cimport (random_standard_gamma,
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, log_rescaled_weights, search_split,
-                                      slot_add, slot_cursors, split_sums, tiny_bound, zero_tiny,
+from pygbn.inference._shared cimport (SPLIT_GROUP, SPLIT_SMALL, count_t, count_max, search_split,
+                                      slot_add, slot_cursors, split_products, split_rescaled, split_sums,
+                                      tiny_bound, zero_tiny,
                                       gather_concentrations, shared_prefetch_w, GATHER_AHEAD,
                                       SLOT_SHIFT, SLOT_COUNT)
 from pygbn.random._gamma cimport gamma_row
@@ -200,38 +201,6 @@ def tiny_theta(const double[:, ::1] phi):
     return t
 
 
-# below this many units a split uses categorical draws (a search of the cumulative
-# weights, search_split), above it conditional binomials
-cdef enum:
-    SMALL_SPLIT = 32
-
-
-cdef inline double _cell_weights(const double *phi_row, const double *theta_row, Py_ssize_t k,
-                                 double *w, double *cw) noexcept nogil:
-    """w[i] = phi_row[i] * theta_row[i], cw = cumsum(w); returns the total.
-
-    If the products underflow (total 0) the weights are recomputed in log
-    space and rescaled by their maximum, which leaves the normalised
-    probabilities unchanged, and 0.0 is returned (the true total); the
-    rescaled total is then ``cw[k - 1]``.
-    """
-    cdef Py_ssize_t i
-    cdef double total = 0.0
-    for i in range(k):
-        w[i] = phi_row[i] * theta_row[i]
-        total += w[i]
-        cw[i] = total
-    if total > 0.0:
-        return total
-    # every weight zero (uniform, cannot happen with floored phi, theta) or rescaled
-    log_rescaled_weights(phi_row, theta_row, k, w)
-    total = 0.0
-    for i in range(k):
-        total += w[i]
-        cw[i] = total
-    return 0.0  # signals "the true total underflowed"
-
-
 cdef inline bint _slot_add(uint32_t *s, Py_ssize_t n_slots, uint32_t c, uint32_t n, bint atomic) noexcept nogil:
     """Add ``n`` to factor ``c``'s count in the ``n_slots`` slots ``s`` of one sparse
     term row (as :c:func:`slot_add`, ``_shared.pxd``: the slot holding ``c``, else
@@ -290,7 +259,7 @@ cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double
                            const double *phi_row, const double *t_row, double *cw_true,
                            Py_ssize_t k, int64_t *tmp, count_t *m_row, stat_t *n_row,
                            uint32_t *slots, Py_ssize_t n_slots, uintptr_t *spill, bint atomic) noexcept nogil:
-    """Multinomial split of x units over k cells (eq:step1): below SMALL_SPLIT units
+    """Multinomial split of x units over k cells (eq:step1): below SPLIT_SMALL units
     categorical draws on the cumulative weights ``cw`` (:c:func:`search_split`, with
     ``exact``, ``phi_row``, ``t_row`` and the scratch ``cw_true`` as
     :c:func:`split_sums` left them), else conditional binomials on the weights ``w``
@@ -306,7 +275,7 @@ cdef inline int _split_add(bitgen_t *g, int64_t x, const double *w, const double
     cdef int lost = 0
     if x <= 0:
         return 0
-    if x < SMALL_SPLIT:
+    if x < SPLIT_SMALL:
         for i in range(x):
             c = search_split(cw, exact, next_uniform(g) * total, phi_row, t_row, k, cw_true)
             m_row[c] += 1
@@ -445,14 +414,13 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                         total = tot[q]
                         if not total > 0.0:
                             # every product underflows: w and cw rescaled in log space, total 0
-                            total = _cell_weights(phi_row, t_row, k, w, cw_q)
+                            split_rescaled(phi_row, t_row, k, w, cw_q)
                         x = latent_count(g, mode, values[c + q], total, a)
                         if keep_x:
                             x_out[c + q] = x
                         total_x = total_x + x
-                        if x >= SMALL_SPLIT and total > 0.0:
-                            for i in range(k):
-                                w[i] = phi_row[i] * t_row[i]    # the products the sums were formed from
+                        if x >= SPLIT_SMALL and total > 0.0:
+                            split_products(phi_row, t_row, k, w)
                         row = rmap[v] if use_slots else v
                         if row >= 0:
                             _split_add(g, x, w, cw_q, exact[q], phi_row, t_row, cw_true, k, tmp, &m_out[j, 0],

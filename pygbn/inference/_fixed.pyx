@@ -24,18 +24,14 @@ from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.inference._alloc cimport block_malloc, fail_next_allocations
-from pygbn.inference._shared cimport (SPLIT_GROUP, count_t, count_max, log_rescaled_weights,
-                                      search_cumulative, search_split, split_sums, tiny_bound, zero_tiny)
+from pygbn.inference._shared cimport (SPLIT_GROUP, SPLIT_SMALL, count_t, count_max, search_cumulative,
+                                      search_split, split_products, split_rescaled, split_sums, tiny_bound,
+                                      zero_tiny)
 from pygbn.random._kernels cimport random_multinomial_split
 from pygbn.model._latent cimport latent_count
 
 #: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
 FAST_UNIFORMS = pcg64_fill_init()
-
-
-cdef enum:
-    # below this many units a split is a sequence of categorical draws (as split_sparse)
-    SMALL_SPLIT = 32
 
 
 def _fail_next_allocations(int n):
@@ -62,24 +58,20 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
     ``sums`` and ``total`` are the cell's cumulative weights and their total
     (``sums`` equal to split_sparse's from the first non-tiny factor on, and 0
     before it, unless ``exact``: see :func:`split_fixed`).  Below
-    SMALL_SPLIT units, categorical draws (one uniform each, :func:`_search`);
-    above, conditional binomials on the products.  A cell whose products all
+    SPLIT_SMALL units, categorical draws (one uniform each,
+    :c:func:`pygbn.inference._shared.search_split`); above, conditional
+    binomials on the products.  A cell whose products all
     underflow (total 0) has its weights rescaled in log space, as split_sparse
     does: its latent count sees the total 0, its split the rescaled weights.
     """
-    cdef Py_ssize_t i
     cdef int64_t x, u
     cdef double scaled
     if not total > 0.0:
-        scaled = log_rescaled_weights(phi_row, theta_row, k, w)
         x = latent_count(g, mode, obs, 0.0, a)
         if x <= 0:
             return x
-        scaled = 0.0
-        for i in range(k):        # split_sparse's cumulative weights and their total
-            scaled += w[i]
-            cw[i] = scaled
-        if x < SMALL_SPLIT:
+        scaled = split_rescaled(phi_row, theta_row, k, w, cw)
+        if x < SPLIT_SMALL:
             for u in range(x):
                 m_row[search_cumulative(cw, k, next_uniform(g) * scaled)] += 1
         else:
@@ -88,12 +80,11 @@ cdef inline int64_t _cell(bitgen_t *g, int mode, double obs, double a, const dou
     x = latent_count(g, mode, obs, total, a)
     if x <= 0:
         return x
-    if x < SMALL_SPLIT:
+    if x < SPLIT_SMALL:
         for u in range(x):
             m_row[search_split(sums, exact, next_uniform(g) * total, phi_row, theta_row, k, cw)] += 1
     else:
-        for i in range(k):
-            w[i] = phi_row[i] * theta_row[i]     # the products the sums were formed from
+        split_products(phi_row, theta_row, k, w)
         _add_split(g, x, w, k, total, tmp, m_row)
     return x
 

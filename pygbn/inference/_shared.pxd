@@ -234,6 +234,9 @@ cdef extern from *:
 cdef enum:
     # the cells of a document whose cumulative weights are formed together (cumulative4)
     SPLIT_GROUP = 4
+    # below this many units layer one's split (split_sparse, split_fixed: the same draws)
+    # is a sequence of categorical draws (search_split), above it conditional binomials
+    SPLIT_SMALL = 32
 
 cdef inline Py_ssize_t search_cumulative(const double *cw, Py_ssize_t k, double u) noexcept nogil:
     """First index i with ``cw[i] > u`` (``cw`` the k cumulative weights of a split,
@@ -245,6 +248,29 @@ cdef inline Py_ssize_t search_cumulative(const double *cw, Py_ssize_t k, double 
             hi -= 1
         return hi
     return lower_search(cw, k, u)
+
+
+cdef inline void split_products(const double *phi_row, const double *t_row, Py_ssize_t k,
+                                double *w) noexcept nogil:
+    """``w[i] = phi_row[i] t_row[i]``: the products a cell's sums were formed from, for its
+    binomial split (SPLIT_SMALL units or more)."""
+    cdef Py_ssize_t i
+    for i in range(k):
+        w[i] = phi_row[i] * t_row[i]
+
+
+cdef inline double split_rescaled(const double *phi_row, const double *t_row, Py_ssize_t k,
+                                  double *w, double *cw) noexcept nogil:
+    """A cell whose products all underflow: ``w`` its weights rescaled in log space
+    (:c:func:`log_rescaled_weights`), ``cw`` their running sums left to right; returns
+    their total (what the split searches and divides; its latent count sees 0)."""
+    cdef Py_ssize_t i
+    cdef double s = 0.0
+    log_rescaled_weights(phi_row, t_row, k, w)
+    for i in range(k):
+        s += w[i]
+        cw[i] = s
+    return s
 
 
 cdef inline double tiny_bound(const double *phi, Py_ssize_t n_rows, Py_ssize_t k) noexcept nogil:
