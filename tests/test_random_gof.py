@@ -51,10 +51,10 @@ def test_logarithmic_p_zero_is_one():
     assert np.all(R.logarithmic(0.0, size=1000, random_state=1) == 1)
 
 
-# --- truncated Bessel: chop-down below alpha = 20, halved-Poisson rejection above ---
+# --- truncated Bessel: chop-down below alpha = 50, halved-Poisson rejection above ---
 
 @pytest.mark.parametrize("alpha", [1e-300, 1e-9, 2.2e-8, 1e-4, 0.01, 0.3, 1.0, 3.0, 8.0,
-                                   19.99, 20.01, 45.0, 300.0, 1e4, 1e6])
+                                   19.99, 20.01, 45.0, 49.99, 50.01, 300.0, 1e4, 1e6])
 def test_truncated_bessel_gof(alpha):
     x = R.truncated_bessel(alpha, size=N_CHEAP, random_state=seed("bessel", alpha))
     assert x.min() >= 1
@@ -62,7 +62,8 @@ def test_truncated_bessel_gof(alpha):
 
 
 @pytest.mark.parametrize("algorithm,alpha", [
-    ("bessel_chopdown", 0.05), ("bessel_chopdown", 5.0), ("bessel_chopdown", 60.0),
+    ("bessel_chopdown", 0.05), ("bessel_chopdown", 0.1249), ("bessel_chopdown", 5.0),
+    ("bessel_chopdown", 33.3), ("bessel_chopdown", 49.95), ("bessel_chopdown", 60.0),
     ("bessel_chopdown", 2000.0),
     ("bessel_poisson", 0.8), ("bessel_poisson", 5.0), ("bessel_poisson", 12.0),
     ("bessel_poisson", 60.0), ("bessel_poisson", 2000.0),
@@ -71,6 +72,22 @@ def test_truncated_bessel_gof(alpha):
 def test_truncated_bessel_single_algorithms(algorithm, alpha):
     x = _kernel(algorithm, alpha, size=N_DEAR * 3, random_state=seed(algorithm, alpha))
     assert_gof_discrete(x, lambda k: S.truncated_bessel_logpmf(k, alpha), alpha=ALPHA)
+
+
+def test_bessel_chopdown_bound_is_above_the_sum_and_close():
+    # below alpha = 50 the chop-down draws u on [0, B) for B the chord of the tabulated
+    # S(y) = I_1(alpha) / (alpha / 2): B must not fall below S (else the top of the law is cut
+    # off) and its slack is the share of uniforms that draw again
+    from scipy.special import ive
+    from pygbn.random._kernels import _bessel_chopdown_bound
+    alpha = np.concatenate([np.linspace(1e-3, 49.999, 20011), np.arange(1, 400) * 0.125,
+                            [1e-8, 0.0625, 49.9999999]])
+    exact = ive(1, alpha) * np.exp(alpha) / (alpha / 2)
+    exact[alpha < 1e-6] = 1.0 + alpha[alpha < 1e-6] ** 2 / 8
+    bound = np.array([_bessel_chopdown_bound(a) for a in alpha])
+    ratio = bound / exact
+    assert ratio.min() > 1.0 + 1e-13
+    assert ratio.max() < 1.0025
 
 
 # --- CRT: loop / thinning / blocks, chosen by a cost model -------------------

@@ -202,9 +202,10 @@ def truncated_bessel(alpha, size=None, random_state=None, n_jobs=None):
 
     Notes
     -----
-    ``alpha < 20``: chop-down inversion outwards from the mode
-    ``floor((1 + sqrt(1 + alpha^2)) / 2)`` on weights relative to the mode
-    (no Bessel function or factorial is evaluated).  Above: rejection from
+    ``alpha < 50``: chop-down inversion upwards from 1 on the weights
+    ``(alpha/2)^(2n-2) / (n! (n-1)!)``, with a uniform on a tabulated upper
+    bound of their sum (a uniform beyond the weights draws again; no Bessel
+    function or factorial is evaluated).  Above: rejection from
     ``ceil(S / 2)`` with ``S ~ Poisson(alpha)``, using that
     ``P(n) ~ Pois(n; alpha/2) Pois(n - 1; alpha/2)``; the acceptance ratio
     ``Gamma(n + 1/2) / (Gamma(n) (n + alpha/2))`` is nearly flat, so almost

@@ -55,7 +55,7 @@ cdef double CRT_BLOCK_C = 4.0
 # truncated Poisson: inversion from k = 1 below this lam, rejection of zeros above
 cdef double TPOIS_INV_LAM = 1.5
 # truncated Bessel: chop-down inversion from the mode below this alpha, rejection above
-cdef double TBESSEL_REJ_ALPHA = 20.0
+cdef double TBESSEL_REJ_ALPHA = 50.0
 # binomial: inversion (ours, with log1p) when n * min(p, 1-p) is below this
 cdef double BINOM_INV_MEAN = 30.0
 
@@ -440,25 +440,103 @@ cdef inline double _recip_kk1(int64_t k) noexcept nogil:
     return 1.0 / (<double> k * <double> (k - 1))
 
 
-cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil:
-    """Bessel_{-1}(alpha) by chop-down inversion alternating outwards from the mode.
+# Chop-down normaliser bound: S(y) = sum_{n >= 1} y^(n-1) / (n! (n-1)!) (= I_1(alpha) / (alpha/2)
+# at y = (alpha/2)^2), tabulated at alpha = i * BESSEL_S_STEP, i = 0..BESSEL_S_CELLS + 1.  S is a
+# power series in y with positive coefficients, so S(alpha^2 / 4) is convex in alpha (a convex
+# nondecreasing function of a convex one) and the chord over a cell bounds it from above, by at
+# most (step^2 / 8) max S'' / S, about 0.2% of it.
+DEF BESSEL_S_CELLS = 400
+cdef double BESSEL_S_STEP = 0.125
+cdef double BESSEL_S_INV_STEP = 8.0
+# alpha below this use the table (BESSEL_S_CELLS * BESSEL_S_STEP)
+cdef double BESSEL_S_ALPHA = 50.0
+# relative margin over the rounding of the table and of the chord (a few 2^-53 each): the bound
+# stays above the sum of the weights as the search forms them
+cdef double BESSEL_S_MARGIN = 1.0 + 2.0 ** -40
+cdef double _BESSEL_S[BESSEL_S_CELLS + 2]
 
-    Devroye (1986), Section III.2 (sequential search started at the mode).
-    Works on weights relative to the mode, ``P(n) / P(n - 1) = (alpha/2)^2 /
-    (n (n - 1))``, normalised by their own sum (terms below 1e-17 of it
-    dropped), so neither ``I_1`` nor a factorial is evaluated.  When
+
+cdef double _bessel_series(double y) noexcept nogil:
+    """``S(y) = sum_{n >= 1} y^(n-1) / (n! (n-1)!)`` to full precision (positive terms)."""
+    cdef double t = 1.0, total = 1.0
+    cdef double n = 1.0
+    while True:
+        t *= y / (n * (n + 1.0))
+        n += 1.0
+        total += t
+        if t <= 1e-18 * total and n * n > y:
+            return total
+
+
+for _k in range(BESSEL_S_CELLS + 2):
+    _BESSEL_S[_k] = _bessel_series(0.25 * (_k * BESSEL_S_STEP) ** 2)
+
+
+def _bessel_chopdown_bound(double alpha):
+    """The bound of ``S((alpha/2)^2)`` that :c:func:`_bessel_chopdown` uses for
+    ``alpha < BESSEL_S_ALPHA`` (tests)."""
+    return _bessel_s_bound(alpha)
+
+
+cdef inline double _bessel_s_bound(double alpha) noexcept nogil:
+    """The chord of the tabulated ``S`` over the cell of alpha, times the margin (``>= S``)."""
+    cdef double x = alpha * BESSEL_S_INV_STEP
+    cdef int64_t i = <int64_t> x
+    cdef double f = x - <double> i
+    return (_BESSEL_S[i] + f * (_BESSEL_S[i + 1] - _BESSEL_S[i])) * BESSEL_S_MARGIN
+
+
+cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil:
+    """Bessel_{-1}(alpha) by chop-down (sequential) inversion.
+
+    Devroye (1986), Section III.2.  Works on weights, not probabilities:
+    ``P(n) / P(n - 1) = (alpha/2)^2 / (n (n - 1))``, and a uniform u on
+    ``[0, B)`` for a bound B of their sum; a u beyond the weights (the
+    bound's slack; terms below 1e-18 of B dropped) draws again, so the
+    result has the law of the weights exactly, whatever the slack.
+
+    * ``alpha < BESSEL_S_ALPHA`` (50): the weights ``y^(n-1) / (n! (n-1)!)``,
+      ``y = (alpha/2)^2``, searched upwards from n = 1 (about alpha/2 + 1
+      steps, one multiplication each), with B the chord of the tabulated
+      convex sum ``S(y)`` (``_bessel_s_bound``): no loop forms the sum and
+      no mode is located; about 0.2% of the uniforms draw again.
+    * Above: weights relative to the mode, searched alternately outwards
+      from it (m, m+1, m-1, m+2, ...), with B their sum, formed upwards
+      then downwards from the mode (O(sqrt(alpha)) terms).
+
+    Neither ``I_1`` nor a factorial of the argument is evaluated.  When
     ``(alpha/2)^2 < 2^-53`` the result is 1 (what the search returns for
-    every 53-bit uniform).  O(1 + sqrt(alpha)) time: used for small alpha.
+    every 53-bit uniform).  O(1 + alpha) time below 50, O(1 + sqrt(alpha))
+    above: :c:func:`random_truncated_bessel` uses it below ``TBESSEL_REJ_ALPHA``.
     """
     cdef double h2 = 0.25 * alpha * alpha
-    cdef double ih2, total = 1.0, t = 1.0, u, pu, pl
+    cdef double ih2, total, t, u, pu, pl, floor_
     cdef int64_t m, k, ku, kl
     if h2 < 1.1102230246251565e-16:
         return 1
+    if alpha < BESSEL_S_ALPHA:
+        total = _bessel_s_bound(alpha)
+        floor_ = 1e-18 * total
+        while True:
+            u = next_uniform(bitgen) * total
+            pu = 1.0
+            ku = 1
+            while True:
+                if u < pu:
+                    return ku
+                u -= pu
+                ku += 1
+                pu *= h2 * _recip_kk1(ku)
+                # past the mode the weights decrease: stop below the floor
+                if pu <= floor_ and <double> ku * <double> (ku - 1) > h2:
+                    break
+            # u beyond the weights: draw again
     ih2 = 1.0 / h2
     m = _bessel_mode(alpha)
-    k = m
     # pass 1: the normaliser, upwards then downwards from the mode
+    total = 1.0
+    t = 1.0
+    k = m
     while True:
         k += 1
         t *= h2 * _recip_kk1(k)
@@ -473,6 +551,7 @@ cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil:
         total += t
         if t <= 1e-17 * total:
             break
+    floor_ = 1e-18 * total
     # pass 2: search m, m+1, m-1, m+2, m-2, ...
     while True:
         u = next_uniform(bitgen) * total
@@ -483,7 +562,7 @@ cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil:
         pl = 1.0
         ku = m
         kl = m
-        while pu > 1e-18 * total or (kl > 1 and pl > 1e-18 * total):
+        while pu > floor_ or (kl > 1 and pl > floor_):
             ku += 1
             pu *= h2 * _recip_kk1(ku)
             if u < pu:
