@@ -131,6 +131,42 @@ def test_metropolis_hastings_steps_leave_the_conditional_invariant():
     assert _chi2_p(wrong, p) < 1e-6
 
 
+@pytest.mark.parametrize("bucket,top_size", [("rejection", 8), ("rejection", 1), ("rejection", 0), ("list", 1),
+                                             ("list-no-top", 1)])
+@pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
+def test_exact_draw_with_a_prior_per_document(with_tables, top_size, bucket):
+    """A prior row per document (T >= 2, mh_steps = 0, the default): the prior bucket of
+    mass c_j Q_v (c_j = max_k a_k / b_k) thinned by a_k / (c_j b_k) draws the label from
+    phi_vk (n_jk^(-ji) + a_jk) exactly, from any current label (here always topic 2, far
+    from the conditional), with a proposal shape b far from a; without the thinning (the
+    proposal's lambda_j b in place of a: mh_steps = -1) the draws are wrong."""
+    phi, Y, labels0, a, p = _setting()
+    b = np.array([0.05, 2.0, 0.3, 1.0, 0.1])
+    start = np.full(20000, 2)
+    draws = _first_token_draws(a[None, :], b, phi, labels0, Y, 20000, mh_steps=0, start_from=start,
+                               shared=False, with_tables=with_tables, top_size=top_size, bucket=bucket)
+    assert _chi2_p(draws, p) > 1e-3
+    wrong = _first_token_draws(a[None, :], b, phi, labels0, Y, 20000, mh_steps=-1, start_from=start,
+                               shared=False, with_tables=with_tables, top_size=top_size, bucket=bucket)
+    assert _chi2_p(wrong, p) < 1e-6
+
+
+def test_exact_draw_with_a_prior_per_document_degenerate_rows():
+    """Prior rows that are zero (c_j = 0: the document bucket alone) or whose ratio a_k / b_k
+    overflows (c_j = inf: the exact O(K) scan) still give the exact conditional."""
+    phi, Y, labels0, a, _ = _setting()
+    n_minus = np.bincount(labels0[1:], minlength=a.size)
+    for prior, b in ((np.zeros_like(a), np.full(a.size, 0.5)),
+                     (a * 1e300, np.full(a.size, 1e-300))):
+        target = phi[0] * (n_minus + prior)
+        draws = _first_token_draws(prior[None, :], b, phi, labels0, Y, 20000, mh_steps=0, shared=False,
+                                   bucket="list")
+        support = target > 0
+        assert support[draws].all()
+        keep = np.flatnonzero(support)
+        assert _chi2_p(np.searchsorted(keep, draws), target[keep] / target.sum()) > 1e-3
+
+
 def _tables_and_scans_agree(phi, b, with_t, without, terms, u):
     """The prior-bucket topics of ``terms`` for the uniforms ``u`` with the tables
     ``with_t`` and by scans (``without``), asserted equal: both lists."""
@@ -309,8 +345,9 @@ def test_prior_tables_only_for_the_terms_with_dense_counts():
     assert s.tokens._tables is None
 
 
+@pytest.mark.parametrize("mh_steps", [0, 2], ids=["exact", "mh2"])
 @pytest.mark.parametrize("work", [0.0, 2.0, np.inf], ids=["rejection", "switch", "list"])
-def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work):
+def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work, mh_steps):
     """The same chain for 1 and 2 threads, and whether the prior bucket draws
     from tables (every term, 2 threads) or by scans (no term, 1 thread), with the
     document bucket by rejection, by the list or as the switch chooses (both
@@ -318,6 +355,7 @@ def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work
     Y = PoissonLink().check_data(_corpus())
     n_tok = int(Y.sum())
     monkeypatch.setattr(PartialState, "REJECTION_WORK", work)
+    monkeypatch.setattr(PartialState, "MH_STEPS", mh_steps)
     chains = []
     for nj in (1, 2):
         monkeypatch.setattr(PartialState, "TABLE_MIN_TOKENS", 10**9 if nj == 1 else 0)
@@ -341,7 +379,10 @@ def test_chain_does_not_depend_on_threads_and_keeps_invariants(monkeypatch, work
     np.testing.assert_array_equal(a.tokens.labels, b.tokens.labels)
     for la, lb in zip(a.network.layers, b.network.layers):
         np.testing.assert_array_equal(la.phi, lb.phi)
-    assert 0.0 < a.tokens.acceptance <= 1.0
+    if PartialState.MH_STEPS > 0:
+        assert 0.0 < a.tokens.acceptance <= 1.0
+    else:
+        assert np.isnan(a.tokens.acceptance)         # exact draws at every depth: no MH step
 
 
 def _ahead(tok, lo, hi, shared, work):

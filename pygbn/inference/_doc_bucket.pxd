@@ -26,7 +26,8 @@ cdef struct Doc:
     int32_t n_topics
     const double *a             # a_jk
     const double *b             # the proposal's shared shape b_k
-    double lam                  # lambda_j
+    double lam                  # lambda_j; with ``thin``, c_j = max_k a_jk / b_k
+    bint thin                   # the prior bucket's draws are thinned by a_jk / (c_j b_k) (exact, T >= 2)
     double u_prior              # the uniform of the next prior-bucket draw
     int64_t n_prior             # prior-bucket draws made (a speed statistic: which terms get tables)
 
@@ -45,7 +46,7 @@ cdef struct Sweep:
     Py_ssize_t m                # entries of a top set
     Py_ssize_t K
     int mh_steps                # (as partial_sweep's)
-    bint exact                  # the proposal is the draw (shared prior or mh_steps < 0): no MH step
+    bint exact                  # the proposal is the draw (shared prior, mh_steps <= 0): no MH step
     bint include_self
 
 

@@ -68,14 +68,22 @@ expected trials a token.
 
 Exactness.  When the prior is one row shared by all documents (T = 1),
 ``b = a`` and ``lambda = 1``: q is pi and the draw is the exact conditional.
-Otherwise ``mh_steps`` independence Metropolis-Hastings steps follow, from
-the token's current label ``s``: propose ``t ~ q`` and accept it with
-probability ``min(1, w(t) / w(s))``, where
-
-    w(k) = pi(k) / q(k)  ∝  (n_jk + a_jk) / (n_jk + lambda_j b_k)
-
-(phi_vk and both normalisers cancel).  Each step leaves pi invariant, so the
-label update does, and the sweep leaves the posterior invariant.
+Otherwise (``mh_steps = 0``, the default) the prior bucket is drawn with
+``lambda_j = c_j = max_k a_jk / b_k`` (mass ``c_j Q_v``, at least
+``sum_k phi_vk a_jk``) and its topic k kept with probability
+``a_jk / (c_j b_k)`` (:c:func:`_thin_prior`); a discarded topic starts the
+draw afresh.  One attempt then yields topic k with probability proportional to
+``phi_vk n_jk + c_j phi_vk b_k a_jk / (c_j b_k) = phi_vk (n_jk + a_jk)``:
+the accepted topic has law pi exactly, after ``(D + c_j Q_v) / (D +
+sum_k phi_vk a_jk)`` attempts on average (1.67 a token on the Debian corpus
+at T = 2).  With ``mh_steps = n > 0`` (the method until the twentieth session)
+the prior bucket uses ``lambda_j = sum_k a_jk / sum_k b_k``, unthinned, and n
+independence Metropolis-Hastings steps follow from the token's current label
+``s``: propose ``t ~ q`` and accept it with probability ``min(1, w(t) / w(s))``,
+``w(k) = pi(k) / q(k) ∝ (n_jk + a_jk) / (n_jk + lambda_j b_k)`` (phi_vk and
+both normalisers cancel); each step leaves pi invariant, but the chain moves
+more slowly at T >= 2 than with exact draws.  Either way the sweep leaves the
+posterior invariant.
 
 Uniforms.  A block takes its stream's uniforms in order, 256 at a time into a
 buffer (``_uniform``; each number used once), and drops what is left of the
@@ -85,6 +93,7 @@ stream whatever thread sweeps it).
 """
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
+from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport uniform_fill, pcg64_fill_init
@@ -183,6 +192,13 @@ cdef inline int32_t _scan_doc(Uni *g, const Doc *d, const double *phi_v) noexcep
     return <int32_t> last
 
 
+cdef inline bint _thin_prior(Uni *g, const Doc *d, int32_t k) noexcept nogil:
+    """Whether the prior bucket's topic ``k`` (drawn with weight ``phi_vk b_k``) is kept:
+    with probability ``a_jk / (c_j b_k)`` (``d.lam = c_j = max_i a_ji / b_i``), so that
+    the bucket of mass ``c_j Q_v`` keeps ``phi_vk a_jk`` of it (T >= 2)."""
+    return _uniform(g) * d.lam * d.b[k] < d.a[k]
+
+
 cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D, double Q,
                                   double P, const float *cumf, const topic_t *guide) noexcept nogil:
     """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` with the list bucket:
@@ -191,16 +207,21 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
     (``Q = Q_v``); the prior bucket's position is the uniform ``d.u_prior``
     drawn at the previous prior draw (so that its table entry can be
     prefetched), then replaced (:c:func:`_pick_prior`)."""
-    cdef double u = _uniform(g) * (D + P)
-    cdef double up
-    if u < D and d.n_topics > 0:
-        return _pick_doc(d, phi_v, u)
-    if P > 0.0:
-        up = d.u_prior
-        d.u_prior = _uniform(g)
-        d.n_prior += 1
-        return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
-    return _pick_doc(d, phi_v, _uniform(g) * D)
+    cdef double u, up
+    cdef int32_t k
+    while True:
+        u = _uniform(g) * (D + P)
+        if u < D and d.n_topics > 0:
+            return _pick_doc(d, phi_v, u)
+        if P > 0.0:
+            up = d.u_prior
+            d.u_prior = _uniform(g)
+            d.n_prior += 1
+            k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+            if not d.thin or _thin_prior(g, d, k):
+                return k
+            continue
+        return _pick_doc(d, phi_v, _uniform(g) * D)
 
 
 cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, const double *phi_v, double Q,
@@ -239,7 +260,9 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
             up = d.u_prior
             d.u_prior = _uniform(g)
             d.n_prior += 1
-            return _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+            k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+            if not d.thin or _thin_prior(g, d, k):
+                return k
 
 
 def rejection_ahead(const int64_t[::1] indptr, const int64_t[::1] doc_ptr, const doc_count_t[:, ::1] njk,
@@ -251,7 +274,7 @@ def rejection_ahead(const int64_t[::1] indptr, const int64_t[::1] doc_ptr, const
     sets the sweep reads), and their number, or -1 once their cells exceed ``mark_cells``."""
     cdef Py_ssize_t j, K = njk.shape[1]
     cdef int64_t n_doc, c, cells = 0
-    cdef double p = 1.0 if shared_prior or mh_steps < 0 else <double> mh_steps
+    cdef double p = 1.0 if shared_prior or mh_steps <= 0 else <double> mh_steps
     cdef bint mark = terms is not None and indices is not None
     cdef Py_ssize_t hits = 0
     with nogil:
@@ -349,7 +372,7 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             if not include_self:
                 d.nj[s] -= 1
             cl.E = _top_mass(&cl, d)
-            if not (cl.E + cl.h * cl.n_other + P > 0.0) or mh_steps == -2:
+            if not (cl.E + cl.h * cl.n_other + P > 0.0) or not (P < INFINITY) or mh_steps == -2:
                 z = _direct(g, d, phi_v)
             elif exact:
                 z = _propose_rej(g, d, &cl, lab, phi_v, Q, P, cum_v, guide_v)
@@ -382,7 +405,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
     cdef bint exact = sw.exact, include_self = sw.include_self, rej
-    cdef double asum, D, P, Q, ws, wt, wz
+    cdef double asum, x, D, P, Q, ws, wt, wz
     cdef double p_tok = 1.0 if exact else <double> mh_steps
     cdef const int32_t *indices = sw.indices
     cdef const double *values = sw.values
@@ -436,8 +459,17 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                     row[s] = 0
                 _add(&d, s)
         d.a = prior if shared else prior + j * K
+        d.thin = False
         if shared:
             d.lam = 1.0
+        elif mh_steps == 0:
+            # the prior bucket of mass c_j Q_v, c_j = max_k a_jk / b_k, thinned by a_jk / (c_j b_k)
+            asum = 0.0
+            for i in range(K):
+                x = d.a[i] / b[i]
+                asum = x if x > asum else asum
+            d.lam = asum
+            d.thin = True
         else:
             asum = 0.0
             for i in range(K):
@@ -475,7 +507,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                     D -= ws
                     if D < 0.0 or d.n_topics == 0:
                         D = _cell_weights(&d, phi_v, NULL)
-                if not (D + P > 0.0) or mh_steps == -2:
+                if not (D + P > 0.0) or not (P < INFINITY) or mh_steps == -2:
                     z = _direct(g, &d, phi_v)
                 elif exact:
                     z = _propose_list(g, &d, phi_v, D, Q, P, cum_v, guide_v)
@@ -548,9 +580,11 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     njk : uint16 or int32 (n_rows, K)
         ``n_jk`` of the rows, consistent with ``labels`` (updated).
     mh_steps : int
-        Metropolis-Hastings steps per token when the prior has a row per document
-        (test hooks: -1 takes every proposal, a wrong conditional when the
-        documents' priors differ; -2 draws every label exactly by an O(K) scan).
+        When the prior has a row per document: 0 draws each label exactly (the
+        prior bucket thinned); n > 0 makes n Metropolis-Hastings steps per token
+        with the proposal q (test hooks: -1 takes every proposal of q, a wrong
+        conditional when the documents' priors differ; -2 draws every label
+        exactly by an O(K) scan).
     include_self : bool, default=False
         Test hook only: do not take the token out of ``n_jk`` before its draw
         (a wrong conditional that the tests must catch).
@@ -564,7 +598,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         exactly): a document of ``n_doc`` tokens in ``n_cells`` cells with
         ``n_t`` topics at the start of its sweep takes the rejection bucket when
         ``n_t n_cells / n_doc >= rejection_work p`` (``p`` proposals a token: 1,
-        or ``mh_steps``), the list bucket otherwise.  0: rejection for every
+        or ``mh_steps > 0``), the list bucket otherwise.  0: rejection for every
         document (with ``top``); ``inf``: the list.
 
     Returns
@@ -598,7 +632,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
     sw.m = top_size(sw.W, K) if sw.top != NULL else 0
     sw.K = K
     sw.mh_steps = mh_steps
-    sw.exact = shared or mh_steps < 0
+    sw.exact = shared or mh_steps <= 0
     sw.include_self = include_self
     for blk in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         if _sweep_block(<bitgen_t *> streams[blk], bounds[blk], bounds[blk + 1], &indptr[0], &sw,

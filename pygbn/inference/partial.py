@@ -33,9 +33,11 @@ by rejection from the term's top set (its m largest phi_vk,
 the term's next largest phi_vk) and a uniformly chosen other token of the
 document, accepted when its topic is in the set and else thinned by
 phi_vk / h_v (many topics a token: the first sweeps of long documents,
-bench_scale's synthetic corpus).  q is the exact conditional when T = 1,
-and is corrected by independence Metropolis-Hastings steps when the
-documents' priors differ (T >= 2); see the kernel module and
+bench_scale's synthetic corpus).  q is the exact conditional when T = 1;
+when the documents' priors differ (T >= 2) the prior bucket is drawn with
+mass ``c_j Q_v``, ``c_j = max_k a_jk / b_k``, and its topic kept with
+probability ``a_jk / (c_j b_k)`` (a rejected draw starts afresh), so the
+label is again drawn from the exact conditional; see the kernel module and
 ``docs/engine.md``.
 
 Memory (N tokens, J documents, V terms, K factors): labels 2 bytes a token
@@ -74,8 +76,11 @@ logger = logging.getLogger("pygbn")
 __all__ = ["PartialState", "MH_STEPS", "dirichlet_phi_one", "new_prior_tables", "sample_layer_one_partial",
            "proposal_shape", "default_top_size"]
 
-#: Metropolis-Hastings steps per token when the documents' priors differ (T >= 2)
-MH_STEPS = 2
+#: when the documents' priors differ (T >= 2): 0 draws each label exactly (the prior
+#: bucket thinned by a_jk / (c_j b_k)); n > 0 makes n independence Metropolis-Hastings
+#: steps with the proposal q instead (the method until the twentieth session: its chain
+#: moves more slowly at T >= 2, docs/benchmarks.md, "Twentieth session")
+MH_STEPS = 0
 _TINY = np.finfo(np.float64).tiny
 
 
@@ -100,7 +105,7 @@ class PartialState(TokenLabels):
         ``n_vk`` of the labels, counted when read (each sweep returns its own).
     acceptance : float
         Share of the last sweep's Metropolis-Hastings proposals accepted
-        (NaN when the draws were exact).
+        (NaN when the draws were exact: always with the default ``MH_STEPS = 0``).
     """
 
     #: test hooks planting a wrong conditional: the token is not taken out of n_jk
@@ -131,7 +136,7 @@ class PartialState(TokenLabels):
     #: the switch between the document buckets (speed only: both draw the proposal
     #: exactly): a document of n_doc tokens in n_cells stored cells with n_t topics at the
     #: start of its sweep takes the rejection bucket when ``n_t n_cells / n_doc >=
-    #: REJECTION_WORK p`` (p proposals a token: 1, or MH_STEPS at T >= 2), else the list
+    #: REJECTION_WORK p`` (p proposals a token: 1, or MH_STEPS > 0 at T >= 2), else the list
     #: (0: always rejection; inf: always the list).  20: bench_scale's corpus (36 topics,
     #: 1.25 tokens a cell) by rejection, the real corpora after a few sweeps by the list
     #: (docs/benchmarks.md, "Thirteenth session")
@@ -430,8 +435,9 @@ def sample_layer_one_partial(sampler, blocks=None) -> np.ndarray:
     """The partially collapsed update of layer one's labels (eq:z with Phi^(1) given).
 
     Each label of the documents of ``blocks`` is drawn from
-    ``phi_vk (n_jk^(-ji) + a_jk)`` (exactly when T = 1; by Metropolis-Hastings
-    steps that leave it invariant otherwise), with ``a_j = r`` at T = 1 and
+    ``phi_vk (n_jk^(-ji) + a_jk)`` exactly (at T >= 2 through the thinned prior
+    bucket; by Metropolis-Hastings steps that leave it invariant when
+    ``PartialState.MH_STEPS > 0``), with ``a_j = r`` at T = 1 and
     ``Phi^(2) theta_j^(2)`` below (made a few document blocks at a time by
     :func:`pygbn.inference._upper.doc_prior`, the same bits per row
     wherever the block is).  Updates ``m[0] = n_jk`` in place and returns the
