@@ -152,12 +152,17 @@ def test_exact_draw_with_a_prior_per_document(with_tables, top_size, bucket):
 
 
 def test_exact_draw_with_a_prior_per_document_degenerate_rows():
-    """Prior rows that are zero (c_j = 0: the document bucket alone) or whose ratio a_k / b_k
-    overflows (c_j = inf: the exact O(K) scan) still give the exact conditional."""
+    """Prior rows that are zero (c_j = 0: the document bucket alone), whose ratio a_k / b_k
+    overflows (c_j = inf: the exact O(K) scan) or whose bound is so loose that the draw gives
+    up after _THIN_TRIES discarded topics (one b_k tiny: the exact scan then) still give the
+    exact conditional."""
     phi, Y, labels0, a, _ = _setting()
     n_minus = np.bincount(labels0[1:], minlength=a.size)
+    loose = np.full(a.size, 1.0)
+    loose[3] = 1e-9
     for prior, b in ((np.zeros_like(a), np.full(a.size, 0.5)),
-                     (a * 1e300, np.full(a.size, 1e-300))):
+                     (a * 1e300, np.full(a.size, 1e-300)),
+                     (a * 1e3, loose)):
         target = phi[0] * (n_minus + prior)
         draws = _first_token_draws(prior[None, :], b, phi, labels0, Y, 20000, mh_steps=0, shared=False,
                                    bucket="list")

@@ -192,6 +192,13 @@ cdef inline int32_t _scan_doc(Uni *g, const Doc *d, const double *phi_v) noexcep
     return <int32_t> last
 
 
+cdef enum:
+    # prior-bucket topics a token's draw may discard (T >= 2) before it draws its label by the
+    # exact O(K) scan instead (speed only: an accepted attempt has the conditional's law
+    # whatever the attempts before it, and so has the scan, so the draw stays exact)
+    _THIN_TRIES = 32
+
+
 cdef inline bint _thin_prior(Uni *g, const Doc *d, int32_t k) noexcept nogil:
     """Whether the prior bucket's topic ``k`` (drawn with weight ``phi_vk b_k``) is kept:
     with probability ``a_jk / (c_j b_k)`` (``d.lam = c_j = max_i a_ji / b_i``), so that
@@ -209,6 +216,7 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
     prefetched), then replaced (:c:func:`_pick_prior`)."""
     cdef double u, up
     cdef int32_t k
+    cdef int tries = 0
     while True:
         u = _uniform(g) * (D + P)
         if u < D and d.n_topics > 0:
@@ -220,6 +228,9 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
             k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
             if not d.thin or _thin_prior(g, d, k):
                 return k
+            tries += 1
+            if tries == _THIN_TRIES:
+                return _direct(g, d, phi_v)
             continue
         return _pick_doc(d, phi_v, _uniform(g) * D)
 
@@ -236,6 +247,7 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
     a rejected trial starts a new one."""
     cdef double u, R = cl.h * cl.n_other, up, x
     cdef int64_t idx
+    cdef int tries = 0
     cdef int32_t k
     if not (cl.E + P > 0.0):
         return _scan_doc(g, d, phi_v)
@@ -263,6 +275,9 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
             k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
             if not d.thin or _thin_prior(g, d, k):
                 return k
+            tries += 1
+            if tries == _THIN_TRIES:
+                return _direct(g, d, phi_v)
 
 
 def rejection_ahead(const int64_t[::1] indptr, const int64_t[::1] doc_ptr, const doc_count_t[:, ::1] njk,
