@@ -206,6 +206,24 @@ cdef inline bint _thin_prior(Uni *g, const Doc *d, int32_t k) noexcept nogil:
     return _uniform(g) * d.lam * d.b[k] < d.a[k]
 
 
+cdef inline int32_t _prior_draw(Uni *g, Doc *d, const double *phi_v, double Q, const float *cumf,
+                                const topic_t *guide, int *tries) noexcept nogil:
+    """One prior-bucket draw: the topic of the uniform ``d.u_prior`` (drawn at the previous
+    prior draw, so that its table entry could be prefetched; then replaced) by
+    :c:func:`_pick_prior`, or -1 when :c:func:`_thin_prior` discards it (``d.thin``: the
+    caller's draw starts afresh), counted in ``tries``; the ``_THIN_TRIES``-th discard
+    draws the label by the exact scan (:c:func:`_direct`) instead."""
+    cdef double up = d.u_prior
+    cdef int32_t k
+    d.u_prior = _uniform(g)
+    d.n_prior += 1
+    k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
+    if not d.thin or _thin_prior(g, d, k):
+        return k
+    tries[0] += 1
+    return _direct(g, d, phi_v) if tries[0] == _THIN_TRIES else -1
+
+
 cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D, double Q,
                                   double P, const float *cumf, const topic_t *guide) noexcept nogil:
     """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` with the list bucket:
@@ -213,8 +231,11 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
     document's list, :c:func:`_pick_doc`) or the prior bucket ``P = lambda_j Q_v``
     (``Q = Q_v``); the prior bucket's position is the uniform ``d.u_prior``
     drawn at the previous prior draw (so that its table entry can be
-    prefetched), then replaced (:c:func:`_pick_prior`)."""
-    cdef double u, up
+    prefetched), then replaced (:c:func:`_pick_prior`).  With ``d.thin`` (T >= 2,
+    exact draws) ``P = c_j Q_v`` and the prior bucket's topic is kept by
+    :c:func:`_thin_prior`, else the draw starts afresh; after ``_THIN_TRIES``
+    discarded topics the label is drawn by the exact scan (:c:func:`_direct`)."""
+    cdef double u
     cdef int32_t k
     cdef int tries = 0
     while True:
@@ -222,15 +243,9 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
         if u < D and d.n_topics > 0:
             return _pick_doc(d, phi_v, u)
         if P > 0.0:
-            up = d.u_prior
-            d.u_prior = _uniform(g)
-            d.n_prior += 1
-            k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
-            if not d.thin or _thin_prior(g, d, k):
+            k = _prior_draw(g, d, phi_v, Q, cumf, guide, &tries)
+            if k >= 0:
                 return k
-            tries += 1
-            if tries == _THIN_TRIES:
-                return _direct(g, d, phi_v)
             continue
         return _pick_doc(d, phi_v, _uniform(g) * D)
 
@@ -244,8 +259,9 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
     ``floor((u - E) / h)``, its label k accepted when it is in the top set, else
     when a new uniform times h is below phi_vk) or the prior bucket
     ``P = lambda_j Q_v`` (``d.u_prior``, then replaced: :c:func:`_pick_prior`);
-    a rejected trial starts a new one."""
-    cdef double u, R = cl.h * cl.n_other, up, x
+    a rejected trial starts a new one (with ``d.thin``, a prior-bucket topic that
+    :c:func:`_thin_prior` discards too; after ``_THIN_TRIES`` of those, the exact scan)."""
+    cdef double u, R = cl.h * cl.n_other, x
     cdef int64_t idx
     cdef int tries = 0
     cdef int32_t k
@@ -269,15 +285,9 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
             if cl.sq[k] == 255 or _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
                 return k
         elif P > 0.0:
-            up = d.u_prior
-            d.u_prior = _uniform(g)
-            d.n_prior += 1
-            k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
-            if not d.thin or _thin_prior(g, d, k):
+            k = _prior_draw(g, d, phi_v, Q, cumf, guide, &tries)
+            if k >= 0:
                 return k
-            tries += 1
-            if tries == _THIN_TRIES:
-                return _direct(g, d, phi_v)
 
 
 def rejection_ahead(const int64_t[::1] indptr, const int64_t[::1] doc_ptr, const doc_count_t[:, ::1] njk,
