@@ -430,7 +430,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
     cdef bint exact = sw.exact, include_self = sw.include_self, rej
-    cdef double asum, x, D, P, Q, ws, wt, wz
+    cdef double asum, cmax, x, D, P, Q, ws, wt, wz
     cdef double p_tok = 1.0 if exact else <double> mh_steps
     cdef const int32_t *indices = sw.indices
     cdef const double *values = sw.values
@@ -489,11 +489,11 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             d.lam = 1.0
         elif mh_steps == 0:
             # the prior bucket of mass c_j Q_v, c_j = max_k a_jk / b_k, thinned by a_jk / (c_j b_k)
-            asum = 0.0
+            cmax = 0.0
             for i in range(K):
                 x = d.a[i] / b[i]
-                asum = x if x > asum else asum
-            d.lam = asum
+                cmax = x if x > cmax else cmax
+            d.lam = cmax
             d.thin = True
         else:
             asum = 0.0
