@@ -194,11 +194,7 @@ def tiny_theta(const double[:, ::1] phi):
     its products with every entry of ``phi`` stay below ``2^-1001 / K``
     (:c:func:`pygbn.inference._shared.split_sums`; ``inf`` when ``phi`` is empty or
     all 0).  One pass over ``phi``: computed once for the many calls of a sweep."""
-    cdef double t = INFINITY
-    if phi.shape[0] > 0 and phi.shape[1] > 0:
-        with nogil:
-            t = tiny_bound(&phi[0, 0], phi.shape[0], phi.shape[1])
-    return t
+    return tiny_bound(phi)
 
 
 cdef inline bint _slot_add(uint32_t *s, Py_ssize_t n_slots, uint32_t c, uint32_t n, bint atomic) noexcept nogil:

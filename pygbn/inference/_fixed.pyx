@@ -17,7 +17,6 @@ block whose scratch memory cannot be allocated does no work and the kernel
 raises ``MemoryError`` after the loop.  The kernels trust their input.
 """
 from cython.parallel cimport prange
-from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport free
 from numpy.random cimport bitgen_t
@@ -138,7 +137,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cap = count_max(<const count_t *> NULL)
     if n_blocks <= 0 or k == 0:
         return 0
-    t_bound = (tiny_bound(&phi[0, 0], phi.shape[0], k) if phi.shape[0] > 0 else INFINITY) if tiny is None else tiny
+    t_bound = tiny_bound(phi) if tiny is None else tiny
     for b in prange(n_blocks, nogil=True, num_threads=n_threads, schedule="dynamic"):
         g = <bitgen_t *> streams[b]
         # w, cw: k each (a cell whose products underflow); the document's theta row

@@ -357,7 +357,7 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
     cdef int64_t i, n, tok = tok0
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
-    cdef bint exact = sw.exact, include_self = sw.include_self
+    cdef bint exact = sw.exact, include_self = sw.include_self, scan
     cdef double P, Q, wz
     cdef const int32_t *indices = sw.indices
     cdef const double *top = sw.top
@@ -375,6 +375,9 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
         phi_v = sw.phi + v * K
         Q = sw.word_mass[v]
         P = d.lam * Q
+        # a cell whose prior-bucket mass overflows (c_j Q_v, T >= 2), or every cell under the
+        # -2 hook, draws its labels by the exact scan
+        scan = not (P < INFINITY) or mh_steps == -2
         if table_row[v] >= 0:
             cum_v = sw.cumf + table_row[v] * K
             guide_v = guide + table_row[v] * M
@@ -397,7 +400,7 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             if not include_self:
                 d.nj[s] -= 1
             cl.E = _top_mass(&cl, d)
-            if not (cl.E + cl.h * cl.n_other + P > 0.0) or not (P < INFINITY) or mh_steps == -2:
+            if scan or not (cl.E + cl.h * cl.n_other + P > 0.0):
                 z = _direct(g, d, phi_v)
             elif exact:
                 z = _propose_rej(g, d, &cl, lab, phi_v, Q, P, cum_v, guide_v)
@@ -429,7 +432,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     cdef int64_t tok, tok0, n, n_doc, c_end = indptr[j1]
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
-    cdef bint exact = sw.exact, include_self = sw.include_self, rej
+    cdef bint exact = sw.exact, include_self = sw.include_self, rej, scan
     cdef double asum, cmax, x, D, P, Q, ws, wt, wz
     cdef double p_tok = 1.0 if exact else <double> mh_steps
     cdef const int32_t *indices = sw.indices
@@ -511,6 +514,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             phi_v = phi + v * K
             Q = word_mass[v]
             P = d.lam * Q
+            scan = not (P < INFINITY) or mh_steps == -2       # (as in _doc_rej)
             if table_row[v] >= 0:
                 cum_v = cumf + table_row[v] * K
                 guide_v = guide + table_row[v] * M
@@ -532,7 +536,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
                     D -= ws
                     if D < 0.0 or d.n_topics == 0:
                         D = _cell_weights(&d, phi_v, NULL)
-                if not (D + P > 0.0) or not (P < INFINITY) or mh_steps == -2:
+                if scan or not (D + P > 0.0):
                     z = _direct(g, &d, phi_v)
                 elif exact:
                     z = _propose_list(g, &d, phi_v, D, Q, P, cum_v, guide_v)

@@ -273,15 +273,17 @@ cdef inline double split_rescaled(const double *phi_row, const double *t_row, Py
     return s
 
 
-cdef inline double tiny_bound(const double *phi, Py_ssize_t n_rows, Py_ssize_t k) noexcept nogil:
-    """The theta entries below this are tiny for the rows ``phi`` (``n_rows x k``): their
-    products with every entry stay below ``2^-1001 / k`` (INFINITY where phi is all 0)."""
-    cdef Py_ssize_t i
+cdef inline double tiny_bound(const double[:, ::1] phi) noexcept nogil:
+    """The theta entries below this are tiny for the split with ``phi`` (V x K): their
+    products with every entry stay below ``2^-1001 / K`` (INFINITY where phi is empty or
+    all 0).  One pass over ``phi``."""
+    cdef Py_ssize_t i, c
     cdef double phi_max = 0.0
-    for i in range(n_rows * k):
-        if phi[i] > phi_max:
-            phi_max = phi[i]
-    return TINY_SUM / (2.0 * <double> k * phi_max) if phi_max > 0.0 else INFINITY
+    for i in range(phi.shape[0]):
+        for c in range(phi.shape[1]):
+            if phi[i, c] > phi_max:
+                phi_max = phi[i, c]
+    return TINY_SUM / (2.0 * <double> phi.shape[1] * phi_max) if phi_max > 0.0 else INFINITY
 
 
 cdef inline const double *zero_tiny(const double *t_row, Py_ssize_t k, double tiny, double *t_zeroed,

@@ -54,8 +54,9 @@ cdef double CRT_COST_BLOCK = 230.0
 cdef double CRT_BLOCK_C = 4.0
 # truncated Poisson: inversion from k = 1 below this lam, rejection of zeros above
 cdef double TPOIS_INV_LAM = 1.5
-# truncated Bessel: chop-down inversion from the mode below this alpha, rejection above
-cdef double TBESSEL_REJ_ALPHA = 50.0
+# truncated Bessel: the chop-down below the end of its table (BESSEL_S_ALPHA, below), the
+# halved-Poisson rejection above (the chop-down from n = 1 is the faster one up to about 55:
+# docs/benchmarks.md, "Twentieth session")
 # binomial: inversion (ours, with log1p) when n * min(p, 1-p) is below this
 cdef double BINOM_INV_MEAN = 30.0
 
@@ -447,9 +448,9 @@ cdef inline double _recip_kk1(int64_t k) noexcept nogil:
 # most (step^2 / 8) max S'' / S, about 0.2% of it.
 DEF BESSEL_S_CELLS = 400
 cdef double BESSEL_S_STEP = 0.125
-cdef double BESSEL_S_INV_STEP = 8.0
-# alpha below this use the table (BESSEL_S_CELLS * BESSEL_S_STEP)
-cdef double BESSEL_S_ALPHA = 50.0
+cdef double BESSEL_S_INV_STEP = 1.0 / BESSEL_S_STEP
+# alpha below this use the table
+cdef double BESSEL_S_ALPHA = BESSEL_S_CELLS * BESSEL_S_STEP
 # relative margin over the rounding of the table and of the chord (a few 2^-53 each): the bound
 # stays above the sum of the weights as the search forms them
 cdef double BESSEL_S_MARGIN = 1.0 + 2.0 ** -40
@@ -507,7 +508,7 @@ cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil:
     Neither ``I_1`` nor a factorial of the argument is evaluated.  When
     ``(alpha/2)^2 < 2^-53`` the result is 1 (what the search returns for
     every 53-bit uniform).  O(1 + alpha) time below 50, O(1 + sqrt(alpha))
-    above: :c:func:`random_truncated_bessel` uses it below ``TBESSEL_REJ_ALPHA``.
+    above: :c:func:`random_truncated_bessel` uses it below ``BESSEL_S_ALPHA``.
     """
     cdef double h2 = 0.25 * alpha * alpha
     cdef double ih2, total, t, u, pu, pl, floor_
@@ -712,7 +713,7 @@ cdef int64_t random_truncated_bessel(bitgen_t *bitgen, double alpha) noexcept no
     """
     if not alpha > 0.0:
         return 1
-    if alpha < TBESSEL_REJ_ALPHA:
+    if alpha < BESSEL_S_ALPHA:
         return _bessel_chopdown(bitgen, alpha)
     return _bessel_poisson(bitgen, alpha)
 
