@@ -110,7 +110,7 @@ def test_crt_gof(n, r):
 
 
 @pytest.mark.parametrize("algorithm", ["crt_loop", "crt_inversion", "crt_thinning", "crt_blocks",
-                                       "crt_skip"])
+                                       "crt_skip", "crt_sum"])
 @pytest.mark.parametrize("n,r", [(2, 0.7), (9, 1e-3), (30, 1.0), (30, 500.0), (300, 0.2),
                                  (300, 12.0), (1500, 2.0), (1500, 90.0)])
 def test_crt_single_algorithms(algorithm, n, r):
@@ -131,6 +131,82 @@ def test_crt_skip_branches(n, r):
     x = _kernel("crt_skip", n, r, size=N_DEAR * 2, random_state=seed("crt_skip", n, r))
     table = S.crt_pmf_table(n, r)
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("n,r", [(2, 0.2), (5, 3.0), (9, 0.6), (10, 1e6), (17, 1e-300), (64, 10.0),
+                                 (65, 2.0), (66, 0.25), (130, 7.0), (131, 1.5)])
+def test_crt_sum_blocks(n, r):
+    """crt_sum: customers alone (n <= 8) and eight at a time, a partial group, whole and
+    partial blocks of 64; r so large that every draw succeeds and so small that every
+    threshold is below one (each zero draw is undecided and draws a uniform)."""
+    x = _kernel("crt_sum", n, r, size=N_DEAR * 2, random_state=seed("crt_sum", n, r))
+    table = S.crt_pmf_table(n, r)
+    assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+def _crt_sum_exact(x, s, c):
+    """1 (sure success), 0 (sure failure) or None (undecided) for the 16-bit draw x of a
+    customer with ``s = r + i`` (a double) and ``c = r 2^16``, in exact rational arithmetic."""
+    from fractions import Fraction
+    s, c = Fraction(s), Fraction(c)
+    return 1 if (x + 1) * s <= c else 0 if x * s >= c else None
+
+
+def test_crt_sum_block_test_is_exact():
+    """crt_sum's block test against exact rational arithmetic, customer by customer: a
+    counted success is sure, an uncounted draw without the tie flag is a sure failure, and
+    every undecided draw sets the flag.  Draws at, next to and far from each threshold,
+    for r in and out of the SIMD path; then whole blocks (the SSE2 groups of eight and the
+    scalar tail) count what the customers alone count."""
+    from pygbn.random._kernels import _crt_sum_block
+    rng = np.random.default_rng(seed("crt-sum-exact"))
+    for r in [0.2, 1.0 / 3.0, 0.7, 1.0, np.pi, 12.5, 1e3, 1e-9]:
+        i0 = float(rng.integers(0, 200))
+        xs, decided, undecided = [], 0, 0
+        for q in range(1, 65):
+            s = r + (i0 + q)
+            t = r * 65536.0 / s
+            cand = [int(np.floor(t)) + d for d in (-1, 0, 1)] + [int(v) for v in rng.integers(0, 65536, 2)]
+            for x in [v for v in cand if 0 <= v < 65536]:
+                got, tie = _crt_sum_block(np.array([x], dtype=np.uint64), i0 + q - 1, 1, r)
+                want = _crt_sum_exact(x, s, r * 65536.0)
+                if got == 1:
+                    assert want == 1, (r, q, x)
+                elif not tie:
+                    assert want == 0, (r, q, x)
+                if want is None:
+                    assert tie, (r, q, x)
+                    undecided += 1
+                decided += want is not None
+            xs.append(cand[1] if cand[1] >= 0 else 0)
+        assert undecided > 0 and decided > 0
+        # a block of 64 customers whose draws are the thresholds' floors, then random draws
+        for block in (np.array(xs), rng.integers(0, 65536, 64)):
+            words = np.zeros(16, dtype=np.uint64)
+            for q, x in enumerate(block):
+                words[q // 4] |= np.uint64(int(x) << (16 * (q % 4)))
+            for m in (64, 63, 8, 7, 1):
+                got, tie = _crt_sum_block(words, i0, m, r)
+                alone = [_crt_sum_block(np.array([block[q]], dtype=np.uint64), i0 + q, 1, r)
+                         for q in range(m)]
+                assert got == sum(a[0] for a in alone)
+                assert tie == any(a[1] for a in alone)
+
+
+def test_crt_sum_undecided_draws_follow_their_share():
+    """An undecided draw (x = floor(c / s)) succeeds with probability frac(c / s): the
+    share of U in [0, 1) with (x + U) s < c."""
+    from pygbn.random._kernels import _crt_sum_block
+    bg = np.random.PCG64(seed("crt-sum-ties"))
+    for r, i in [(0.3, 1), (2.5, 7), (1e-300, 3)]:
+        s = r + i
+        t = r * 65536.0 / s
+        x = int(np.floor(t))
+        words = np.array([x], dtype=np.uint64)
+        n = 20000
+        wins = sum(_crt_sum_block(words, i - 1.0, 1, r, bg) for _ in range(n))
+        p = t - x
+        assert abs(wins - n * p) <= 5.0 * np.sqrt(n * p * (1 - p)) + 1e-9, (r, i, wins, p)
 
 
 def _upper_crt(ns, rs, n_docs, key):
@@ -154,9 +230,11 @@ def _upper_crt(ns, rs, n_docs, key):
     return m_out
 
 
-# the switches of the inline dispatch: n = 32 / 33 and 64 / 65, r = 0.3 and 1 (each side)
-UPPER_N = [1, 2, 3, 32, 33, 64, 65, 200]
-UPPER_R = [1e-3, np.nextafter(0.3, 0.0), 0.3, 0.7, np.nextafter(1.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 3.0]
+# the switches of the inline dispatch (each side): n = 32 / 33, 40 / 41 and 64 / 65, r = 0.2, 0.5
+# and 1, and crt_skip's r = 0.3; the sum's groups of 8 customers (n = 9 / 10)
+UPPER_N = [1, 2, 3, 9, 10, 32, 33, 40, 41, 64, 65, 200]
+UPPER_R = [1e-3, np.nextafter(0.2, 0.0), 0.2, np.nextafter(0.3, 0.0), 0.3, np.nextafter(0.5, 0.0), 0.5,
+           0.7, np.nextafter(1.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 3.0]
 
 
 @pytest.mark.parametrize("n", UPPER_N)

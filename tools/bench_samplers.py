@@ -192,7 +192,8 @@ def main(argv=None):
     # CRT: the rows of issue 13's goal (n <= 100), the upper layers' regime (small n, r of
     # a few hundredths: the concentrations Phi theta of Debian's layer 2), r > 1, huge n
     for n, r in ((5, 0.1), (10, 1.0), (20, 1.0), (20, 0.1), (50, 1.0), (100, 1.0), (3, 0.04), (64, 0.04),
-                 (20, 0.5), (20, 3.0), (100, 3.0), (1000, 10.0), (10**7, 0.1), (10**7, 1.0),
+                 (5, 0.5), (20, 0.5), (40, 0.3), (20, 3.0), (64, 3.0), (64, 10.0), (100, 3.0), (300, 3.0),
+                 (1000, 10.0), (10**7, 0.1), (10**7, 1.0),
                  (10**7, 100.0), (10**7, 1e4), (10**12, 1.0)):
         size = big if (r <= 10 or n <= 1000) else max(200, big // (100 if r < 1e3 else 1000))
         add("crt", f"n={n:g}, r={r:g}",

@@ -89,6 +89,10 @@ cdef int64_t _crt_skip(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     return I.crt_skip(bitgen, n, r)
 
 
+cdef int64_t _crt_sum(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    return I.crt_sum(bitgen, n, r)
+
+
 # name -> kernel, by signature.  Public names first, then single algorithms (tests).
 cdef kern_i_d _pick_i_d(str name) except NULL:
     if name == "logarithmic":
@@ -123,6 +127,8 @@ cdef kern_i_id _pick_i_id(str name) except NULL:
         return _crt_inversion
     if name == "crt_skip":
         return _crt_skip
+    if name == "crt_sum":
+        return _crt_sum
     if name == "binomial":
         return _binomial_kernel
     raise KeyError(name)

@@ -19,6 +19,9 @@ Each one is exact given ideal uniforms (``docs/samplers.md``, "Gamma" and
 * :c:func:`crt_skip`: CRT(n, r) by thinning a dominating process whose next
   point is found in closed form (O(log n) candidates for r <= 1, no loop
   over the customers).
+* :c:func:`crt_sum`: CRT(n, r) as its sum of Bernoulli draws, four customers
+  to a 64-bit output and two customers to an SSE2 instruction (O(n), no
+  branch per customer).
 
 References
 ----------
@@ -29,13 +32,13 @@ Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
 """
 from libc.float cimport DBL_MIN
 from libc.math cimport log, log1p, exp, expm1, sqrt
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
     random_standard_normal, random_standard_exponential,
 )
 
-from pygbn.random._pcg64 cimport next_uniform
+from pygbn.random._pcg64 cimport next_uniform, raw_fill
 
 from pygbn.random._special cimport log1p_rem4
 
@@ -55,8 +58,13 @@ cdef extern from *:
     #define PYGBN_CRT_SKIP_LOW_R 0.3
     /* counts up to this go to crt_small (no cost model) */
     #define PYGBN_CRT_SMALL_N 64
-    /* crt_small: inversion up to this n for r < PYGBN_CRT_SKIP_LOW_R (speed only) */
+    /* crt_small (speed only): below r = PYGBN_CRT_SUM_LOW_R inversion up to n =
+       PYGBN_CRT_INV_LOW_N and skips above; from it the Bernoulli sum, except skips for
+       PYGBN_CRT_SUM_SKIP_R <= r <= 1 above n = PYGBN_CRT_SUM_SKIP_N */
+    #define PYGBN_CRT_SUM_LOW_R 0.2
     #define PYGBN_CRT_INV_LOW_N 32
+    #define PYGBN_CRT_SUM_SKIP_R 0.5
+    #define PYGBN_CRT_SUM_SKIP_N 40
     """
     const double EPS53 "PYGBN_EPS53"
     const double INV_E "PYGBN_INV_E"
@@ -66,7 +74,10 @@ cdef extern from *:
     const double TWO_M600 "PYGBN_TWO_M600"
     const double CRT_SKIP_LOW_R "PYGBN_CRT_SKIP_LOW_R"
     const int64_t CRT_SMALL_N "PYGBN_CRT_SMALL_N"
+    const double CRT_SUM_LOW_R "PYGBN_CRT_SUM_LOW_R"
     const int64_t CRT_INV_LOW_N "PYGBN_CRT_INV_LOW_N"
+    const double CRT_SUM_SKIP_R "PYGBN_CRT_SUM_SKIP_R"
+    const int64_t CRT_SUM_SKIP_N "PYGBN_CRT_SUM_SKIP_N"
 
 
 cdef extern from *:
@@ -360,12 +371,165 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
         fi = <double> k + 1.0
 
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+
+    /* crt_sum's band: a draw is decided without a further uniform when its product is more
+       than 2^-50 (relative) away from the threshold (rounding moves it by under 2^-52) */
+    #define PYGBN_CRT_BAND 8.881784197001252e-16
+
+    /* the 16-bit draw of customer i0 + q (q >= 1) of a block: bits 16 ((q - 1) mod 4) up of
+       w[(q - 1) / 4], as a double (2^52 + x from its bits, less 2^52: exact) */
+    static inline double pygbn_crt_x16(const uint64_t *w, int64_t q) {
+        uint64_t b = 0x4330000000000000ULL | ((w[(q - 1) >> 2] >> (16 * ((q - 1) & 3))) & 0xffffULL);
+        double d;
+        memcpy(&d, &b, 8);
+        return d - 4503599627370496.0;
+    }
+
+    /* Customers i0 + 1 .. i0 + m of CRT(., r), customer i a Bernoulli(r / s), s = r + i, from
+       16-bit draws x (pygbn_crt_x16; w holds (m + 3) / 4 words): the number of sure
+       successes, (x + 1) s <= c = r 2^16 (then x + U < c / s for every U in [0, 1)); *tie is
+       set when some draw is neither that nor a sure failure, x s >= c, within the band (see
+       crt_sum).  i0 + m < 2^53.  Two customers to an SSE2 instruction where the compiler
+       targets it and m >= 8, the last 1..7 with the lanes beyond m masked (the same
+       operations, so the same results, as the scalar loop that serves the rest). */
+    static inline int64_t pygbn_crt_sum16(const uint64_t *w, double i0, int64_t m, double r, int *tie) {
+        const double c = r * 65536.0, lo = c * (1.0 - PYGBN_CRT_BAND), hi = c * (1.0 + PYGBN_CRT_BAND);
+        int64_t t = 0, q = 1;
+        int tt = 0;
+    #if defined(__SSE2__)
+        if (m >= 8) {
+            const __m128i z = _mm_setzero_si128(), ex = _mm_set1_epi64x(0x4330000000000000LL);
+            const __m128d all = _mm_castsi128_pd(_mm_set1_epi64x(-1));
+            const __m128d two52 = _mm_set1_pd(4503599627370496.0), rv = _mm_set1_pd(r),
+                          lov = _mm_set1_pd(lo), hiv = _mm_set1_pd(hi), eight = _mm_set1_pd(8.0);
+            __m128d f0 = _mm_set_pd(i0 + 2.0, i0 + 1.0), f1 = _mm_set_pd(i0 + 4.0, i0 + 3.0),
+                    f2 = _mm_set_pd(i0 + 6.0, i0 + 5.0), f3 = _mm_set_pd(i0 + 8.0, i0 + 7.0);
+            __m128d tv = _mm_setzero_pd();
+            __m128i cnt = _mm_setzero_si128();
+            const uint64_t *p = w;
+            int64_t c2[2];
+            __m128i v, l16, h16;
+            __m128d x, s, a, b;
+            /* one pair of customers: its draws xi (two 64-bit lanes), its indices f */
+    #define PYGBN_CRT_PAIR(xi, f, keep) \
+            x = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128((xi), ex)), two52); \
+            s = _mm_add_pd(rv, f); a = _mm_mul_pd(x, s); b = _mm_add_pd(a, s); \
+            cnt = _mm_sub_epi64(cnt, _mm_castpd_si128(_mm_and_pd(_mm_cmple_pd(b, lov), keep))); \
+            tv = _mm_or_pd(tv, _mm_and_pd(_mm_and_pd(_mm_cmplt_pd(a, hiv), _mm_cmpgt_pd(b, lov)), keep));
+            for (; q + 7 <= m; q += 8, p += 2) {
+                /* eight 16-bit draws, widened to four pairs of 64-bit lanes in customer order */
+                v = _mm_loadu_si128((const __m128i *) p);
+                l16 = _mm_unpacklo_epi16(v, z);
+                h16 = _mm_unpackhi_epi16(v, z);
+                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(l16, z), f0, all)
+                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(l16, z), f1, all)
+                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(h16, z), f2, all)
+                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(h16, z), f3, all)
+                f0 = _mm_add_pd(f0, eight);
+                f1 = _mm_add_pd(f1, eight);
+                f2 = _mm_add_pd(f2, eight);
+                f3 = _mm_add_pd(f3, eight);
+            }
+            if (q <= m) {
+                /* the last 1..7 customers: their words (a second one may not exist: zeros),
+                   lanes beyond customer i0 + m masked out */
+                const __m128d last = _mm_set1_pd(i0 + (double) m);
+                v = _mm_set_epi64x((long long) (q + 4 <= m ? p[1] : 0), (long long) p[0]);
+                l16 = _mm_unpacklo_epi16(v, z);
+                h16 = _mm_unpackhi_epi16(v, z);
+                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(l16, z), f0, _mm_cmple_pd(f0, last))
+                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(l16, z), f1, _mm_cmple_pd(f1, last))
+                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(h16, z), f2, _mm_cmple_pd(f2, last))
+                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(h16, z), f3, _mm_cmple_pd(f3, last))
+                q = m + 1;
+            }
+    #undef PYGBN_CRT_PAIR
+            _mm_storeu_si128((__m128i *) c2, cnt);
+            t = c2[0] + c2[1];
+            tt = _mm_movemask_pd(tv) != 0;
+        }
+    #endif
+        for (; q <= m; q++) {
+            double x = pygbn_crt_x16(w, q), s = r + (i0 + (double) q), a = x * s, b = a + s;
+            t += b <= lo;
+            tt |= (a < hi) & (b > lo);
+        }
+        *tie = tt;
+        return t;
+    }
+    """
+    const double CRT_BAND "PYGBN_CRT_BAND"
+    double crt_x16 "pygbn_crt_x16"(const uint64_t *w, int64_t q) noexcept nogil
+    int64_t crt_sum16 "pygbn_crt_sum16"(const uint64_t *w, double i0, int64_t m, double r,
+                                        int *tie) noexcept nogil
+
+
+cdef inline int64_t crt_sum_ties(bitgen_t *g, const uint64_t *w, double i0, int64_t m,
+                                 double r) noexcept nogil:
+    """The successes among the undecided draws of a :c:func:`crt_sum` block (rare): each
+    such customer, in order, succeeds when ``(x + U) s < r 2^16`` for one more uniform U."""
+    cdef double c = r * 65536.0, lo = c * (1.0 - CRT_BAND), hi = c * (1.0 + CRT_BAND)
+    cdef double x, s, a
+    cdef int64_t q, t = 0
+    for q in range(1, m + 1):
+        x = crt_x16(w, q)
+        s = r + (i0 + <double> q)
+        a = x * s
+        if a < hi and a + s > lo:
+            t += (x + next_uniform(g)) * s < c
+    return t
+
+
+cdef inline int64_t crt_sum(bitgen_t *g, int64_t n, double r) noexcept nogil:
+    """CRT(n, r) for ``n >= 1``, ``0 < r < inf``, as its sum of Bernoulli draws, 16 bits each.
+
+    Customer ``i >= 1`` opens a table with probability ``p_i = r / s``,
+    ``s = r + i`` (customer 0 always does).  Its draw is a uniform integer
+    ``x`` in [0, 2^16) (four to a raw 64-bit output, in order), standing for
+    the uniform ``(x + U) / 2^16`` with U uniform on [0, 1) drawn only if
+    needed: with ``c = r 2^16`` the customer succeeds for every U when
+    ``(x + 1) s <= c`` and fails for every U when ``x s >= c``; in between
+    (one x in 2^16, at most) U is drawn and decides, ``(x + U) s < c``
+    (:c:func:`crt_sum_ties`).  So ``P(success) = (c / s) / 2^16 = p_i``.
+    The two tests are made on rounded products (``x s`` and ``x s + s``,
+    each within 2^-52 of its value relative): a draw is taken as sure only
+    beyond a band of 2^-50 around c, and one inside the band draws U, so no
+    draw is decided wrongly.  Blocks of 64 customers; expected
+    ``(n - 1) / 4`` raw outputs and ``(n - 1) 2^-16`` uniforms, and no
+    branch that depends on a draw (two customers to an SSE2 instruction).
+    """
+    cdef uint64_t w[16]
+    cdef int64_t t = 1, i0 = 0, m
+    cdef int tie
+    while i0 < n - 1:
+        m = n - 1 - i0
+        if m > 64:
+            m = 64
+        raw_fill(g, (m + 3) >> 2, w)
+        t += crt_sum16(w, <double> i0, m, r, &tie)
+        if tie:
+            t += crt_sum_ties(g, w, <double> i0, m, r)
+        i0 += m
+    return t
+
+
 cdef inline int64_t crt_small(bitgen_t *g, int64_t n, double r) noexcept nogil:
     """CRT(n, r) for ``1 <= n <= CRT_SMALL_N``, ``0 < r < inf`` (speed only):
-    :c:func:`crt_skip` for ``CRT_SKIP_LOW_R <= r <= 1``, and for smaller r above
-    ``n = CRT_INV_LOW_N``; :c:func:`crt_inversion` otherwise (with tiny r one
-    uniform covers all n customers, cheaper than an exponential and an exp
-    for small n)."""
-    if r <= 1.0 and (r >= CRT_SKIP_LOW_R or n > CRT_INV_LOW_N):
+    below ``r = CRT_SUM_LOW_R`` :c:func:`crt_inversion` up to ``n = CRT_INV_LOW_N``
+    (one uniform covers many customers) and :c:func:`crt_skip` above; from it
+    :c:func:`crt_sum`, except :c:func:`crt_skip` for ``CRT_SUM_SKIP_R <= r <= 1``
+    above ``n = CRT_SUM_SKIP_N`` (few points, and a cheap thinning test near r = 1)."""
+    if r < CRT_SUM_LOW_R:
+        if n <= CRT_INV_LOW_N:
+            return crt_inversion(g, n, r)
         return crt_skip(g, n, r)
-    return crt_inversion(g, n, r)
+    if n > CRT_SUM_SKIP_N and CRT_SUM_SKIP_R <= r <= 1.0:
+        return crt_skip(g, n, r)
+    return crt_sum(g, n, r)

@@ -8,7 +8,8 @@ in ``docs/samplers.md``; the thresholds below select between exact
 algorithms for speed only (every branch samples the exact distribution).
 """
 from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY, isinf, lgamma
-from libc.stdint cimport int64_t, INT64_MAX
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.stdint cimport int64_t, uint64_t, INT64_MAX
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
     random_poisson, random_binomial, binomial_t,
@@ -17,7 +18,8 @@ from numpy.random.c_distributions cimport (
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
-    CRT_SMALL_N, crt_inversion, crt_skip, crt_small, gamma_mt, random_gamma_fast,
+    CRT_SMALL_N, crt_inversion, crt_skip, crt_small, crt_sum, crt_sum16, crt_sum_ties, gamma_mt,
+    random_gamma_fast,
 )
 from pygbn.random._special cimport (
     log1mexp, log1pmx, poisson_logpmf, stirlerr,
@@ -37,13 +39,13 @@ FAST_UNIFORMS = pcg64_fill_init()
 cdef double POISSON_OWN_LAM = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
-# CRT: _inline.crt_small up to n = CRT_SMALL_N (crt_skip for 0.3 <= r <= 1 and for smaller r
-# above n = 32, inversion otherwise),
-# crt_skip for r <= 1 up to CRT_SKIP_N; above, the cheapest of inversion, skips,
-# thinning and blocks by a cost model (ns per customer and per table of the
-# inversion, per point of crt_skip for r <= 1 and r > 1, per candidate, per block;
-# measured with tools/bench_samplers.py)
+# CRT: _inline.crt_small up to n = CRT_SMALL_N (its switches in _inline.pxd), crt_skip for
+# r <= 1 up to CRT_SKIP_N; above, the cheapest of the sum, inversion,
+# skips, thinning and blocks by a cost model (ns per customer of the sum, per customer and
+# per table of the inversion, per point of crt_skip for r <= 1 and r > 1, per candidate,
+# per block; measured with tools/bench_samplers.py)
 cdef int64_t CRT_SKIP_N = 1000
+cdef double CRT_COST_SUM = 1.75
 cdef double CRT_COST_SKIP = 8.0
 cdef double CRT_COST_SKIP_R = 25.0
 cdef double CRT_COST_INV = 1.5
@@ -285,15 +287,18 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
 
     Equals ``sum(rand(n) < r / (r + arange(n)))``.  Conventions: ``n <= 0 -> 0``;
     ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
-    cheapest exact algorithm by expected cost: closed-form skips of a
-    dominating process, thinned (:c:func:`pygbn.random._inline.crt_skip`,
-    always for r <= 1 up to n = 1000 except small n with r < 0.3), inversion
-    over the next new table (:c:func:`pygbn.random._inline.crt_inversion`,
-    those and r > 1 with n <= 64; :c:func:`pygbn.random._inline.crt_small`), thinning
-    with geometric skips (tiny r, huge n) or binomial blocks (large r); so the
-    expected time is O(min(n, log n + r log n, sqrt(r) log n)).
+    cheapest exact algorithm by expected cost: the sum of its Bernoulli draws,
+    16 bits each (:c:func:`pygbn.random._inline.crt_sum`: most n <= 64 with
+    r >= 0.2, and moderate n with r > 1), inversion over the next new table
+    (:c:func:`pygbn.random._inline.crt_inversion`: n <= 32 with r < 0.2; the
+    choice for n <= 64 is :c:func:`pygbn.random._inline.crt_small`'s),
+    closed-form skips of a dominating process, thinned
+    (:c:func:`pygbn.random._inline.crt_skip`: the rest of n <= 64, and
+    always for r <= 1 from n = 65 to 1000), thinning with geometric skips
+    (tiny r, huge n) or binomial blocks (large r); so the expected time is
+    O(min(n, log n + r log n, sqrt(r) log n)).
     """
-    cdef double lg, c_inv, c_thin, c_block, c_skip
+    cdef double lg, c_inv, c_thin, c_block, c_skip, c_sum
     if n <= 0:
         return 0
     if isinf(r):
@@ -309,6 +314,7 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     # ~log(n) for r <= 1, ~r (1 + log(1 + n/r)) (at most n) above
     lg = log1p(<double> n / r)
     c_inv = CRT_COST_INV * <double> n + CRT_COST_INV_TABLE * (1.0 + r * lg)
+    c_sum = CRT_COST_SUM * <double> n
     c_thin = CRT_COST_THIN * (2.0 + r * lg)
     c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
     if r <= 1.0:
@@ -316,6 +322,8 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     else:
         c_skip = r * (1.0 + lg)
         c_skip = CRT_COST_SKIP_R * (1.0 + (c_skip if c_skip < <double> n else <double> n))
+    if c_sum <= c_skip and c_sum <= c_inv and c_sum <= c_thin and c_sum <= c_block:
+        return crt_sum(bitgen, n, r)
     if c_skip <= c_inv and c_skip <= c_thin and c_skip <= c_block:
         return crt_skip(bitgen, n, r)
     if c_inv <= c_thin and c_inv <= c_block:
@@ -471,6 +479,29 @@ cdef double _bessel_series(double y) noexcept nogil:
 
 for _k in range(BESSEL_S_CELLS + 2):
     _BESSEL_S[_k] = _bessel_series(0.25 * (_k * BESSEL_S_STEP) ** 2)
+
+
+def _crt_sum_block(const uint64_t[::1] words, double i0, int64_t m, double r, bit_generator=None):
+    """The block test of :c:func:`pygbn.random._inline.crt_sum` for customers
+    ``i0 + 1 .. i0 + m`` (``m <= 4 len(words)``) whose 16-bit draws are in ``words``
+    (tests): ``(sure successes, tie)``; with a numpy ``bit_generator``, the block's
+    whole count instead (its undecided draws decided by that stream's uniforms)."""
+    cdef int tie = 0
+    cdef int64_t t
+    cdef bitgen_t *g
+    if m > 4 * words.shape[0]:
+        raise ValueError(f"m = {m} needs {(m + 3) // 4} words, got {words.shape[0]}")
+    if m <= 0:
+        if bit_generator is None:
+            return 0, False
+        return 0
+    t = crt_sum16(&words[0], i0, m, r, &tie)
+    if bit_generator is None:
+        return t, bool(tie)
+    g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    if tie:
+        t += crt_sum_ties(g, &words[0], i0, m, r)
+    return t
 
 
 def _bessel_chopdown_bound(double alpha):
