@@ -110,7 +110,7 @@ def test_crt_gof(n, r):
 
 
 @pytest.mark.parametrize("algorithm", ["crt_loop", "crt_inversion", "crt_thinning", "crt_blocks",
-                                       "crt_skip", "crt_sum"])
+                                       "crt_skip", "crt_sum", "crt_sum_skip"])
 @pytest.mark.parametrize("n,r", [(2, 0.7), (9, 1e-3), (30, 1.0), (30, 500.0), (300, 0.2),
                                  (300, 12.0), (1500, 2.0), (1500, 90.0)])
 def test_crt_single_algorithms(algorithm, n, r):
@@ -140,6 +140,17 @@ def test_crt_sum_blocks(n, r):
     partial blocks of 64; r so large that every draw succeeds and so small that every
     threshold is below one (each zero draw is undecided and draws a uniform)."""
     x = _kernel("crt_sum", n, r, size=N_DEAR * 2, random_state=seed("crt_sum", n, r))
+    table = S.crt_pmf_table(n, r)
+    assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("n,r", [(66, 3.0), (129, 3.0), (200, 4.0), (1000, 10.0), (5000, 0.5),
+                                 (5000, 0.1), (5000, 2.5)])
+def test_crt_sum_skip(n, r):
+    """crt_sum_skip: the sum over customers 0..m (whole blocks of 64, about 16 r), then the
+    skips from customer m + 1 (one customer only at n = 66; each branch of crt_skip_from
+    started past 1: r > 1, 0.3 <= r <= 1, r < 0.3)."""
+    x = _kernel("crt_sum_skip", n, r, size=N_DEAR * 2, random_state=seed("crt_sum_skip", n, r))
     table = S.crt_pmf_table(n, r)
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
 

@@ -280,10 +280,11 @@ def test_other_invalid_input():
 # Updated again for CRT by closed-form skips, crt_skip, which random_crt picks for
 # r <= 1 and where its cost model says so: every CRT draw changes.  And for the
 # truncated Bessel's chop-down from n = 1 on a tabulated bound, for alpha < 50.  And for
-# CRT by its Bernoulli sum with 16-bit draws, crt_sum, for n <= 64 from r = 0.2 up.)
+# CRT by its Bernoulli sum with 16-bit draws, crt_sum, for n <= 64 from r = 0.2 up, and that sum
+# over the first customers then skips for moderate n with r > 1, crt_sum_skip.)
 SEED = 20240601
 GOLDEN = {
-    "crt": [3, 21, 17, 5024, 2953],
+    "crt": [3, 24, 17, 5024, 2953],
     "logarithmic": [1, 4, 3, 3],
     "truncated_poisson": [1, 1, 38, 999999961473865],
     "truncated_bessel": [1, 6, 496, 499999998410492],

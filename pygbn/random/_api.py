@@ -453,7 +453,7 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
     ``gamma_gs``, ``gamma_boost``, ``gamma_fast``, ``gamma_row``, ``log_gamma``,
     ``bessel_chopdown``, ``bessel_poisson``, ``bessel_logconcave`` (one
     parameter); ``crt_loop``, ``crt_inversion``, ``crt_thinning``,
-    ``crt_blocks``, ``crt_skip``, ``crt_sum``, ``binomial`` (params n, p); ``split_sorted`` /
+    ``crt_blocks``, ``crt_skip``, ``crt_sum``, ``crt_sum_skip``, ``binomial`` (params n, p); ``split_sorted`` /
     ``split_binomial`` (params n, weights); plus the one-parameter public
     kernels and ``crt`` / ``multinomial_split`` by their sampler names.
     """
@@ -478,7 +478,7 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
                     n_jobs, (af, out))
         return scalar_or_array(out, shape)
     if name in ("crt", "crt_loop", "crt_inversion", "crt_thinning", "crt_blocks", "crt_skip", "crt_sum",
-                "binomial"):
+                "crt_sum_skip", "binomial"):
         return _int_sampler("i_id", name, [("n", arrays[0], np.int64), ("r", arrays[1], np.float64)],
                             shape, random_state, n_jobs)
     return _int_sampler("i_d", name, [("a", arrays[0], np.float64)], shape, random_state, n_jobs)

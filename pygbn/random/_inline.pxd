@@ -299,8 +299,9 @@ cdef inline int64_t crt_inversion(bitgen_t *g, int64_t n, double r) noexcept nog
     return tables
 
 
-cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
-    """CRT(n, r) for ``n >= 1``, ``0 < r < inf``, by thinning a process with closed-form skips.
+cdef inline int64_t crt_skip_from(bitgen_t *g, int64_t n, double r, int64_t start) noexcept nogil:
+    """The tables that customers ``start .. n - 1`` open (``start >= 1``) in CRT(n, r),
+    ``0 < r < inf``, by thinning a process with closed-form skips.
 
     Customer l >= 1 opens a table with probability ``p_l = r / (r + l)``,
     independently (customer 0 always does).  A dominating Bernoulli process
@@ -335,10 +336,10 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
     Exact given ideal uniforms (up to the rounding of one quotient or
     product per point).
     """
-    cdef int64_t tables = 1, k
-    cdef double fn = <double> n, fi = 1.0, x, fk, u, a, b, e
-    if n <= 1:
-        return 1
+    cdef int64_t tables = 0, k
+    cdef double fn = <double> n, fi = <double> start, x, fk, u, a, b, e
+    if start >= n:
+        return 0
     if CRT_SKIP_LOW_R <= r <= 1.0:
         while True:
             x = fi / (1.0 - next_uniform(g))
@@ -369,6 +370,14 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
         if u < fk + e or u * -expm1(-r * log1p(1.0 / fk)) < r:
             tables += 1
         fi = <double> k + 1.0
+
+
+cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
+    """CRT(n, r) for ``n >= 1``, ``0 < r < inf``, by thinning a process with closed-form
+    skips: customer 0's table and :c:func:`crt_skip_from` from customer 1."""
+    if n <= 1:
+        return 1
+    return 1 + crt_skip_from(g, n, r, 1)
 
 
 cdef extern from *:

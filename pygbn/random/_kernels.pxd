@@ -85,6 +85,7 @@ cdef double random_gamma_mt(bitgen_t *bitgen, double a) noexcept nogil
 cdef int64_t _crt_loop(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_thinning(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
+cdef int64_t _crt_sum_skip(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 # Bessel_{-1}(alpha), alpha > 0: chop-down from the mode / rejection from a halved
 # Poisson(alpha) draw / log-concave rejection (Devroye 1987, kept as a cross-check).
 cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil

@@ -18,7 +18,8 @@ from numpy.random.c_distributions cimport (
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
-    CRT_SMALL_N, crt_inversion, crt_skip, crt_small, crt_sum, crt_sum16, crt_sum_ties, gamma_mt,
+    CRT_SMALL_N, crt_inversion, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum_ties,
+    gamma_mt,
     random_gamma_fast,
 )
 from pygbn.random._special cimport (
@@ -46,6 +47,10 @@ cdef double POISSON_LAM_CAP = 9.0e18
 # per block; measured with tools/bench_samplers.py)
 cdef int64_t CRT_SKIP_N = 1000
 cdef double CRT_COST_SUM = 1.75
+# crt_sum_skip: the sum over about this many customers per unit of r, then the skips
+cdef double CRT_PREFIX_R = 16.0
+# crt_sum_skip without the cost model for 1 < r <= this
+cdef double CRT_SUM_SKIP_MAX_R = 20.0
 cdef double CRT_COST_SKIP = 8.0
 cdef double CRT_COST_SKIP_R = 25.0
 cdef double CRT_COST_INV = 1.5
@@ -282,6 +287,26 @@ cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     return l
 
 
+cdef inline int64_t _crt_prefix(int64_t n, double r) noexcept nogil:
+    """Customers 1..m that :c:func:`_crt_sum_skip` gives to the sum: about
+    ``CRT_PREFIX_R r`` (where one more customer of the sum costs what the skips'
+    expected ``r / m`` points there cost), in whole blocks of 64, at most ``n - 1``."""
+    cdef double m = CRT_PREFIX_R * r
+    if m >= <double> (n - 1):
+        return n - 1
+    return min(n - 1, (<int64_t> (m / 64.0) + 1) * 64)
+
+
+cdef int64_t _crt_sum_skip(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    """CRT(n, r), ``n >= 1``, ``0 < r < inf``: customers 0..m by their Bernoulli sum
+    (:c:func:`pygbn.random._inline.crt_sum`), where p_i = r / (r + i) is large, and the
+    tables of customers m + 1 .. n - 1, where few open one, by the skips of a dominating
+    process (:c:func:`pygbn.random._inline.crt_skip_from`); m from :c:func:`_crt_prefix`.
+    The customers are independent, so the two counts add."""
+    cdef int64_t m = _crt_prefix(n, r)
+    return crt_sum(bitgen, m + 1, r) + crt_skip_from(bitgen, n, r, m + 1)
+
+
 cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     """l ~ CRT(n, r): number of tables after n customers, concentration r.
 
@@ -289,7 +314,8 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
     cheapest exact algorithm by expected cost: the sum of its Bernoulli draws,
     16 bits each (:c:func:`pygbn.random._inline.crt_sum`: most n <= 64 with
-    r >= 0.2, and moderate n with r > 1), inversion over the next new table
+    r >= 0.2; above, for 1 < r <= 20 and where the cost model says so, over the
+    first ~16 r customers, then skips, :c:func:`_crt_sum_skip`), inversion over the next new table
     (:c:func:`pygbn.random._inline.crt_inversion`: n <= 32 with r < 0.2; the
     choice for n <= 64 is :c:func:`pygbn.random._inline.crt_small`'s),
     closed-form skips of a dominating process, thinned
@@ -299,6 +325,7 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     O(min(n, log n + r log n, sqrt(r) log n)).
     """
     cdef double lg, c_inv, c_thin, c_block, c_skip, c_sum
+    cdef int64_t m
     if n <= 0:
         return 0
     if isinf(r):
@@ -309,12 +336,19 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         return crt_small(bitgen, n, r)
     if r <= 1.0 and n <= CRT_SKIP_N:
         return crt_skip(bitgen, n, r)
+    if 1.0 < r <= CRT_SUM_SKIP_MAX_R:
+        # the cost model's choice for every n (the blocks' cost grows slower in n, but
+        # overtakes only above this r), without its logarithms
+        return _crt_sum_skip(bitgen, n, r)
     # expected costs: n customers and ~1 + r log(1 + n/r) tables; ~1 + r log(1 + n/r)
     # thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks; points of crt_skip:
     # ~log(n) for r <= 1, ~r (1 + log(1 + n/r)) (at most n) above
     lg = log1p(<double> n / r)
     c_inv = CRT_COST_INV * <double> n + CRT_COST_INV_TABLE * (1.0 + r * lg)
-    c_sum = CRT_COST_SUM * <double> n
+    m = _crt_prefix(n, r)
+    c_sum = CRT_COST_SUM * <double> m
+    if m < n - 1:
+        c_sum += CRT_COST_SKIP_R * (1.0 + r * log(<double> n / <double> m))
     c_thin = CRT_COST_THIN * (2.0 + r * lg)
     c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
     if r <= 1.0:
@@ -323,7 +357,7 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         c_skip = r * (1.0 + lg)
         c_skip = CRT_COST_SKIP_R * (1.0 + (c_skip if c_skip < <double> n else <double> n))
     if c_sum <= c_skip and c_sum <= c_inv and c_sum <= c_thin and c_sum <= c_block:
-        return crt_sum(bitgen, n, r)
+        return _crt_sum_skip(bitgen, n, r)
     if c_skip <= c_inv and c_skip <= c_thin and c_skip <= c_block:
         return crt_skip(bitgen, n, r)
     if c_inv <= c_thin and c_inv <= c_block:
