@@ -241,11 +241,11 @@ def _upper_crt(ns, rs, n_docs, key):
     return m_out
 
 
-# the switches of the inline dispatch (each side): n = 32 / 33, 40 / 41 and 64 / 65, r = 0.2, 0.5
+# the switches of the inline dispatch (each side): n = 32 / 33, 48 / 49 and 64 / 65, r = 0.2, 0.75
 # and 1, and crt_skip's r = 0.3; the sum's groups of 8 customers (n = 9 / 10)
-UPPER_N = [1, 2, 3, 9, 10, 32, 33, 40, 41, 64, 65, 200]
-UPPER_R = [1e-3, np.nextafter(0.2, 0.0), 0.2, np.nextafter(0.3, 0.0), 0.3, np.nextafter(0.5, 0.0), 0.5,
-           0.7, np.nextafter(1.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 3.0]
+UPPER_N = [1, 2, 3, 9, 10, 32, 33, 48, 49, 64, 65, 200]
+UPPER_R = [1e-3, np.nextafter(0.2, 0.0), 0.2, np.nextafter(0.3, 0.0), 0.3, 0.5, np.nextafter(0.75, 0.0),
+           0.75, np.nextafter(1.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 3.0]
 
 
 @pytest.mark.parametrize("n", UPPER_N)

@@ -63,8 +63,8 @@ cdef extern from *:
        PYGBN_CRT_SUM_SKIP_R <= r <= 1 above n = PYGBN_CRT_SUM_SKIP_N */
     #define PYGBN_CRT_SUM_LOW_R 0.2
     #define PYGBN_CRT_INV_LOW_N 32
-    #define PYGBN_CRT_SUM_SKIP_R 0.5
-    #define PYGBN_CRT_SUM_SKIP_N 40
+    #define PYGBN_CRT_SUM_SKIP_R 0.75
+    #define PYGBN_CRT_SUM_SKIP_N 48
     """
     const double EPS53 "PYGBN_EPS53"
     const double INV_E "PYGBN_INV_E"
@@ -410,37 +410,38 @@ cdef extern from *:
        operations, so the same results, as the scalar loop that serves the rest). */
     static inline int64_t pygbn_crt_sum16(const uint64_t *w, double i0, int64_t m, double r, int *tie) {
         const double c = r * 65536.0, lo = c * (1.0 - PYGBN_CRT_BAND), hi = c * (1.0 + PYGBN_CRT_BAND);
-        int64_t t = 0, q = 1;
-        int tt = 0;
+        /* t: sure successes, b <= lo; u: draws that are not sure failures, a < hi (a sure
+           success is one: a <= b <= lo < hi); undecided draws exist when u > t */
+        int64_t t = 0, u = 0, q = 1;
     #if defined(__SSE2__)
         if (m >= 8) {
-            const __m128i z = _mm_setzero_si128(), ex = _mm_set1_epi64x(0x4330000000000000LL);
+            const __m128i z = _mm_setzero_si128();
             const __m128d all = _mm_castsi128_pd(_mm_set1_epi64x(-1));
-            const __m128d two52 = _mm_set1_pd(4503599627370496.0), rv = _mm_set1_pd(r),
-                          lov = _mm_set1_pd(lo), hiv = _mm_set1_pd(hi), eight = _mm_set1_pd(8.0);
+            const __m128d rv = _mm_set1_pd(r), lov = _mm_set1_pd(lo), hiv = _mm_set1_pd(hi),
+                          eight = _mm_set1_pd(8.0);
             __m128d f0 = _mm_set_pd(i0 + 2.0, i0 + 1.0), f1 = _mm_set_pd(i0 + 4.0, i0 + 3.0),
                     f2 = _mm_set_pd(i0 + 6.0, i0 + 5.0), f3 = _mm_set_pd(i0 + 8.0, i0 + 7.0);
-            __m128d tv = _mm_setzero_pd();
-            __m128i cnt = _mm_setzero_si128();
+            __m128i cnt = _mm_setzero_si128(), und = _mm_setzero_si128();
             const uint64_t *p = w;
             int64_t c2[2];
             __m128i v, l16, h16;
             __m128d x, s, a, b;
-            /* one pair of customers: its draws xi (two 64-bit lanes), its indices f */
+            /* one pair of customers: its draws (the low two 32-bit lanes of xi), its indices f */
     #define PYGBN_CRT_PAIR(xi, f, keep) \
-            x = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128((xi), ex)), two52); \
+            x = _mm_cvtepi32_pd(xi); \
             s = _mm_add_pd(rv, f); a = _mm_mul_pd(x, s); b = _mm_add_pd(a, s); \
             cnt = _mm_sub_epi64(cnt, _mm_castpd_si128(_mm_and_pd(_mm_cmple_pd(b, lov), keep))); \
-            tv = _mm_or_pd(tv, _mm_and_pd(_mm_and_pd(_mm_cmplt_pd(a, hiv), _mm_cmpgt_pd(b, lov)), keep));
+            und = _mm_sub_epi64(und, _mm_castpd_si128(_mm_and_pd(_mm_cmplt_pd(a, hiv), keep)));
             for (; q + 7 <= m; q += 8, p += 2) {
-                /* eight 16-bit draws, widened to four pairs of 64-bit lanes in customer order */
+                /* eight 16-bit draws, widened to 32-bit lanes in customer order, two at a time
+                   to doubles (exact) */
                 v = _mm_loadu_si128((const __m128i *) p);
                 l16 = _mm_unpacklo_epi16(v, z);
                 h16 = _mm_unpackhi_epi16(v, z);
-                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(l16, z), f0, all)
-                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(l16, z), f1, all)
-                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(h16, z), f2, all)
-                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(h16, z), f3, all)
+                PYGBN_CRT_PAIR(l16, f0, all)
+                PYGBN_CRT_PAIR(_mm_srli_si128(l16, 8), f1, all)
+                PYGBN_CRT_PAIR(h16, f2, all)
+                PYGBN_CRT_PAIR(_mm_srli_si128(h16, 8), f3, all)
                 f0 = _mm_add_pd(f0, eight);
                 f1 = _mm_add_pd(f1, eight);
                 f2 = _mm_add_pd(f2, eight);
@@ -453,24 +454,25 @@ cdef extern from *:
                 v = _mm_set_epi64x((long long) (q + 4 <= m ? p[1] : 0), (long long) p[0]);
                 l16 = _mm_unpacklo_epi16(v, z);
                 h16 = _mm_unpackhi_epi16(v, z);
-                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(l16, z), f0, _mm_cmple_pd(f0, last))
-                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(l16, z), f1, _mm_cmple_pd(f1, last))
-                PYGBN_CRT_PAIR(_mm_unpacklo_epi32(h16, z), f2, _mm_cmple_pd(f2, last))
-                PYGBN_CRT_PAIR(_mm_unpackhi_epi32(h16, z), f3, _mm_cmple_pd(f3, last))
+                PYGBN_CRT_PAIR(l16, f0, _mm_cmple_pd(f0, last))
+                PYGBN_CRT_PAIR(_mm_srli_si128(l16, 8), f1, _mm_cmple_pd(f1, last))
+                PYGBN_CRT_PAIR(h16, f2, _mm_cmple_pd(f2, last))
+                PYGBN_CRT_PAIR(_mm_srli_si128(h16, 8), f3, _mm_cmple_pd(f3, last))
                 q = m + 1;
             }
     #undef PYGBN_CRT_PAIR
             _mm_storeu_si128((__m128i *) c2, cnt);
             t = c2[0] + c2[1];
-            tt = _mm_movemask_pd(tv) != 0;
+            _mm_storeu_si128((__m128i *) c2, und);
+            u = c2[0] + c2[1];
         }
     #endif
         for (; q <= m; q++) {
             double x = pygbn_crt_x16(w, q), s = r + (i0 + (double) q), a = x * s, b = a + s;
             t += b <= lo;
-            tt |= (a < hi) & (b > lo);
+            u += a < hi;
         }
-        *tie = tt;
+        *tie = u > t;
         return t;
     }
     """

@@ -46,7 +46,7 @@ cdef double POISSON_LAM_CAP = 9.0e18
 # per table of the inversion, per point of crt_skip for r <= 1 and r > 1, per candidate,
 # per block; measured with tools/bench_samplers.py)
 cdef int64_t CRT_SKIP_N = 1000
-cdef double CRT_COST_SUM = 1.75
+cdef double CRT_COST_SUM = 1.5
 # crt_sum_skip: the sum over about this many customers per unit of r, then the skips
 cdef double CRT_PREFIX_R = 16.0
 # crt_sum_skip without the cost model for 1 < r <= this
