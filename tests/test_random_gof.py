@@ -371,7 +371,9 @@ def test_dense_sweep_ten_million_draws(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n,r", [(3000, 0.01), (3000, 1.0), (3000, 30.0), (3000, 3000.0)])
+@pytest.mark.parametrize("n,r", [(3000, 0.01), (3000, 1.0), (3000, 30.0), (3000, 3000.0),
+                                 # the Bernoulli sum (crt_small), and the sum then skips
+                                 (20, 0.5), (48, 0.6), (64, 3.0), (1000, 10.0)])
 def test_crt_gof_slow(n, r):
     x = R.crt(n, r, size=2 * 10**6, random_state=seed("crt-slow", n, r), n_jobs=-1)
     table = S.crt_pmf_table(n, r)
