@@ -18,8 +18,7 @@ from numpy.random.c_distributions cimport (
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
-    CRT_SMALL_N, crt_inversion, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum_ties,
-    gamma_mt,
+    CRT_SMALL_N, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum_ties, gamma_mt,
     random_gamma_fast,
 )
 from pygbn.random._special cimport (
@@ -41,10 +40,11 @@ cdef double POISSON_OWN_LAM = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
 # CRT: _inline.crt_small up to n = CRT_SMALL_N (its switches in _inline.pxd), crt_skip for
-# r <= 1 up to CRT_SKIP_N; above, the cheapest of the sum, inversion,
-# skips, thinning and blocks by a cost model (ns per customer of the sum, per customer and
-# per table of the inversion, per point of crt_skip for r <= 1 and r > 1, per candidate,
-# per block; measured with tools/bench_samplers.py)
+# r <= 1 up to CRT_SKIP_N, the sum then skips for 1 < r <= CRT_SUM_SKIP_MAX_R; above, the
+# cheapest of the sum then skips, skips, thinning and blocks by a cost model (ns per customer
+# of the sum, per point of crt_skip for r <= 1 and r > 1, per candidate, per block; measured
+# with tools/bench_samplers.py; the inversion, 1.5 ns a customer and 8 a table and never
+# cheaper than the sum, is crt_small's for small n and r)
 cdef int64_t CRT_SKIP_N = 1000
 cdef double CRT_COST_SUM = 1.5
 # crt_sum_skip: the sum over about this many customers per unit of r, then the skips
@@ -53,8 +53,6 @@ cdef double CRT_PREFIX_R = 16.0
 cdef double CRT_SUM_SKIP_MAX_R = 20.0
 cdef double CRT_COST_SKIP = 8.0
 cdef double CRT_COST_SKIP_R = 25.0
-cdef double CRT_COST_INV = 1.5
-cdef double CRT_COST_INV_TABLE = 8.0
 cdef double CRT_COST_THIN = 40.0
 cdef double CRT_COST_BLOCK = 230.0
 # CRT block method: expected number of thinning candidates per block
@@ -312,19 +310,18 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
 
     Equals ``sum(rand(n) < r / (r + arange(n)))``.  Conventions: ``n <= 0 -> 0``;
     ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
-    cheapest exact algorithm by expected cost: the sum of its Bernoulli draws,
-    16 bits each (:c:func:`pygbn.random._inline.crt_sum`: most n <= 64 with
-    r >= 0.2; above, for 1 < r <= 20 and where the cost model says so, over the
-    first ~16 r customers, then skips, :c:func:`_crt_sum_skip`), inversion over the next new table
-    (:c:func:`pygbn.random._inline.crt_inversion`: n <= 32 with r < 0.2; the
-    choice for n <= 64 is :c:func:`pygbn.random._inline.crt_small`'s),
-    closed-form skips of a dominating process, thinned
-    (:c:func:`pygbn.random._inline.crt_skip`: the rest of n <= 64, and
-    always for r <= 1 from n = 65 to 1000), thinning with geometric skips
-    (tiny r, huge n) or binomial blocks (large r); so the expected time is
+    cheapest exact algorithm by expected cost.  For n <= 64,
+    :c:func:`pygbn.random._inline.crt_small`: the sum of its Bernoulli draws, 16
+    bits each (:c:func:`pygbn.random._inline.crt_sum`, most of r >= 0.2),
+    inversion over the next new table (n <= 32 with r < 0.2) or closed-form
+    skips of a dominating process, thinned (the rest).  Above: the skips for
+    r <= 1 up to n = 1000; for 1 < r <= 20, and where the cost model says so,
+    the sum over the first ~16 r customers and the skips after them
+    (:c:func:`_crt_sum_skip`); thinning with geometric skips (tiny r, huge n)
+    or binomial blocks (large r).  So the expected time is
     O(min(n, log n + r log n, sqrt(r) log n)).
     """
-    cdef double lg, c_inv, c_thin, c_block, c_skip, c_sum
+    cdef double lg, c_thin, c_block, c_skip, c_sum
     cdef int64_t m
     if n <= 0:
         return 0
@@ -340,11 +337,10 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         # the cost model's choice for every n (the blocks' cost grows slower in n, but
         # overtakes only above this r), without its logarithms
         return _crt_sum_skip(bitgen, n, r)
-    # expected costs: n customers and ~1 + r log(1 + n/r) tables; ~1 + r log(1 + n/r)
-    # thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks; points of crt_skip:
-    # ~log(n) for r <= 1, ~r (1 + log(1 + n/r)) (at most n) above
+    # expected costs: m customers of the sum and ~1 + r log(n / m) points of the skips after
+    # them; ~1 + r log(1 + n/r) thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks;
+    # points of crt_skip: ~log(n) for r <= 1, ~r (1 + log(1 + n/r)) (at most n) above
     lg = log1p(<double> n / r)
-    c_inv = CRT_COST_INV * <double> n + CRT_COST_INV_TABLE * (1.0 + r * lg)
     m = _crt_prefix(n, r)
     c_sum = CRT_COST_SUM * <double> m
     if m < n - 1:
@@ -356,12 +352,10 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     else:
         c_skip = r * (1.0 + lg)
         c_skip = CRT_COST_SKIP_R * (1.0 + (c_skip if c_skip < <double> n else <double> n))
-    if c_sum <= c_skip and c_sum <= c_inv and c_sum <= c_thin and c_sum <= c_block:
+    if c_sum <= c_skip and c_sum <= c_thin and c_sum <= c_block:
         return _crt_sum_skip(bitgen, n, r)
-    if c_skip <= c_inv and c_skip <= c_thin and c_skip <= c_block:
+    if c_skip <= c_thin and c_skip <= c_block:
         return crt_skip(bitgen, n, r)
-    if c_inv <= c_thin and c_inv <= c_block:
-        return crt_inversion(bitgen, n, r)
     if c_thin <= c_block:
         return _crt_thinning(bitgen, n, r)
     return _crt_blocks(bitgen, n, r)
