@@ -167,8 +167,8 @@ def test_crt_sum_block_test_is_exact():
     """crt_sum's block test against exact rational arithmetic, customer by customer: a
     counted success is sure, an uncounted draw without the tie flag is a sure failure, and
     every undecided draw sets the flag.  Draws at, next to and far from each threshold,
-    for r in and out of the SIMD path; then whole blocks (the SSE2 groups of eight and the
-    scalar tail) count what the customers alone count."""
+    for several r; then whole blocks (the SSE2 groups of eight and the masked tail, and the
+    scalar loop of builds without SSE2) count what the customers alone count."""
     from pygbn.random._kernels import _crt_sum_block
     rng = np.random.default_rng(seed("crt-sum-exact"))
     for r in [0.2, 1.0 / 3.0, 0.7, 1.0, np.pi, 12.5, 1e3, 1e-9]:
@@ -196,12 +196,14 @@ def test_crt_sum_block_test_is_exact():
             words = np.zeros(16, dtype=np.uint64)
             for q, x in enumerate(block):
                 words[q // 4] |= np.uint64(int(x) << (16 * (q % 4)))
-            for m in (64, 63, 8, 7, 1):
+            for m in (64, 63, 57, 16, 9, 8, 7, 1):
                 got, tie = _crt_sum_block(words, i0, m, r)
                 alone = [_crt_sum_block(np.array([block[q]], dtype=np.uint64), i0 + q, 1, r)
                          for q in range(m)]
                 assert got == sum(a[0] for a in alone)
                 assert tie == any(a[1] for a in alone)
+                # the scalar loop alone (builds without SSE2) counts the same
+                assert _crt_sum_block(words, i0, m, r, scalar=True) == (got, tie)
 
 
 def test_crt_sum_undecided_draws_follow_their_share():

@@ -408,13 +408,25 @@ cdef extern from *:
        crt_sum).  i0 + m < 2^53.  Two customers to an SSE2 instruction where the compiler
        targets it and m >= 8, the last 1..7 with the lanes beyond m masked (the same
        operations, so the same results, as the scalar loop that serves the rest). */
-    static inline int64_t pygbn_crt_sum16(const uint64_t *w, double i0, int64_t m, double r, int *tie) {
+    /* the scalar loop of pygbn_crt_sum16 over customers i0 + q .. i0 + m: adds the sure
+       successes to *t and the draws that are not sure failures to *u */
+    static inline void pygbn_crt_sum16_scalar(const uint64_t *w, double i0, int64_t q, int64_t m,
+                                              double r, int64_t *t, int64_t *u) {
         const double c = r * 65536.0, lo = c * (1.0 - PYGBN_CRT_BAND), hi = c * (1.0 + PYGBN_CRT_BAND);
+        for (; q <= m; q++) {
+            double x = pygbn_crt_x16(w, q), s = r + (i0 + (double) q), a = x * s, b = a + s;
+            *t += b <= lo;
+            *u += a < hi;
+        }
+    }
+
+    static inline int64_t pygbn_crt_sum16(const uint64_t *w, double i0, int64_t m, double r, int *tie) {
         /* t: sure successes, b <= lo; u: draws that are not sure failures, a < hi (a sure
            success is one: a <= b <= lo < hi); undecided draws exist when u > t */
         int64_t t = 0, u = 0, q = 1;
     #if defined(__SSE2__)
         if (m >= 8) {
+            const double c = r * 65536.0, lo = c * (1.0 - PYGBN_CRT_BAND), hi = c * (1.0 + PYGBN_CRT_BAND);
             const __m128i z = _mm_setzero_si128();
             const __m128d all = _mm_castsi128_pd(_mm_set1_epi64x(-1));
             const __m128d rv = _mm_set1_pd(r), lov = _mm_set1_pd(lo), hiv = _mm_set1_pd(hi),
@@ -467,11 +479,7 @@ cdef extern from *:
             u = c2[0] + c2[1];
         }
     #endif
-        for (; q <= m; q++) {
-            double x = pygbn_crt_x16(w, q), s = r + (i0 + (double) q), a = x * s, b = a + s;
-            t += b <= lo;
-            u += a < hi;
-        }
+        pygbn_crt_sum16_scalar(w, i0, q, m, r, &t, &u);
         *tie = u > t;
         return t;
     }
@@ -480,6 +488,8 @@ cdef extern from *:
     double crt_x16 "pygbn_crt_x16"(const uint64_t *w, int64_t q) noexcept nogil
     int64_t crt_sum16 "pygbn_crt_sum16"(const uint64_t *w, double i0, int64_t m, double r,
                                         int *tie) noexcept nogil
+    void crt_sum16_scalar "pygbn_crt_sum16_scalar"(const uint64_t *w, double i0, int64_t q, int64_t m,
+                                                   double r, int64_t *t, int64_t *u) noexcept nogil
 
 
 cdef inline int64_t crt_sum_ties(bitgen_t *g, const uint64_t *w, double i0, int64_t m,

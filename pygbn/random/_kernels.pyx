@@ -18,7 +18,8 @@ from numpy.random.c_distributions cimport (
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
-    CRT_SMALL_N, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum_ties, gamma_mt,
+    CRT_SMALL_N, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum16_scalar, crt_sum_ties,
+    gamma_mt,
     random_gamma_fast,
 )
 from pygbn.random._special cimport (
@@ -509,13 +510,15 @@ for _k in range(BESSEL_S_CELLS + 2):
     _BESSEL_S[_k] = _bessel_series(0.25 * (_k * BESSEL_S_STEP) ** 2)
 
 
-def _crt_sum_block(const uint64_t[::1] words, double i0, int64_t m, double r, bit_generator=None):
+def _crt_sum_block(const uint64_t[::1] words, double i0, int64_t m, double r, bit_generator=None,
+                   bint scalar=False):
     """The block test of :c:func:`pygbn.random._inline.crt_sum` for customers
     ``i0 + 1 .. i0 + m`` (``m <= 4 len(words)``) whose 16-bit draws are in ``words``
     (tests): ``(sure successes, tie)``; with a numpy ``bit_generator``, the block's
-    whole count instead (its undecided draws decided by that stream's uniforms)."""
+    whole count instead (its undecided draws decided by that stream's uniforms).
+    ``scalar``: by the scalar loop alone (what a build without SSE2 runs)."""
     cdef int tie = 0
-    cdef int64_t t
+    cdef int64_t t = 0, u = 0
     cdef bitgen_t *g
     if m > 4 * words.shape[0]:
         raise ValueError(f"m = {m} needs {(m + 3) // 4} words, got {words.shape[0]}")
@@ -523,7 +526,11 @@ def _crt_sum_block(const uint64_t[::1] words, double i0, int64_t m, double r, bi
         if bit_generator is None:
             return 0, False
         return 0
-    t = crt_sum16(&words[0], i0, m, r, &tie)
+    if scalar:
+        crt_sum16_scalar(&words[0], i0, 1, m, r, &t, &u)
+        tie = u > t
+    else:
+        t = crt_sum16(&words[0], i0, m, r, &tie)
     if bit_generator is None:
         return t, bool(tie)
     g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
