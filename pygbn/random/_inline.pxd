@@ -38,7 +38,7 @@ from numpy.random.c_distributions cimport (
     random_standard_normal, random_standard_exponential,
 )
 
-from pygbn.random._pcg64 cimport next_uniform, raw_fill
+from pygbn.random._pcg64 cimport next_raw, next_uniform, raw_fill
 
 from pygbn.random._special cimport log1p_rem4
 
@@ -533,7 +533,13 @@ cdef inline int64_t crt_sum(bitgen_t *g, int64_t n, double r) noexcept nogil:
         m = n - 1 - i0
         if m > 64:
             m = 64
-        raw_fill(g, (m + 3) >> 2, w)
+        if m <= 8:
+            # one or two outputs: the inline step (the same numbers as the fill)
+            w[0] = next_raw(g)
+            if m > 4:
+                w[1] = next_raw(g)
+        else:
+            raw_fill(g, (m + 3) >> 2, w)
         t += crt_sum16(w, <double> i0, m, r, &tie)
         if tie:
             t += crt_sum_ties(g, w, <double> i0, m, r)
