@@ -38,7 +38,7 @@ from numpy.random.c_distributions cimport (
     random_standard_normal, random_standard_exponential,
 )
 
-from pygbn.random._pcg64 cimport next_raw, next_uniform, raw_fill
+from pygbn.random._pcg64 cimport next_uniform, raw_fill
 
 from pygbn.random._special cimport log1p_rem4
 
@@ -401,18 +401,21 @@ cdef extern from *:
         return d - 4503599627370496.0;
     }
 
-    /* Customers i0 + 1 .. i0 + m of CRT(., r), customer i a Bernoulli(r / s), s = r + i, from
-       16-bit draws x (pygbn_crt_x16; w holds (m + 3) / 4 words): the number of sure
-       successes, (x + 1) s <= c = r 2^16 (then x + U < c / s for every U in [0, 1)); *tie is
-       set when some draw is neither that nor a sure failure, x s >= c, within the band (see
-       crt_sum).  i0 + m < 2^53.  Two customers to an SSE2 instruction where the compiler
-       targets it and m >= 8, the last 1..7 with the lanes beyond m masked (the same
-       operations, so the same results, as the scalar loop that serves the rest). */
+    /* the threshold c = r 2^16 and its band [lo, hi]: a customer whose x s + s <= lo is a
+       sure success, one whose x s >= hi a sure failure (the count, its scalar loop and the
+       rescan of the undecided draws all take them from here) */
+    static inline void pygbn_crt_band(double r, double *c, double *lo, double *hi) {
+        *c = r * 65536.0;
+        *lo = *c * (1.0 - PYGBN_CRT_BAND);
+        *hi = *c * (1.0 + PYGBN_CRT_BAND);
+    }
+
     /* the scalar loop of pygbn_crt_sum16 over customers i0 + q .. i0 + m: adds the sure
        successes to *t and the draws that are not sure failures to *u */
     static inline void pygbn_crt_sum16_scalar(const uint64_t *w, double i0, int64_t q, int64_t m,
                                               double r, int64_t *t, int64_t *u) {
-        const double c = r * 65536.0, lo = c * (1.0 - PYGBN_CRT_BAND), hi = c * (1.0 + PYGBN_CRT_BAND);
+        double c, lo, hi;
+        pygbn_crt_band(r, &c, &lo, &hi);
         for (; q <= m; q++) {
             double x = pygbn_crt_x16(w, q), s = r + (i0 + (double) q), a = x * s, b = a + s;
             *t += b <= lo;
@@ -420,15 +423,22 @@ cdef extern from *:
         }
     }
 
+    /* Customers i0 + 1 .. i0 + m of CRT(., r), customer i a Bernoulli(r / s), s = r + i, from
+       16-bit draws x (pygbn_crt_x16; w holds (m + 3) / 4 words): the number of sure
+       successes, (x + 1) s <= c = r 2^16 (then x + U < c / s for every U in [0, 1)); *tie is
+       set when some draw is neither that nor a sure failure, x s >= c, within the band (see
+       crt_sum).  i0 + m < 2^53.  Two customers to an SSE2 instruction where the compiler
+       targets it and m >= 8, the last 1..7 with the lanes beyond m masked (the same
+       operations, so the same results, as the scalar loop that serves the rest). */
     static inline int64_t pygbn_crt_sum16(const uint64_t *w, double i0, int64_t m, double r, int *tie) {
         /* t: sure successes, b <= lo; u: draws that are not sure failures, a < hi (a sure
            success is one: a <= b <= lo < hi); undecided draws exist when u > t */
         int64_t t = 0, u = 0, q = 1;
     #if defined(__SSE2__)
         if (m >= 8) {
-            const double c = r * 65536.0, lo = c * (1.0 - PYGBN_CRT_BAND), hi = c * (1.0 + PYGBN_CRT_BAND);
+            double c, lo, hi;
+            pygbn_crt_band(r, &c, &lo, &hi);
             const __m128i z = _mm_setzero_si128();
-            const __m128d all = _mm_castsi128_pd(_mm_set1_epi64x(-1));
             const __m128d rv = _mm_set1_pd(r), lov = _mm_set1_pd(lo), hiv = _mm_set1_pd(hi),
                           eight = _mm_set1_pd(8.0);
             __m128d f0 = _mm_set_pd(i0 + 2.0, i0 + 1.0), f1 = _mm_set_pd(i0 + 4.0, i0 + 3.0),
@@ -438,22 +448,27 @@ cdef extern from *:
             int64_t c2[2];
             __m128i v, l16, h16;
             __m128d x, s, a, b;
-            /* one pair of customers: its draws (the low two 32-bit lanes of xi), its indices f */
-    #define PYGBN_CRT_PAIR(xi, f, keep) \
+            /* one pair of customers: its draws (the low two 32-bit lanes of xi), its indices f;
+               KEEP(mask, f) the lanes that count (all of them but in a block's last group) */
+    #define PYGBN_CRT_PAIR(xi, f, KEEP) \
             x = _mm_cvtepi32_pd(xi); \
             s = _mm_add_pd(rv, f); a = _mm_mul_pd(x, s); b = _mm_add_pd(a, s); \
-            cnt = _mm_sub_epi64(cnt, _mm_castpd_si128(_mm_and_pd(_mm_cmple_pd(b, lov), keep))); \
-            und = _mm_sub_epi64(und, _mm_castpd_si128(_mm_and_pd(_mm_cmplt_pd(a, hiv), keep)));
+            cnt = _mm_sub_epi64(cnt, _mm_castpd_si128(KEEP(_mm_cmple_pd(b, lov), f))); \
+            und = _mm_sub_epi64(und, _mm_castpd_si128(KEEP(_mm_cmplt_pd(a, hiv), f)));
+    #define PYGBN_CRT_ALL(mask, f) (mask)
+    #define PYGBN_CRT_UPTO(mask, f) _mm_and_pd((mask), _mm_cmple_pd((f), last))
+            /* eight customers: their 16-bit draws in v, widened to 32-bit lanes in customer
+               order, two at a time to doubles (exact) */
+    #define PYGBN_CRT_GROUP(KEEP) \
+            l16 = _mm_unpacklo_epi16(v, z); \
+            h16 = _mm_unpackhi_epi16(v, z); \
+            PYGBN_CRT_PAIR(l16, f0, KEEP) \
+            PYGBN_CRT_PAIR(_mm_srli_si128(l16, 8), f1, KEEP) \
+            PYGBN_CRT_PAIR(h16, f2, KEEP) \
+            PYGBN_CRT_PAIR(_mm_srli_si128(h16, 8), f3, KEEP)
             for (; q + 7 <= m; q += 8, p += 2) {
-                /* eight 16-bit draws, widened to 32-bit lanes in customer order, two at a time
-                   to doubles (exact) */
                 v = _mm_loadu_si128((const __m128i *) p);
-                l16 = _mm_unpacklo_epi16(v, z);
-                h16 = _mm_unpackhi_epi16(v, z);
-                PYGBN_CRT_PAIR(l16, f0, all)
-                PYGBN_CRT_PAIR(_mm_srli_si128(l16, 8), f1, all)
-                PYGBN_CRT_PAIR(h16, f2, all)
-                PYGBN_CRT_PAIR(_mm_srli_si128(h16, 8), f3, all)
+                PYGBN_CRT_GROUP(PYGBN_CRT_ALL)
                 f0 = _mm_add_pd(f0, eight);
                 f1 = _mm_add_pd(f1, eight);
                 f2 = _mm_add_pd(f2, eight);
@@ -464,15 +479,13 @@ cdef extern from *:
                    lanes beyond customer i0 + m masked out */
                 const __m128d last = _mm_set1_pd(i0 + (double) m);
                 v = _mm_set_epi64x((long long) (q + 4 <= m ? p[1] : 0), (long long) p[0]);
-                l16 = _mm_unpacklo_epi16(v, z);
-                h16 = _mm_unpackhi_epi16(v, z);
-                PYGBN_CRT_PAIR(l16, f0, _mm_cmple_pd(f0, last))
-                PYGBN_CRT_PAIR(_mm_srli_si128(l16, 8), f1, _mm_cmple_pd(f1, last))
-                PYGBN_CRT_PAIR(h16, f2, _mm_cmple_pd(f2, last))
-                PYGBN_CRT_PAIR(_mm_srli_si128(h16, 8), f3, _mm_cmple_pd(f3, last))
+                PYGBN_CRT_GROUP(PYGBN_CRT_UPTO)
                 q = m + 1;
             }
+    #undef PYGBN_CRT_GROUP
     #undef PYGBN_CRT_PAIR
+    #undef PYGBN_CRT_ALL
+    #undef PYGBN_CRT_UPTO
             _mm_storeu_si128((__m128i *) c2, cnt);
             t = c2[0] + c2[1];
             _mm_storeu_si128((__m128i *) c2, und);
@@ -484,7 +497,7 @@ cdef extern from *:
         return t;
     }
     """
-    const double CRT_BAND "PYGBN_CRT_BAND"
+    void crt_band "pygbn_crt_band"(double r, double *c, double *lo, double *hi) noexcept nogil
     double crt_x16 "pygbn_crt_x16"(const uint64_t *w, int64_t q) noexcept nogil
     int64_t crt_sum16 "pygbn_crt_sum16"(const uint64_t *w, double i0, int64_t m, double r,
                                         int *tie) noexcept nogil
@@ -496,9 +509,9 @@ cdef inline int64_t crt_sum_ties(bitgen_t *g, const uint64_t *w, double i0, int6
                                  double r) noexcept nogil:
     """The successes among the undecided draws of a :c:func:`crt_sum` block (rare): each
     such customer, in order, succeeds when ``(x + U) s < r 2^16`` for one more uniform U."""
-    cdef double c = r * 65536.0, lo = c * (1.0 - CRT_BAND), hi = c * (1.0 + CRT_BAND)
-    cdef double x, s, a
+    cdef double c, lo, hi, x, s, a
     cdef int64_t q, t = 0
+    crt_band(r, &c, &lo, &hi)
     for q in range(1, m + 1):
         x = crt_x16(w, q)
         s = r + (i0 + <double> q)
@@ -533,13 +546,7 @@ cdef inline int64_t crt_sum(bitgen_t *g, int64_t n, double r) noexcept nogil:
         m = n - 1 - i0
         if m > 64:
             m = 64
-        if m <= 8:
-            # one or two outputs: the inline step (the same numbers as the fill)
-            w[0] = next_raw(g)
-            if m > 4:
-                w[1] = next_raw(g)
-        else:
-            raw_fill(g, (m + 3) >> 2, w)
+        raw_fill(g, (m + 3) >> 2, w)
         t += crt_sum16(w, <double> i0, m, r, &tie)
         if tie:
             t += crt_sum_ties(g, w, <double> i0, m, r)

@@ -18,9 +18,8 @@ from numpy.random.c_distributions cimport (
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
-    CRT_SMALL_N, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum16_scalar, crt_sum_ties,
-    gamma_mt,
-    random_gamma_fast,
+    CRT_SMALL_N, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum16_scalar,
+    crt_sum_ties, gamma_mt, random_gamma_fast,
 )
 from pygbn.random._special cimport (
     log1mexp, log1pmx, poisson_logpmf, stirlerr,

@@ -210,8 +210,13 @@ cdef inline void uniform_fill(bitgen_t *g, Py_ssize_t n, double *out) noexcept n
 
 cdef inline void raw_fill(bitgen_t *g, Py_ssize_t n, uint64_t *out) noexcept nogil:
     """``out[0:n]``: the stream's next n raw outputs (``next_uint64``, in order; the
-    same state after), formed four at a time for a checked PCG64 stream."""
+    same state after), formed four at a time for a checked PCG64 stream (one or two by
+    the inline step: the block's call and set-up would cost more than the numbers)."""
     cdef Py_ssize_t i
+    if n <= 2:
+        for i in range(n):
+            out[i] = next_raw(g)
+        return
     if not pcg64_fill_raw(g, n, out):
         for i in range(n):
             out[i] = g.next_uint64(g.state)
