@@ -144,22 +144,24 @@ def test_crt_sum_blocks(n, r):
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
 
 
-@pytest.mark.parametrize("n,r", [(66, 3.0), (129, 3.0), (200, 4.0), (1000, 10.0), (5000, 0.5),
-                                 (5000, 0.1), (5000, 2.5)])
+@pytest.mark.parametrize("n,r", [(66, 0.5), (129, 0.25), (200, 4.0), (400, 3.0), (1000, 10.0),
+                                 (5000, 0.5), (5000, 0.1), (5000, 2.5)])
 def test_crt_sum_skip(n, r):
-    """crt_sum_skip: the sum over customers 0..m (whole blocks of 64, about 16 r), then the
-    skips from customer m + 1 (one customer only at n = 66; each branch of crt_skip_from
-    started past 1: r > 1, 0.3 <= r <= 1, r < 0.3)."""
+    """crt_sum_skip: the sum over customers 0..m (whole blocks of 64, about 16 r, or all of
+    them where the rest is short: n = 200, r = 4), then the skips from customer m + 1 (one
+    customer only at n = 66; each branch of crt_skip_from started past 1: r > 1,
+    0.3 <= r <= 1, r < 0.3)."""
     x = _kernel("crt_sum_skip", n, r, size=N_DEAR * 2, random_state=seed("crt_sum_skip", n, r))
     table = S.crt_pmf_table(n, r)
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
 
 
-def _crt_sum_exact(x, s, c):
-    """1 (sure success), 0 (sure failure) or None (undecided) for the 16-bit draw x of a
-    customer with ``s = r + i`` (a double) and ``c = r 2^16``, in exact rational arithmetic."""
+def _crt_sum_exact(x, r, i):
+    """1 (sure success), 0 (sure failure) or None (undecided) for the 16-bit draw x of
+    customer i with concentration r (a double): ``s = r + i`` and ``c = r 2^16`` in exact
+    rational arithmetic."""
     from fractions import Fraction
-    s, c = Fraction(s), Fraction(c)
+    s, c = Fraction(r) + i, Fraction(r) * 65536
     return 1 if (x + 1) * s <= c else 0 if x * s >= c else None
 
 
@@ -167,12 +169,14 @@ def test_crt_sum_block_test_is_exact():
     """crt_sum's block test against exact rational arithmetic, customer by customer: a
     counted success is sure, an uncounted draw without the tie flag is a sure failure, and
     every undecided draw sets the flag.  Draws at, next to and far from each threshold,
-    for several r; then whole blocks (the SSE2 groups of eight and the masked tail, and the
+    for several r and first indices (single and double precision); then whole blocks (the SSE2 groups of eight and the masked tail, and the
     scalar loop of builds without SSE2) count what the customers alone count."""
     from pygbn.random._kernels import _crt_sum_block
     rng = np.random.default_rng(seed("crt-sum-exact"))
-    for r in [0.2, 1.0 / 3.0, 0.7, 1.0, np.pi, 12.5, 1e3, 1e-9]:
-        i0 = float(rng.integers(0, 200))
+    # single precision (r in [1e-30, 1e30], indices up to 2^23) and double (beyond)
+    cases = [(r, float(rng.integers(0, 200))) for r in [0.2, 1.0 / 3.0, 0.7, 1.0, np.pi, 12.5, 1e3, 1e-9]]
+    cases += [(1e-40, 3.0), (1e35, 7.0), (2.5, 2.0 ** 23 + 100.0), (0.3, 2.0 ** 40)]
+    for r, i0 in cases:
         xs, decided, undecided = [], 0, 0
         for q in range(1, 65):
             s = r + (i0 + q)
@@ -180,7 +184,7 @@ def test_crt_sum_block_test_is_exact():
             cand = [int(np.floor(t)) + d for d in (-1, 0, 1)] + [int(v) for v in rng.integers(0, 65536, 2)]
             for x in [v for v in cand if 0 <= v < 65536]:
                 got, tie = _crt_sum_block(np.array([x], dtype=np.uint64), i0 + q - 1, 1, r)
-                want = _crt_sum_exact(x, s, r * 65536.0)
+                want = _crt_sum_exact(x, r, int(i0) + q)
                 if got == 1:
                     assert want == 1, (r, q, x)
                 elif not tie:
@@ -189,7 +193,7 @@ def test_crt_sum_block_test_is_exact():
                     assert tie, (r, q, x)
                     undecided += 1
                 decided += want is not None
-            xs.append(cand[1] if cand[1] >= 0 else 0)
+            xs.append(min(max(cand[1], 0), 65535))
         assert undecided > 0 and decided > 0
         # a block of 64 customers whose draws are the thresholds' floors, then random draws
         for block in (np.array(xs), rng.integers(0, 65536, 64)):
@@ -243,11 +247,14 @@ def _upper_crt(ns, rs, n_docs, key):
     return m_out
 
 
-# the switches of the inline dispatch (each side): n = 32 / 33, 48 / 49 and 64 / 65, r = 0.2, 0.75
-# and 1, and crt_skip's r = 0.3; the sum's groups of 8 customers (n = 9 / 10)
-UPPER_N = [1, 2, 3, 9, 10, 32, 33, 48, 49, 64, 65, 200]
-UPPER_R = [1e-3, np.nextafter(0.2, 0.0), 0.2, np.nextafter(0.3, 0.0), 0.3, 0.5, np.nextafter(0.75, 0.0),
-           0.75, np.nextafter(1.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 3.0]
+# the switches of the inline dispatch (each side): crt_small's inversion (r < 0.2, n <= 16,
+# r n <= 1.6: n = 8 / 9 and 16 / 17 with r = 0.2 and 0.1) and skips (640 r < n: r = 0.05 at
+# n = 32 / 33, r = 0.1 at n = 64); random_crt's r = 0.2, 0.9 and 1 (n = 65, 200) and crt_skip's
+# r = 0.3; the sum's groups of 8 customers (n = 9 / 10)
+UPPER_N = [1, 2, 3, 8, 9, 10, 16, 17, 32, 33, 64, 65, 200]
+UPPER_R = [1e-3, np.nextafter(0.05, 0.0), 0.05, np.nextafter(0.1, 0.0), 0.1, np.nextafter(0.1, 1.0),
+           np.nextafter(0.2, 0.0), 0.2, np.nextafter(0.3, 0.0), 0.3, 0.5, np.nextafter(0.9, 0.0), 0.9,
+           np.nextafter(1.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 3.0]
 
 
 @pytest.mark.parametrize("n", UPPER_N)

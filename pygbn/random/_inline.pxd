@@ -20,8 +20,8 @@ Each one is exact given ideal uniforms (``docs/samplers.md``, "Gamma" and
   point is found in closed form (O(log n) candidates for r <= 1, no loop
   over the customers).
 * :c:func:`crt_sum`: CRT(n, r) as its sum of Bernoulli draws, four customers
-  to a 64-bit output and two customers to an SSE2 instruction (O(n), no
-  branch per customer).
+  to a 64-bit output and four to an SSE2 instruction in single precision
+  (O(n), no branch per customer).
 
 References
 ----------
@@ -32,7 +32,7 @@ Marsaglia, G. & Tsang, W. W. (2000). A simple method for generating gamma
 """
 from libc.float cimport DBL_MIN
 from libc.math cimport log, log1p, exp, expm1, sqrt
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
     random_standard_normal, random_standard_exponential,
@@ -58,13 +58,13 @@ cdef extern from *:
     #define PYGBN_CRT_SKIP_LOW_R 0.3
     /* counts up to this go to crt_small (no cost model) */
     #define PYGBN_CRT_SMALL_N 64
-    /* crt_small (speed only): below r = PYGBN_CRT_SUM_LOW_R inversion up to n =
-       PYGBN_CRT_INV_LOW_N and skips above; from it the Bernoulli sum, except skips for
-       PYGBN_CRT_SUM_SKIP_R <= r <= 1 above n = PYGBN_CRT_SUM_SKIP_N */
-    #define PYGBN_CRT_SUM_LOW_R 0.2
-    #define PYGBN_CRT_INV_LOW_N 32
-    #define PYGBN_CRT_SUM_SKIP_R 0.75
-    #define PYGBN_CRT_SUM_SKIP_N 48
+    /* crt_small (speed only): the inversion for r < PYGBN_CRT_INV_MAX_R, n <=
+       PYGBN_CRT_INV_N and r n <= PYGBN_CRT_INV_RN (few customers, fewer tables); the skips
+       for r < n / PYGBN_CRT_SKIP_N_PER_R (few points, r < 0.1); else the Bernoulli sum */
+    #define PYGBN_CRT_INV_MAX_R 0.2
+    #define PYGBN_CRT_INV_N 16
+    #define PYGBN_CRT_INV_RN 1.6
+    #define PYGBN_CRT_SKIP_N_PER_R 640.0
     """
     const double EPS53 "PYGBN_EPS53"
     const double INV_E "PYGBN_INV_E"
@@ -74,10 +74,10 @@ cdef extern from *:
     const double TWO_M600 "PYGBN_TWO_M600"
     const double CRT_SKIP_LOW_R "PYGBN_CRT_SKIP_LOW_R"
     const int64_t CRT_SMALL_N "PYGBN_CRT_SMALL_N"
-    const double CRT_SUM_LOW_R "PYGBN_CRT_SUM_LOW_R"
-    const int64_t CRT_INV_LOW_N "PYGBN_CRT_INV_LOW_N"
-    const double CRT_SUM_SKIP_R "PYGBN_CRT_SUM_SKIP_R"
-    const int64_t CRT_SUM_SKIP_N "PYGBN_CRT_SUM_SKIP_N"
+    const double CRT_INV_MAX_R "PYGBN_CRT_INV_MAX_R"
+    const int64_t CRT_INV_N "PYGBN_CRT_INV_N"
+    const double CRT_INV_RN "PYGBN_CRT_INV_RN"
+    const double CRT_SKIP_N_PER_R "PYGBN_CRT_SKIP_N_PER_R"
 
 
 cdef extern from *:
@@ -388,38 +388,67 @@ cdef extern from *:
     #include <emmintrin.h>
     #endif
 
-    /* crt_sum's band: a draw is decided without a further uniform when its product is more
-       than 2^-50 (relative) away from the threshold (rounding moves it by under 2^-52) */
+    /* crt_sum's blocks: the draws of customers i0 + 1 .. i0 + m are tested in single
+       precision where r and the customers' indices allow (pygbn_crt_f32), else in double.
+       A draw is decided without a further uniform when its product is more than the band
+       (relative) away from the threshold: 2^-20 in single precision, where the roundings of
+       r, of r + i, of x s, of x s + s and of the band's ends move a comparison by under
+       2^-21.6 (five roundings of 2^-24); 2^-50 in double precision (four of 2^-53) */
+    #define PYGBN_CRT_BAND_F 9.5367431640625e-07
     #define PYGBN_CRT_BAND 8.881784197001252e-16
 
+    /* single precision: r and r 2^16 normal, x s below FLT_MAX, every index (and the masked
+       lanes' up to 7 beyond) an integer a float holds exactly */
+    static inline int pygbn_crt_f32(double r, double i0, int64_t m) {
+        return r >= 1e-30 && r <= 1e30 && i0 + (double) m <= 8388608.0;
+    }
+
     /* the 16-bit draw of customer i0 + q (q >= 1) of a block: bits 16 ((q - 1) mod 4) up of
-       w[(q - 1) / 4], as a double (2^52 + x from its bits, less 2^52: exact) */
-    static inline double pygbn_crt_x16(const uint64_t *w, int64_t q) {
-        uint64_t b = 0x4330000000000000ULL | ((w[(q - 1) >> 2] >> (16 * ((q - 1) & 3))) & 0xffffULL);
-        double d;
-        memcpy(&d, &b, 8);
-        return d - 4503599627370496.0;
+       w[(q - 1) / 4] */
+    static inline uint32_t pygbn_crt_x16(const uint64_t *w, int64_t q) {
+        return (uint32_t) ((w[(q - 1) >> 2] >> (16 * ((q - 1) & 3))) & 0xffffULL);
     }
 
-    /* the threshold c = r 2^16 and its band [lo, hi]: a customer whose x s + s <= lo is a
-       sure success, one whose x s >= hi a sure failure (the count, its scalar loop and the
-       rescan of the undecided draws all take them from here) */
-    static inline void pygbn_crt_band(double r, double *c, double *lo, double *hi) {
-        *c = r * 65536.0;
-        *lo = *c * (1.0 - PYGBN_CRT_BAND);
-        *hi = *c * (1.0 + PYGBN_CRT_BAND);
+    /* the threshold c = r 2^16 and its band [lo, hi] in double precision, r, lo and hi in
+       single, and which of the two a block of customers i0 + 1 .. i0 + m takes (the count,
+       its scalar loop and the recount of a block with undecided draws all take them from
+       here) */
+    typedef struct { int f32; float rf, lof, hif; double c, lo, hi; } pygbn_crt_band_t;
+    static inline void pygbn_crt_band(double r, double i0, int64_t m, pygbn_crt_band_t *b) {
+        b->f32 = pygbn_crt_f32(r, i0, m);
+        b->c = r * 65536.0;
+        b->lo = b->c * (1.0 - PYGBN_CRT_BAND);
+        b->hi = b->c * (1.0 + PYGBN_CRT_BAND);
+        b->rf = (float) r;
+        b->lof = (float) (b->c * (1.0 - PYGBN_CRT_BAND_F));
+        b->hif = (float) (b->c * (1.0 + PYGBN_CRT_BAND_F));
     }
 
-    /* the scalar loop of pygbn_crt_sum16 over customers i0 + q .. i0 + m: adds the sure
-       successes to *t and the draws that are not sure failures to *u */
+    /* the block test of customer i0 + q, s = r + i0 + q: bit 0 set when its draw is a sure
+       success, x s + s <= lo, bit 1 when it is not a sure failure, x s < hi (so 3 a sure
+       success, 0 a sure failure, 2 undecided); in single precision the same operations as
+       the SSE2 lanes of pygbn_crt_sum16 */
+    static inline int pygbn_crt_test(const uint64_t *w, double i0, int64_t q, double r,
+                                     const pygbn_crt_band_t *b) {
+        uint32_t x = pygbn_crt_x16(w, q);
+        if (b->f32) {
+            float xf = (float) x, s = b->rf + (float) (i0 + (double) q), a = xf * s;
+            return (a + s <= b->lof) | ((a < b->hif) << 1);
+        }
+        double xd = (double) x, s = r + (i0 + (double) q), a = xd * s;
+        return (a + s <= b->lo) | ((a < b->hi) << 1);
+    }
+
+    /* the scalar loop of pygbn_crt_sum16 over customers i0 + q .. i0 + m of a block of m:
+       adds the sure successes to *t and the draws that are not sure failures to *u */
     static inline void pygbn_crt_sum16_scalar(const uint64_t *w, double i0, int64_t q, int64_t m,
                                               double r, int64_t *t, int64_t *u) {
-        double c, lo, hi;
-        pygbn_crt_band(r, &c, &lo, &hi);
+        pygbn_crt_band_t b;
+        pygbn_crt_band(r, i0, m, &b);
         for (; q <= m; q++) {
-            double x = pygbn_crt_x16(w, q), s = r + (i0 + (double) q), a = x * s, b = a + s;
-            *t += b <= lo;
-            *u += a < hi;
+            int k = pygbn_crt_test(w, i0, q, r, &b);
+            *t += k & 1;
+            *u += k >> 1;
         }
     }
 
@@ -427,69 +456,64 @@ cdef extern from *:
        16-bit draws x (pygbn_crt_x16; w holds (m + 3) / 4 words): the number of sure
        successes, (x + 1) s <= c = r 2^16 (then x + U < c / s for every U in [0, 1)); *tie is
        set when some draw is neither that nor a sure failure, x s >= c, within the band (see
-       crt_sum).  i0 + m < 2^53.  Two customers to an SSE2 instruction where the compiler
-       targets it and m >= 8, the last 1..7 with the lanes beyond m masked (the same
-       operations, so the same results, as the scalar loop that serves the rest). */
+       crt_sum).  i0 + m < 2^53.  In single precision four customers to an SSE2 instruction
+       where the compiler targets it and m >= 8, the last 1..7 with the lanes beyond m
+       masked; the scalar loop serves the rest. */
     static inline int64_t pygbn_crt_sum16(const uint64_t *w, double i0, int64_t m, double r, int *tie) {
         /* t: sure successes, b <= lo; u: draws that are not sure failures, a < hi (a sure
            success is one: a <= b <= lo < hi); undecided draws exist when u > t */
         int64_t t = 0, u = 0, q = 1;
     #if defined(__SSE2__)
-        if (m >= 8) {
-            double c, lo, hi;
-            pygbn_crt_band(r, &c, &lo, &hi);
+        pygbn_crt_band_t bd;
+        pygbn_crt_band(r, i0, m, &bd);
+        if (m >= 8 && bd.f32) {
             const __m128i z = _mm_setzero_si128();
-            const __m128d rv = _mm_set1_pd(r), lov = _mm_set1_pd(lo), hiv = _mm_set1_pd(hi),
-                          eight = _mm_set1_pd(8.0);
-            __m128d f0 = _mm_set_pd(i0 + 2.0, i0 + 1.0), f1 = _mm_set_pd(i0 + 4.0, i0 + 3.0),
-                    f2 = _mm_set_pd(i0 + 6.0, i0 + 5.0), f3 = _mm_set_pd(i0 + 8.0, i0 + 7.0);
+            const __m128 rv = _mm_set1_ps(bd.rf), lov = _mm_set1_ps(bd.lof), hiv = _mm_set1_ps(bd.hif),
+                         eight = _mm_set1_ps(8.0f);
+            const float f = (float) i0;
+            __m128 f0 = _mm_set_ps(f + 4.0f, f + 3.0f, f + 2.0f, f + 1.0f),
+                   f1 = _mm_set_ps(f + 8.0f, f + 7.0f, f + 6.0f, f + 5.0f);
             __m128i cnt = _mm_setzero_si128(), und = _mm_setzero_si128();
             const uint64_t *p = w;
-            int64_t c2[2];
-            __m128i v, l16, h16;
-            __m128d x, s, a, b;
-            /* one pair of customers: its draws (the low two 32-bit lanes of xi), its indices f;
-               KEEP(mask, f) the lanes that count (all of them but in a block's last group) */
-    #define PYGBN_CRT_PAIR(xi, f, KEEP) \
-            x = _mm_cvtepi32_pd(xi); \
-            s = _mm_add_pd(rv, f); a = _mm_mul_pd(x, s); b = _mm_add_pd(a, s); \
-            cnt = _mm_sub_epi64(cnt, _mm_castpd_si128(KEEP(_mm_cmple_pd(b, lov), f))); \
-            und = _mm_sub_epi64(und, _mm_castpd_si128(KEEP(_mm_cmplt_pd(a, hiv), f)));
-    #define PYGBN_CRT_ALL(mask, f) (mask)
-    #define PYGBN_CRT_UPTO(mask, f) _mm_and_pd((mask), _mm_cmple_pd((f), last))
+            int32_t c4[4];
+            __m128i v;
+            __m128 x, s, a, b;
+            /* four customers: their draws (32-bit lanes of xi), their indices fv;
+               KEEP(mask, fv) the lanes that count (all of them but in a block's last group) */
+    #define PYGBN_CRT_QUAD(xi, fv, KEEP) \
+            x = _mm_cvtepi32_ps(xi); \
+            s = _mm_add_ps(rv, fv); a = _mm_mul_ps(x, s); b = _mm_add_ps(a, s); \
+            cnt = _mm_sub_epi32(cnt, _mm_castps_si128(KEEP(_mm_cmple_ps(b, lov), fv))); \
+            und = _mm_sub_epi32(und, _mm_castps_si128(KEEP(_mm_cmplt_ps(a, hiv), fv)));
+    #define PYGBN_CRT_ALL(mask, fv) (mask)
+    #define PYGBN_CRT_UPTO(mask, fv) _mm_and_ps((mask), _mm_cmple_ps((fv), last))
             /* eight customers: their 16-bit draws in v, widened to 32-bit lanes in customer
-               order, two at a time to doubles (exact) */
+               order, four at a time to floats (exact) */
     #define PYGBN_CRT_GROUP(KEEP) \
-            l16 = _mm_unpacklo_epi16(v, z); \
-            h16 = _mm_unpackhi_epi16(v, z); \
-            PYGBN_CRT_PAIR(l16, f0, KEEP) \
-            PYGBN_CRT_PAIR(_mm_srli_si128(l16, 8), f1, KEEP) \
-            PYGBN_CRT_PAIR(h16, f2, KEEP) \
-            PYGBN_CRT_PAIR(_mm_srli_si128(h16, 8), f3, KEEP)
+            PYGBN_CRT_QUAD(_mm_unpacklo_epi16(v, z), f0, KEEP) \
+            PYGBN_CRT_QUAD(_mm_unpackhi_epi16(v, z), f1, KEEP)
             for (; q + 7 <= m; q += 8, p += 2) {
                 v = _mm_loadu_si128((const __m128i *) p);
                 PYGBN_CRT_GROUP(PYGBN_CRT_ALL)
-                f0 = _mm_add_pd(f0, eight);
-                f1 = _mm_add_pd(f1, eight);
-                f2 = _mm_add_pd(f2, eight);
-                f3 = _mm_add_pd(f3, eight);
+                f0 = _mm_add_ps(f0, eight);
+                f1 = _mm_add_ps(f1, eight);
             }
             if (q <= m) {
                 /* the last 1..7 customers: their words (a second one may not exist: zeros),
                    lanes beyond customer i0 + m masked out */
-                const __m128d last = _mm_set1_pd(i0 + (double) m);
+                const __m128 last = _mm_set1_ps((float) (i0 + (double) m));
                 v = _mm_set_epi64x((long long) (q + 4 <= m ? p[1] : 0), (long long) p[0]);
                 PYGBN_CRT_GROUP(PYGBN_CRT_UPTO)
                 q = m + 1;
             }
     #undef PYGBN_CRT_GROUP
-    #undef PYGBN_CRT_PAIR
+    #undef PYGBN_CRT_QUAD
     #undef PYGBN_CRT_ALL
     #undef PYGBN_CRT_UPTO
-            _mm_storeu_si128((__m128i *) c2, cnt);
-            t = c2[0] + c2[1];
-            _mm_storeu_si128((__m128i *) c2, und);
-            u = c2[0] + c2[1];
+            _mm_storeu_si128((__m128i *) c4, cnt);
+            t = (int64_t) c4[0] + c4[1] + c4[2] + c4[3];
+            _mm_storeu_si128((__m128i *) c4, und);
+            u = (int64_t) c4[0] + c4[1] + c4[2] + c4[3];
         }
     #endif
         pygbn_crt_sum16_scalar(w, i0, q, m, r, &t, &u);
@@ -497,27 +521,35 @@ cdef extern from *:
         return t;
     }
     """
-    void crt_band "pygbn_crt_band"(double r, double *c, double *lo, double *hi) noexcept nogil
-    double crt_x16 "pygbn_crt_x16"(const uint64_t *w, int64_t q) noexcept nogil
+    ctypedef struct crt_band_t "pygbn_crt_band_t":
+        double c
+    void crt_band "pygbn_crt_band"(double r, double i0, int64_t m, crt_band_t *b) noexcept nogil
+    int crt_test "pygbn_crt_test"(const uint64_t *w, double i0, int64_t q, double r,
+                                  const crt_band_t *b) noexcept nogil
+    uint32_t crt_x16 "pygbn_crt_x16"(const uint64_t *w, int64_t q) noexcept nogil
     int64_t crt_sum16 "pygbn_crt_sum16"(const uint64_t *w, double i0, int64_t m, double r,
                                         int *tie) noexcept nogil
     void crt_sum16_scalar "pygbn_crt_sum16_scalar"(const uint64_t *w, double i0, int64_t q, int64_t m,
                                                    double r, int64_t *t, int64_t *u) noexcept nogil
 
 
-cdef inline int64_t crt_sum_ties(bitgen_t *g, const uint64_t *w, double i0, int64_t m,
-                                 double r) noexcept nogil:
-    """The successes among the undecided draws of a :c:func:`crt_sum` block (rare): each
-    such customer, in order, succeeds when ``(x + U) s < r 2^16`` for one more uniform U."""
-    cdef double c, lo, hi, x, s, a
+cdef inline int64_t crt_sum_decide(bitgen_t *g, const uint64_t *w, double i0, int64_t m,
+                                   double r) noexcept nogil:
+    """The successes of a :c:func:`crt_sum` block that holds undecided draws (rare), customer
+    by customer: the sure ones by the block test's own operations, and each undecided draw,
+    in order, by ``(x + U) s < r 2^16`` for one more uniform U (in double precision, ``s``
+    within 2^-53 of ``r + i``).  The whole block is recounted here, so which draws the count
+    called sure need not be known."""
+    cdef crt_band_t b
     cdef int64_t q, t = 0
-    crt_band(r, &c, &lo, &hi)
+    cdef int k
+    crt_band(r, i0, m, &b)
     for q in range(1, m + 1):
-        x = crt_x16(w, q)
-        s = r + (i0 + <double> q)
-        a = x * s
-        if a < hi and a + s > lo:
-            t += (x + next_uniform(g)) * s < c
+        k = crt_test(w, i0, q, r, &b)
+        if k == 3:
+            t += 1
+        elif k == 2:
+            t += (<double> crt_x16(w, q) + next_uniform(g)) * (r + (i0 + <double> q)) < b.c
     return t
 
 
@@ -531,39 +563,39 @@ cdef inline int64_t crt_sum(bitgen_t *g, int64_t n, double r) noexcept nogil:
     needed: with ``c = r 2^16`` the customer succeeds for every U when
     ``(x + 1) s <= c`` and fails for every U when ``x s >= c``; in between
     (one x in 2^16, at most) U is drawn and decides, ``(x + U) s < c``
-    (:c:func:`crt_sum_ties`).  So ``P(success) = (c / s) / 2^16 = p_i``.
-    The two tests are made on rounded products (``x s`` and ``x s + s``,
-    each within 2^-52 of its value relative): a draw is taken as sure only
-    beyond a band of 2^-50 around c, and one inside the band draws U, so no
-    draw is decided wrongly.  Blocks of 64 customers; expected
-    ``(n - 1) / 4`` raw outputs and ``(n - 1) 2^-16`` uniforms, and no
-    branch that depends on a draw (two customers to an SSE2 instruction).
+    (:c:func:`crt_sum_decide`).  So ``P(success) = (c / s) / 2^16 = p_i``.
+    The two tests are made on rounded products (``x s`` and ``x s + s``, in
+    single precision within four roundings of 2^-24 of their values relative,
+    in double four of 2^-53; ``pygbn_crt_f32`` says which): a draw is taken as sure only
+    beyond a band of 2^-20 (2^-50) around c, and one inside the band draws U,
+    so no draw is decided wrongly.  Blocks of 64 customers; expected
+    ``(n - 1) / 4`` raw outputs and about ``(n - 1) 2^-16`` uniforms, and no
+    branch that depends on a draw (four customers to an SSE2 instruction).
     """
     cdef uint64_t w[16]
-    cdef int64_t t = 1, i0 = 0, m
+    cdef int64_t t = 1, i0 = 0, m, q
     cdef int tie
     while i0 < n - 1:
         m = n - 1 - i0
         if m > 64:
             m = 64
         raw_fill(g, (m + 3) >> 2, w)
-        t += crt_sum16(w, <double> i0, m, r, &tie)
+        q = crt_sum16(w, <double> i0, m, r, &tie)
         if tie:
-            t += crt_sum_ties(g, w, <double> i0, m, r)
+            q = crt_sum_decide(g, w, <double> i0, m, r)
+        t += q
         i0 += m
     return t
 
 
 cdef inline int64_t crt_small(bitgen_t *g, int64_t n, double r) noexcept nogil:
     """CRT(n, r) for ``1 <= n <= CRT_SMALL_N``, ``0 < r < inf`` (speed only):
-    below ``r = CRT_SUM_LOW_R`` :c:func:`crt_inversion` up to ``n = CRT_INV_LOW_N``
-    (one uniform covers many customers) and :c:func:`crt_skip` above; from it
-    :c:func:`crt_sum`, except :c:func:`crt_skip` for ``CRT_SUM_SKIP_R <= r <= 1``
-    above ``n = CRT_SUM_SKIP_N`` (few points, and a cheap thinning test near r = 1)."""
-    if r < CRT_SUM_LOW_R:
-        if n <= CRT_INV_LOW_N:
-            return crt_inversion(g, n, r)
-        return crt_skip(g, n, r)
-    if n > CRT_SUM_SKIP_N and CRT_SUM_SKIP_R <= r <= 1.0:
+    :c:func:`crt_inversion` for ``r < CRT_INV_MAX_R``, ``n <= CRT_INV_N`` and
+    ``r n <= CRT_INV_RN`` (a few customers and fewer tables: one uniform covers many
+    customers), :c:func:`crt_skip` for ``r CRT_SKIP_N_PER_R < n`` (r below 0.1: few
+    points), else :c:func:`crt_sum`."""
+    if r < CRT_INV_MAX_R and n <= CRT_INV_N and r * <double> n <= CRT_INV_RN:
+        return crt_inversion(g, n, r)
+    if r * CRT_SKIP_N_PER_R < <double> n:
         return crt_skip(g, n, r)
     return crt_sum(g, n, r)

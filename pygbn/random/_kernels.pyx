@@ -19,7 +19,7 @@ from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
     CRT_SMALL_N, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum16_scalar,
-    crt_sum_ties, gamma_mt, random_gamma_fast,
+    crt_sum_decide, gamma_mt, random_gamma_fast,
 )
 from pygbn.random._special cimport (
     log1mexp, log1pmx, poisson_logpmf, stirlerr,
@@ -39,19 +39,20 @@ FAST_UNIFORMS = pcg64_fill_init()
 cdef double POISSON_OWN_LAM = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
-# CRT: _inline.crt_small up to n = CRT_SMALL_N (its switches in _inline.pxd), crt_skip for
-# r <= 1 up to CRT_SKIP_N, the sum then skips for 1 < r <= CRT_SUM_SKIP_MAX_R; above, the
-# cheapest of the sum then skips, skips, thinning and blocks by a cost model (ns per customer
-# of the sum, per point of crt_skip for r <= 1 and r > 1, per candidate, per block; measured
-# with tools/bench_samplers.py; the inversion, 1.5 ns a customer and 8 a table and never
-# cheaper than the sum, is crt_small's for small n and r)
-cdef int64_t CRT_SKIP_N = 1000
-cdef double CRT_COST_SUM = 1.5
+# CRT: _inline.crt_small up to n = CRT_SMALL_N (its switches in _inline.pxd); above, for
+# r <= 1 the sum then skips for CRT_SUM_SKIP_MIN_R <= r < CRT_SUM_SKIP_R1 and the skips
+# otherwise (cheaper than thinning and blocks for every n measured, up to 10^12), the sum
+# then skips for 1 < r <= CRT_SUM_SKIP_MAX_R; above, the cheapest of the sum then skips,
+# skips, thinning and blocks by a cost model (ns per customer of the sum, per point of
+# crt_skip, per candidate, per block; measured with tools/bench_samplers.py; the
+# inversion, cheaper than the sum for a few customers and fewer tables only, is crt_small's)
+cdef double CRT_SUM_SKIP_MIN_R = 0.2
+cdef double CRT_SUM_SKIP_R1 = 0.9
+cdef double CRT_COST_SUM = 0.8
 # crt_sum_skip: the sum over about this many customers per unit of r, then the skips
 cdef double CRT_PREFIX_R = 16.0
 # crt_sum_skip without the cost model for 1 < r <= this
 cdef double CRT_SUM_SKIP_MAX_R = 20.0
-cdef double CRT_COST_SKIP = 8.0
 cdef double CRT_COST_SKIP_R = 25.0
 cdef double CRT_COST_THIN = 40.0
 cdef double CRT_COST_BLOCK = 230.0
@@ -288,11 +289,19 @@ cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
 cdef inline int64_t _crt_prefix(int64_t n, double r) noexcept nogil:
     """Customers 1..m that :c:func:`_crt_sum_skip` gives to the sum: about
     ``CRT_PREFIX_R r`` (where one more customer of the sum costs what the skips'
-    expected ``r / m`` points there cost), in whole blocks of 64, at most ``n - 1``."""
+    expected ``r / m`` points there cost), in whole blocks of 64, at most ``n - 1``;
+    for r > 1 all ``n - 1`` when the sum over the rest costs less than the skips'
+    expected ``1 + r log(n / m)`` points there (by the cost model's figures, the
+    logarithm bounded below by ``(n - m) / n``)."""
     cdef double m = CRT_PREFIX_R * r
+    cdef int64_t k
     if m >= <double> (n - 1):
         return n - 1
-    return min(n - 1, (<int64_t> (m / 64.0) + 1) * 64)
+    k = (<int64_t> (m / 64.0) + 1) * 64
+    if k >= n - 1 or (r > 1.0 and CRT_COST_SUM * <double> (n - 1 - k)
+                      < CRT_COST_SKIP_R * (1.0 + r * <double> (n - k) / <double> n)):
+        return n - 1
+    return k
 
 
 cdef int64_t _crt_sum_skip(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
@@ -312,14 +321,14 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     ``r = +inf -> n``; ``r <= 0`` (the limit r -> 0) ``-> 1``.  Picks the
     cheapest exact algorithm by expected cost.  For n <= 64,
     :c:func:`pygbn.random._inline.crt_small`: the sum of its Bernoulli draws, 16
-    bits each (:c:func:`pygbn.random._inline.crt_sum`, most of r >= 0.2),
-    inversion over the next new table (n <= 32 with r < 0.2) or closed-form
-    skips of a dominating process, thinned (the rest).  Above: the skips for
-    r <= 1 up to n = 1000; for 1 < r <= 20, and where the cost model says so,
-    the sum over the first ~16 r customers and the skips after them
-    (:c:func:`_crt_sum_skip`); thinning with geometric skips (tiny r, huge n)
-    or binomial blocks (large r).  So the expected time is
-    O(min(n, log n + r log n, sqrt(r) log n)).
+    bits each (:c:func:`pygbn.random._inline.crt_sum`, most of r >= 0.1),
+    inversion over the next new table (n <= 16 with r < 0.2 and r n <= 1.6) or
+    closed-form skips of a dominating process, thinned (r < n / 640).  Above:
+    for 0.2 <= r < 0.9, for 1 < r <= 20, and where the cost model says so, the
+    sum over the first customers (one block of 64, or ~16 r) and the skips after
+    them (:c:func:`_crt_sum_skip`); the skips alone for the rest of r <= 1;
+    thinning with geometric skips or binomial blocks (large r and n), by the
+    cost model.  So the expected time is O(min(n, log n + r log n, sqrt(r) log n)).
     """
     cdef double lg, c_thin, c_block, c_skip, c_sum
     cdef int64_t m
@@ -331,7 +340,9 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         return 1
     if n <= CRT_SMALL_N:
         return crt_small(bitgen, n, r)
-    if r <= 1.0 and n <= CRT_SKIP_N:
+    if r <= 1.0:
+        if CRT_SUM_SKIP_MIN_R <= r < CRT_SUM_SKIP_R1:
+            return _crt_sum_skip(bitgen, n, r)
         return crt_skip(bitgen, n, r)
     if 1.0 < r <= CRT_SUM_SKIP_MAX_R:
         # the cost model's choice for every n (the blocks' cost grows slower in n, but
@@ -339,7 +350,7 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         return _crt_sum_skip(bitgen, n, r)
     # expected costs: m customers of the sum and ~1 + r log(n / m) points of the skips after
     # them; ~1 + r log(1 + n/r) thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks;
-    # points of crt_skip: ~log(n) for r <= 1, ~r (1 + log(1 + n/r)) (at most n) above
+    # points of crt_skip: ~r (1 + log(1 + n/r)), at most n (r > 20 here)
     lg = log1p(<double> n / r)
     m = _crt_prefix(n, r)
     c_sum = CRT_COST_SUM * <double> m
@@ -347,11 +358,8 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         c_sum += CRT_COST_SKIP_R * (1.0 + r * log(<double> n / <double> m))
     c_thin = CRT_COST_THIN * (2.0 + r * lg)
     c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
-    if r <= 1.0:
-        c_skip = CRT_COST_SKIP * (1.0 + log(<double> n))
-    else:
-        c_skip = r * (1.0 + lg)
-        c_skip = CRT_COST_SKIP_R * (1.0 + (c_skip if c_skip < <double> n else <double> n))
+    c_skip = r * (1.0 + lg)
+    c_skip = CRT_COST_SKIP_R * (1.0 + (c_skip if c_skip < <double> n else <double> n))
     if c_sum <= c_skip and c_sum <= c_thin and c_sum <= c_block:
         return _crt_sum_skip(bitgen, n, r)
     if c_skip <= c_thin and c_skip <= c_block:
@@ -534,7 +542,7 @@ def _crt_sum_block(const uint64_t[::1] words, double i0, int64_t m, double r, bi
         return t, bool(tie)
     g = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
     if tie:
-        t += crt_sum_ties(g, &words[0], i0, m, r)
+        t = crt_sum_decide(g, &words[0], i0, m, r)
     return t
 
 
