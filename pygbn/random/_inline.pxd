@@ -397,10 +397,12 @@ cdef extern from *:
     #define PYGBN_CRT_BAND_F 9.5367431640625e-07
     #define PYGBN_CRT_BAND 8.881784197001252e-16
 
-    /* single precision: r and r 2^16 normal, x s below FLT_MAX, every index (and the masked
-       lanes' up to 7 beyond) an integer a float holds exactly */
+    /* single precision for blocks of 8 customers and more (the SSE2 groups; the few
+       customers of a smaller block are tested as fast in double): r and r 2^16 normal,
+       x s below FLT_MAX, every index (and the masked lanes' up to 7 beyond) an integer a
+       float holds exactly */
     static inline int pygbn_crt_f32(double r, double i0, int64_t m) {
-        return r >= 1e-30 && r <= 1e30 && i0 + (double) m <= 8388608.0;
+        return m >= 8 && r >= 1e-30 && r <= 1e30 && i0 + (double) m <= 8388608.0;
     }
 
     /* the 16-bit draw of customer i0 + q (q >= 1) of a block: bits 16 ((q - 1) mod 4) up of
@@ -409,19 +411,22 @@ cdef extern from *:
         return (uint32_t) ((w[(q - 1) >> 2] >> (16 * ((q - 1) & 3))) & 0xffffULL);
     }
 
-    /* the threshold c = r 2^16 and its band [lo, hi] in double precision, r, lo and hi in
-       single, and which of the two a block of customers i0 + 1 .. i0 + m takes (the count,
+    /* which precision a block of customers i0 + 1 .. i0 + m takes, the threshold c = r 2^16,
+       and the band [lo, hi] in that precision (with r in single precision; the count,
        its scalar loop and the recount of a block with undecided draws all take them from
        here) */
     typedef struct { int f32; float rf, lof, hif; double c, lo, hi; } pygbn_crt_band_t;
     static inline void pygbn_crt_band(double r, double i0, int64_t m, pygbn_crt_band_t *b) {
         b->f32 = pygbn_crt_f32(r, i0, m);
         b->c = r * 65536.0;
-        b->lo = b->c * (1.0 - PYGBN_CRT_BAND);
-        b->hi = b->c * (1.0 + PYGBN_CRT_BAND);
-        b->rf = (float) r;
-        b->lof = (float) (b->c * (1.0 - PYGBN_CRT_BAND_F));
-        b->hif = (float) (b->c * (1.0 + PYGBN_CRT_BAND_F));
+        if (b->f32) {
+            b->rf = (float) r;
+            b->lof = (float) (b->c * (1.0 - PYGBN_CRT_BAND_F));
+            b->hif = (float) (b->c * (1.0 + PYGBN_CRT_BAND_F));
+        } else {
+            b->lo = b->c * (1.0 - PYGBN_CRT_BAND);
+            b->hi = b->c * (1.0 + PYGBN_CRT_BAND);
+        }
     }
 
     /* the block test of customer i0 + q, s = r + i0 + q: bit 0 set when its draw is a sure
@@ -466,7 +471,7 @@ cdef extern from *:
     #if defined(__SSE2__)
         pygbn_crt_band_t bd;
         pygbn_crt_band(r, i0, m, &bd);
-        if (m >= 8 && bd.f32) {
+        if (bd.f32) {
             const __m128i z = _mm_setzero_si128();
             const __m128 rv = _mm_set1_ps(bd.rf), lov = _mm_set1_ps(bd.lof), hiv = _mm_set1_ps(bd.hif),
                          eight = _mm_set1_ps(8.0f);
