@@ -95,7 +95,7 @@ def test_bessel_chopdown_bound_is_above_the_sum_and_close():
 CRT_GRID = [(1, 0.5), (2, 1e-300), (2, 0.3), (5, 1e-3), (16, 2.0), (17, 2.0), (17, 1e4),
             (40, 0.05), (40, 1.0), (40, 30.0), (200, 0.5), (200, 8.0), (200, 200.0),
             (1000, 1e-2), (1000, 3.0), (1000, 60.0), (1000, 1e5), (2500, 1.0), (2500, 400.0),
-            # either side of r = 1 and of n = 1000 (crt_skip without / with the cost model)
+            # either side of r = 1 (crt_skip / the sum then skips or the cost model) and of n = 1000
             (20, 1.0), (20, 1.0 - 2.0**-52), (20, 1.0 + 2.0**-52), (100, 1.5), (1000, 0.999),
             (1001, 0.999), (2500, 1e-3)]
 

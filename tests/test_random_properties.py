@@ -281,7 +281,8 @@ def test_other_invalid_input():
 # r <= 1 and where its cost model says so: every CRT draw changes.  And for the
 # truncated Bessel's chop-down from n = 1 on a tabulated bound, for alpha < 50.  And for
 # CRT by its Bernoulli sum with 16-bit draws, crt_sum, for n <= 64 from r = 0.2 up, and that sum
-# over the first customers then skips for moderate n with r > 1, crt_sum_skip.)
+# over the first customers then skips for moderate n with r > 1, crt_sum_skip.  The sum's
+# single-precision test and the dispatch of the twenty-second session left these values.)
 SEED = 20240601
 GOLDEN = {
     "crt": [3, 24, 17, 5024, 2953],
