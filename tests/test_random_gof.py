@@ -13,6 +13,8 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import pygbn.random as R
 from pygbn import stats as S
@@ -208,6 +210,56 @@ def test_crt_sum_block_test_is_exact():
                 assert tie == any(a[1] for a in alone)
                 # the scalar loop alone (builds without SSE2) counts the same
                 assert _crt_sum_block(words, i0, m, r, scalar=True) == (got, tie)
+
+
+def _crt_lone_customer(x, r, i0, q, filler):
+    """Words of a block of 8 customers i0 + 1 .. i0 + 8 (single precision where r allows):
+    customer i0 + q draws x, the others ``filler``."""
+    words = np.zeros(2, dtype=np.uint64)
+    for k in range(8):
+        words[k // 4] |= np.uint64((x if k == q - 1 else filler) << (16 * (k % 4)))
+    return words
+
+
+@settings(derandomize=True, deadline=None, max_examples=400)
+@given(x=st.integers(1, 65534), i=st.integers(1, 2**23 - 8), delta=st.floats(-1e-6, 1e-6),
+       q=st.integers(1, 8), near=st.sampled_from([-1, 0, 1]))
+def test_crt_sum_single_precision_test_is_exact(x, i, delta, q, near):
+    """The single-precision block test (blocks of 8 customers and more) at draws whose
+    product lands within a few ulps of the threshold: r is chosen so that c / s,
+    ``c = r 2^16``, ``s = r + i``, is within 10^-6 of the integer x, and the draw is
+    x - 1, x or x + 1.  A counted success must be sure, an uncounted draw without the tie
+    flag a sure failure, an undecided draw must set the flag (exact rationals)."""
+    from fractions import Fraction
+    from pygbn.random._kernels import _crt_sum_block
+    r = float((x + delta) * i / (65536.0 - x - delta))
+    assume(1e-30 <= r <= 1e30)
+    i0 = i - q
+    assume(i0 >= 0)
+    rr = Fraction(r)
+    c = rr * 65536
+    # the other seven customers: sure failures (65535) or sure successes (0) with a margin
+    # far beyond the band, whichever holds for all of them
+    s_lo, s_hi = rr + i0 + 1, rr + i0 + 8
+    if 65535 * s_lo >= c * (1 + Fraction(1, 2**16)):
+        filler, others = 65535, 0
+    elif s_hi <= c * (1 - Fraction(1, 2**16)):
+        filler, others = 0, 7
+    else:
+        assume(False)
+    draw = x + near
+    got, tie = _crt_sum_block(_crt_lone_customer(draw, r, i0, q, filler), float(i0), 8, r)
+    want = _crt_sum_exact(draw, r, i0 + q)
+    if got - others == 1:
+        assert want == 1, (r, i0, q, draw)
+    else:
+        assert got == others, (r, i0, q, draw, got)
+        if not tie:
+            assert want == 0, (r, i0, q, draw)
+    if want is None:
+        assert tie, (r, i0, q, draw)
+    assert _crt_sum_block(_crt_lone_customer(draw, r, i0, q, filler), float(i0), 8, r,
+                          scalar=True) == (got, tie)
 
 
 def test_crt_sum_undecided_draws_follow_their_share():
