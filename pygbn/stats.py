@@ -171,10 +171,10 @@ def _psi_diff(r, n):
     if n <= 100000:
         return float(np.sum(1.0 / (r + np.arange(n, dtype=np.float64))))
     if r >= 1000:
-        x, y = r, r + n
-        # psi(x) ~ log x - 1/(2x) - 1/(12x^2) + 1/(120x^4) - 1/(252x^6)
-        return (np.log1p(n / r) + (1 / (2 * x) - 1 / (2 * y)) + (1 / (12 * x * x) - 1 / (12 * y * y))
-                - (1 / (120 * x ** 4) - 1 / (120 * y ** 4)))
+        # psi(x) ~ log x - 1/(2x) - 1/(12x^2) + 1/(120x^4) - 1/(252x^6), in powers of 1/x
+        # (no overflow for huge r)
+        u, v = 1.0 / r, 1.0 / (r + n)
+        return (np.log1p(n / r) + (u - v) / 2 + (u * u - v * v) / 12 - (u ** 4 - v ** 4) / 120)
     return float(special.psi(r + n) - special.psi(r))
 
 
@@ -185,15 +185,15 @@ def _trigamma_diff(r, n):
     if n <= 100000:
         return float(np.sum(1.0 / (r + np.arange(n, dtype=np.float64)) ** 2))
     if r >= 1000:
-        x, y = r, r + n
-        # psi_1(x) ~ 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5)
-        return (n / (x * y) + n * (x + y) / (2 * x * x * y * y) + (1 / (6 * x ** 3) - 1 / (6 * y ** 3))
-                - (1 / (30 * x ** 5) - 1 / (30 * y ** 5)))
+        # psi_1(x) ~ 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5), in powers of 1/x
+        u, v = 1.0 / r, 1.0 / (r + n)
+        return (n * u * v + n * (u + v) * u * v / 2 + (u ** 3 - v ** 3) / 6 - (u ** 5 - v ** 5) / 30)
     return float(special.polygamma(1, r) - special.polygamma(1, r + n))
 
 
 def crt_mean(n, r):
-    """Mean ``r (psi(n + r) - psi(r))`` of CRT(n, r) (``= sum_i r / (r + i)``)."""
+    """Mean ``r (psi(n + r) - psi(r))`` of CRT(n, r) (``= sum_i r / (r + i)``), formed as
+    ``1 + r (psi(n + r) - psi(1 + r))`` (customer 0's table apart: no ``1 / r``)."""
     n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
     out = np.empty(n.shape)
     for idx in np.ndindex(n.shape):
@@ -205,7 +205,8 @@ def crt_mean(n, r):
         elif np.isinf(ri):
             out[idx] = ni
         else:
-            out[idx] = ri * _psi_diff(ri, ni)
+            # at most n (the sum of n - 1 terms near one may round above)
+            out[idx] = min(float(ni), 1.0 + (ri * _psi_diff(ri + 1.0, ni - 1) if ni > 1 else 0.0))
     return out[()] if out.ndim == 0 else out
 
 
@@ -219,7 +220,13 @@ def crt_var(n, r):
             out[idx] = 0.0
         elif ni <= 100000:
             i = np.arange(ni, dtype=np.float64)
-            out[idx] = float(np.sum(ri * i / (ri + i) ** 2))
+            out[idx] = float(np.sum((ri / (ri + i)) * (i / (ri + i))))
+        elif ri > 1e150:
+            # sum_i r i / (r + i)^2 = sum_i i / r to a relative 2 n / r (r^2 would overflow)
+            out[idx] = (ni * (ni - 1.0) / 2.0) / ri
+        elif ri < 1.0:
+            # customer 0 (p = 1) adds nothing: left out, so no 1 / r
+            out[idx] = ri * _psi_diff(ri + 1.0, ni - 1) - ri * ri * _trigamma_diff(ri + 1.0, ni - 1)
         else:
             out[idx] = ri * _psi_diff(ri, ni) - ri * ri * _trigamma_diff(ri, ni)
     return out[()] if out.ndim == 0 else out

@@ -59,6 +59,30 @@ def test_crt_moments_huge_n(n, r):
     np.testing.assert_allclose(S.crt_var(n, r), float(v), rtol=1e-8)
 
 
+@pytest.mark.parametrize("n", [5, 1000, 10**6, 10**12])
+def test_crt_moments_extreme_r(n):
+    """Subnormal and huge r, without a warning: the mean is 1 + r H_{n-1} (customer 0's
+    table apart, no 1 / r) and n - (n (n - 1) / 2) / r to first order; the variance
+    r H_{n-1} and n (n - 1) / (2 r)."""
+    import warnings
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for r in [5e-324, 1e-300, 1e300]:
+            h = mp.harmonic(n - 1)
+            if r < 1:
+                mean, var = 1 + r * h, r * h - r * r * (mp.zeta(2) - mp.zeta(2, n))
+            else:
+                mean, var = mp.mpf(n) - mp.mpf(n) * (n - 1) / (2 * r), mp.mpf(n) * (n - 1) / (2 * r)
+            np.testing.assert_allclose(S.crt_mean(n, r), float(mean), rtol=1e-13)
+            if var > 1e-300:
+                np.testing.assert_allclose(S.crt_var(n, r), float(var), rtol=1e-12)
+            else:                                   # subnormal: absolute
+                assert abs(S.crt_var(n, r) - float(var)) < 1e-320
+            assert 1.0 <= S.crt_mean(n, r) <= n
+
+
 def test_crt_conventions():
     assert S.crt_logpmf(0, 0, 3.0) == 0.0
     assert S.crt_logpmf(1, 5, 0.0) == 0.0 and S.crt_logpmf(2, 5, 0.0) == -np.inf
