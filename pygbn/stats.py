@@ -280,10 +280,15 @@ def logarithmic_mean(p):
 
 
 def logarithmic_var(p):
-    """Variance ``-p (p + log(1 - p)) / ((1 - p)^2 log(1 - p)^2)``."""
+    """Variance ``-p (p + log(1 - p)) / ((1 - p)^2 log(1 - p)^2)``, formed as the product of
+    ``-p / log(1 - p)`` and ``(p + log(1 - p)) / log(1 - p)`` (``p / 2 (1 + p / 6)`` below
+    p = 1e-8) over ``(1 - p)^2``, so that tiny p neither underflows nor gives 0 / 0."""
     p = np.asarray(p, dtype=np.float64)
     lq = np.log1p(-p)
-    return -p * _log1pmx(-p) / ((1 - p) ** 2 * lq * lq)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = -p / lq
+        t2 = np.where(p < 1e-8, p / 2 * (1 + p / 6), _log1pmx(-p) / lq)
+    return t1 * t2 / ((1 - p) * (1 - p))
 
 
 # ---------------------------------------------------------------------------
@@ -309,7 +314,8 @@ def truncated_poisson_var(lam):
     lam = np.asarray(lam, dtype=np.float64)
     mu = truncated_poisson_mean(lam)
     # 1 - x / (e^x - 1) = x/2 - x^2/12 + x^4/720 - ...
-    series = lam / 2 - lam ** 2 / 12 + lam ** 4 / 720
+    small = np.where(lam < 1e-3, lam, 0.0)
+    series = small / 2 - small ** 2 / 12 + small ** 4 / 720
     with np.errstate(over="ignore"):
         direct = 1 - lam / np.expm1(np.where(lam > 0, lam, 1.0))
     return mu * np.where(lam < 1e-3, series, direct)
@@ -335,9 +341,10 @@ def truncated_bessel_logpmf(n, alpha):
     with np.errstate(divide="ignore", invalid="ignore"):
         val = ((2 * nn - 1) * np.log1p((h - nn) / nn) + (2 * nn - aa) - _LOG_2PI
                - 2 * _stirlerr(nn) - np.log(nn) - np.log(special.i1e(aa)))
-        # tiny alpha: log I1 = log h + h^2/2 (i1e underflows towards subnormals)
-        small = (2 * nn - 1) * np.log(h) - special.gammaln(nn + 1) - special.gammaln(nn) \
-            - (np.log(h) + h * h / 2)
+        # tiny alpha: log I1 = log h + h^2/2 (i1e underflows towards subnormals); log h as
+        # log alpha - log 2 (alpha / 2 may round to 0 for subnormal alpha)
+        lh = np.log(aa) - np.log(2.0)
+        small = (2 * nn - 1) * lh - special.gammaln(nn + 1) - special.gammaln(nn) - (lh + h * h / 2)
     out[ok] = np.where(tiny, small, val)
     return out[()] if out.ndim == 0 else out
 
@@ -517,7 +524,8 @@ def dirichlet_mean(alpha):
 
 
 def dirichlet_var(alpha):
-    """Marginal variances ``a (a0 - a) / (a0^2 (a0 + 1))``."""
+    """Marginal variances ``a (a0 - a) / (a0^2 (a0 + 1))``, formed as
+    ``(a / a0) ((a0 - a) / a0) / (a0 + 1)`` (no a0^2 to underflow or overflow)."""
     a = np.asarray(alpha, dtype=np.float64)
     a0 = a.sum(axis=-1, keepdims=True)
-    return a * (a0 - a) / (a0 * a0 * (a0 + 1))
+    return (a / a0) * ((a0 - a) / a0) / (a0 + 1)

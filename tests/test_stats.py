@@ -236,3 +236,28 @@ def test_helpers_exact_rationals():
         exact = math.lgamma(y) - (y - 0.5) * math.log(y) + y - 0.5 * math.log(2 * math.pi) \
             if y < 100 else 1 / (12 * y) - 1 / (360 * y ** 3)
         assert abs(float(_stirlerr(np.array([y]))[0]) - exact) < 1e-13
+
+
+def test_moments_at_extreme_parameters():
+    """Tiny and huge parameters, without a warning where the value is a double: the
+    logarithmic variance ~ p / 2 (was 0 / 0), the zero-truncated Poisson variance ~ lam
+    at lam = 1e300, the truncated Bessel at subnormal alpha (alpha / 2 rounds to 0), the
+    Dirichlet variance with a0^2 below the smallest double."""
+    import warnings
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for p in [1e-300, 1e-9, 1e-8, 2e-8, 0.5, 0.999]:
+            q = mp.mpf(p)
+            lq = mp.log1p(-q)
+            # q + log(1 - q) = -sum_{k >= 2} q^k / k (its series where the sum would cancel)
+            qlq = -mp.nsum(lambda k: q ** k / k, [2, mp.inf]) if p < 1e-3 else q + lq
+            want = -q * qlq / ((1 - q) ** 2 * lq ** 2)
+            np.testing.assert_allclose(S.logarithmic_var(p), float(want), rtol=1e-13)
+        np.testing.assert_allclose(S.truncated_poisson_var(1e300), 1e300, rtol=1e-15)
+        np.testing.assert_allclose(S.truncated_poisson_var(1e-300), 5e-301, rtol=1e-15)
+        assert S.truncated_bessel_logpmf(1, 5e-324) == 0.0
+        assert S.truncated_bessel_mean(5e-324) == 1.0 and S.truncated_bessel_var(5e-324) == 0.0
+        np.testing.assert_allclose(S.dirichlet_var(np.array([1e-300, 1e-300])), [0.25, 0.25], rtol=1e-15)
+        np.testing.assert_allclose(S.dirichlet_var(np.array([1.0, 2.0])), [1 / 18, 1 / 18], rtol=1e-15)
