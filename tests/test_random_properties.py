@@ -4,6 +4,8 @@ Property tests use hypothesis with ``derandomize=True`` (deterministic) and
 no deadline.  Statistical correctness is in ``test_random_gof.py`` and
 ``test_random_large.py``.
 """
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -261,6 +263,10 @@ def test_other_invalid_input():
         R.dirichlet(1.0)
     with pytest.raises(ValueError, match="r and p must keep"):
         R.negative_binomial(1e6, 1 - 1e-15)
+    with warnings.catch_warnings():                  # an infinite bound: the error, no warning
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"got r=1e\+300, p=0\.9999999999999999$"):
+            R.negative_binomial(1e300, np.nextafter(1.0, 0.0))
     with pytest.raises(ValueError, match="random_state"):
         R.crt(3, 1.0, random_state="seed")
     with pytest.raises(ValueError, match="n_jobs"):

@@ -314,12 +314,14 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
     """
     r_a = as_real("r", r, low=0)
     p_a = as_real("p", p, low=0, high=1, high_open=True)
-    bound = np.where(p_a > 0, p_a / (1.0 - p_a), 0.0) * (r_a + 10 * np.sqrt(r_a) + 50)
+    with np.errstate(over="ignore"):             # an infinite bound is too big, not a warning
+        bound = np.where(p_a > 0, p_a / (1.0 - p_a), 0.0) * (r_a + 10 * np.sqrt(r_a) + 50)
     too_big = np.broadcast_to(bound > 9e18, np.broadcast_shapes(r_a.shape, p_a.shape))
     if too_big.any():
         i = np.unravel_index(int(np.flatnonzero(too_big.ravel())[0]), too_big.shape)
         rv, pv = np.broadcast_to(r_a, too_big.shape)[i], np.broadcast_to(p_a, too_big.shape)[i]
-        raise ValueError(f"r and p must keep NB(r, p) within int64 range; got r={rv!r}, p={pv!r}")
+        raise ValueError(f"r and p must keep NB(r, p) within int64 range; got r={float(rv)!r}, "
+                         f"p={float(pv)!r}")
     return _int_sampler("i_dd", "negative_binomial",
                         [("r", r_a, np.float64), ("p", p_a, np.float64)], size, random_state, n_jobs)
 
