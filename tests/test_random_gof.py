@@ -99,7 +99,9 @@ CRT_GRID = [(1, 0.5), (2, 1e-300), (2, 0.3), (5, 1e-3), (16, 2.0), (17, 2.0), (1
             (1000, 1e-2), (1000, 3.0), (1000, 60.0), (1000, 1e5), (2500, 1.0), (2500, 400.0),
             # either side of r = 1 (crt_skip / the sum then skips or the cost model) and of n = 1000
             (20, 1.0), (20, 1.0 - 2.0**-52), (20, 1.0 + 2.0**-52), (100, 1.5), (1000, 0.999),
-            (1001, 0.999), (2500, 1e-3)]
+            (1001, 0.999), (2500, 1e-3),
+            # either side of n = 860 for r > 20 (the sum then skips / the cost model)
+            (860, 30.0), (861, 30.0)]
 
 
 @pytest.mark.parametrize("n,r", CRT_GRID)

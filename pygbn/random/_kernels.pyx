@@ -51,8 +51,11 @@ cdef double CRT_SUM_SKIP_R1 = 0.9
 cdef double CRT_COST_SUM = 0.8
 # crt_sum_skip: the sum over about this many customers per unit of r, then the skips
 cdef double CRT_PREFIX_R = 16.0
-# crt_sum_skip without the cost model for 1 < r <= this
+# crt_sum_skip without the cost model for 1 < r <= this, and for r > 1 up to n = this (the
+# model's bounds on the other methods' costs, for r > 20 and n >= 65, exceed the sum's there:
+# thinning >= 40 (2 + n r / (n + r)), blocks >= 230 (1 + sqrt(5) 2), skips >= 25 (1 + n))
 cdef double CRT_SUM_SKIP_MAX_R = 20.0
+cdef int64_t CRT_SUM_SKIP_MAX_N = 860
 cdef double CRT_COST_SKIP_R = 25.0
 cdef double CRT_COST_THIN = 40.0
 cdef double CRT_COST_BLOCK = 230.0
@@ -324,9 +327,10 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     bits each (:c:func:`pygbn.random._inline.crt_sum`, most of r >= 0.1),
     inversion over the next new table (n <= 16 with r < 0.2 and r n <= 1.6) or
     closed-form skips of a dominating process, thinned (r < n / 640).  Above:
-    for 0.2 <= r < 0.9, for 1 < r <= 20, and where the cost model says so, the
-    sum over the first customers (one block of 64, or ~16 r) and the skips after
-    them (:c:func:`_crt_sum_skip`); the skips alone for the rest of r <= 1;
+    for 0.2 <= r < 0.9, for 1 < r <= 20, for r > 1 up to n = 860, and where the
+    cost model says so, the sum over the first customers (one block of 64, or
+    ~16 r) and the skips after them (:c:func:`_crt_sum_skip`); the skips alone
+    for the rest of r <= 1;
     thinning with geometric skips or binomial blocks (large r and n), by the
     cost model.  So the expected time is O(min(n, log n + r log n, sqrt(r) log n)).
     """
@@ -344,9 +348,10 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         if CRT_SUM_SKIP_MIN_R <= r < CRT_SUM_SKIP_R1:
             return _crt_sum_skip(bitgen, n, r)
         return crt_skip(bitgen, n, r)
-    if 1.0 < r <= CRT_SUM_SKIP_MAX_R:
-        # the cost model's choice for every n (the blocks' cost grows slower in n, but
-        # overtakes only above this r), without its logarithms
+    if 1.0 < r <= CRT_SUM_SKIP_MAX_R or n <= CRT_SUM_SKIP_MAX_N:
+        # the cost model's choice for every n up to this r (the blocks' cost grows slower in
+        # n, but overtakes only above it), and for every r up to this n, without its
+        # logarithms (20-30 ns)
         return _crt_sum_skip(bitgen, n, r)
     # expected costs: m customers of the sum and ~1 + r log(n / m) points of the skips after
     # them; ~1 + r log(1 + n/r) thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks;
