@@ -160,6 +160,14 @@ def test_crt_sum_skip(n, r):
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
 
 
+def _crt_words(draws):
+    """The raw words of a block's 16-bit draws, four to a word, in order."""
+    words = np.zeros((len(draws) + 3) // 4, dtype=np.uint64)
+    for q, x in enumerate(draws):
+        words[q // 4] |= np.uint64(int(x) << (16 * (q % 4)))
+    return words
+
+
 def _crt_sum_exact(x, r, i):
     """1 (sure success), 0 (sure failure) or None (undecided) for the 16-bit draw x of
     customer i with concentration r (a double): ``s = r + i`` and ``c = r 2^16`` in exact
@@ -201,9 +209,7 @@ def test_crt_sum_block_test_is_exact():
         assert undecided > 0 and decided > 0
         # a block of 64 customers whose draws are the thresholds' floors, then random draws
         for block in (np.array(xs), rng.integers(0, 65536, 64)):
-            words = np.zeros(16, dtype=np.uint64)
-            for q, x in enumerate(block):
-                words[q // 4] |= np.uint64(int(x) << (16 * (q % 4)))
+            words = _crt_words(block)
             for m in (64, 63, 57, 16, 9, 8, 7, 1):
                 got, tie = _crt_sum_block(words, i0, m, r)
                 alone = [_crt_sum_block(np.array([block[q]], dtype=np.uint64), i0 + q, 1, r)
@@ -214,13 +220,10 @@ def test_crt_sum_block_test_is_exact():
                 assert _crt_sum_block(words, i0, m, r, scalar=True) == (got, tie)
 
 
-def _crt_lone_customer(x, r, i0, q, filler):
-    """Words of a block of 8 customers i0 + 1 .. i0 + 8 (single precision where r allows):
-    customer i0 + q draws x, the others ``filler``."""
-    words = np.zeros(2, dtype=np.uint64)
-    for k in range(8):
-        words[k // 4] |= np.uint64((x if k == q - 1 else filler) << (16 * (k % 4)))
-    return words
+def _crt_lone_customer(x, q, filler):
+    """Words of a block of 8 customers (single precision where r allows): its q-th
+    customer draws x, the others ``filler``."""
+    return _crt_words([x if k == q - 1 else filler for k in range(8)])
 
 
 @settings(derandomize=True, deadline=None, max_examples=400)
@@ -250,7 +253,7 @@ def test_crt_sum_single_precision_test_is_exact(x, i, delta, q, near):
     else:
         assume(False)
     draw = x + near
-    got, tie = _crt_sum_block(_crt_lone_customer(draw, r, i0, q, filler), float(i0), 8, r)
+    got, tie = _crt_sum_block(_crt_lone_customer(draw, q, filler), float(i0), 8, r)
     want = _crt_sum_exact(draw, r, i0 + q)
     if got - others == 1:
         assert want == 1, (r, i0, q, draw)
@@ -260,7 +263,7 @@ def test_crt_sum_single_precision_test_is_exact(x, i, delta, q, near):
             assert want == 0, (r, i0, q, draw)
     if want is None:
         assert tie, (r, i0, q, draw)
-    assert _crt_sum_block(_crt_lone_customer(draw, r, i0, q, filler), float(i0), 8, r,
+    assert _crt_sum_block(_crt_lone_customer(draw, q, filler), float(i0), 8, r,
                           scalar=True) == (got, tie)
 
 

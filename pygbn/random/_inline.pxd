@@ -383,7 +383,6 @@ cdef inline int64_t crt_skip(bitgen_t *g, int64_t n, double r) noexcept nogil:
 cdef extern from *:
     """
     #include <stdint.h>
-    #include <string.h>
     #if defined(__SSE2__)
     #include <emmintrin.h>
     #endif
@@ -444,14 +443,14 @@ cdef extern from *:
         return (a + s <= b->lo) | ((a < b->hi) << 1);
     }
 
-    /* the scalar loop of pygbn_crt_sum16 over customers i0 + q .. i0 + m of a block of m:
-       adds the sure successes to *t and the draws that are not sure failures to *u */
+    /* the scalar loop of pygbn_crt_sum16 over customers i0 + q .. i0 + m of a block of m
+       whose band is b: adds the sure successes to *t and the draws that are not sure
+       failures to *u */
     static inline void pygbn_crt_sum16_scalar(const uint64_t *w, double i0, int64_t q, int64_t m,
-                                              double r, int64_t *t, int64_t *u) {
-        pygbn_crt_band_t b;
-        pygbn_crt_band(r, i0, m, &b);
+                                              double r, const pygbn_crt_band_t *b, int64_t *t,
+                                              int64_t *u) {
         for (; q <= m; q++) {
-            int k = pygbn_crt_test(w, i0, q, r, &b);
+            int k = pygbn_crt_test(w, i0, q, r, b);
             *t += k & 1;
             *u += k >> 1;
         }
@@ -468,9 +467,9 @@ cdef extern from *:
         /* t: sure successes, b <= lo; u: draws that are not sure failures, a < hi (a sure
            success is one: a <= b <= lo < hi); undecided draws exist when u > t */
         int64_t t = 0, u = 0, q = 1;
-    #if defined(__SSE2__)
         pygbn_crt_band_t bd;
         pygbn_crt_band(r, i0, m, &bd);
+    #if defined(__SSE2__)
         if (bd.f32) {
             const __m128i z = _mm_setzero_si128();
             const __m128 rv = _mm_set1_ps(bd.rf), lov = _mm_set1_ps(bd.lof), hiv = _mm_set1_ps(bd.hif),
@@ -521,7 +520,7 @@ cdef extern from *:
             u = (int64_t) c4[0] + c4[1] + c4[2] + c4[3];
         }
     #endif
-        pygbn_crt_sum16_scalar(w, i0, q, m, r, &t, &u);
+        pygbn_crt_sum16_scalar(w, i0, q, m, r, &bd, &t, &u);
         *tie = u > t;
         return t;
     }
@@ -535,7 +534,8 @@ cdef extern from *:
     int64_t crt_sum16 "pygbn_crt_sum16"(const uint64_t *w, double i0, int64_t m, double r,
                                         int *tie) noexcept nogil
     void crt_sum16_scalar "pygbn_crt_sum16_scalar"(const uint64_t *w, double i0, int64_t q, int64_t m,
-                                                   double r, int64_t *t, int64_t *u) noexcept nogil
+                                                   double r, const crt_band_t *b, int64_t *t,
+                                                   int64_t *u) noexcept nogil
 
 
 cdef inline int64_t crt_sum_decide(bitgen_t *g, const uint64_t *w, double i0, int64_t m,

@@ -19,7 +19,7 @@ from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
 
 from pygbn.random._inline cimport (
     CRT_SMALL_N, crt_skip, crt_skip_from, crt_small, crt_sum, crt_sum16, crt_sum16_scalar,
-    crt_sum_decide, gamma_mt, random_gamma_fast,
+    crt_band, crt_band_t, crt_sum_decide, gamma_mt, random_gamma_fast,
 )
 from pygbn.random._special cimport (
     log1mexp, log1pmx, poisson_logpmf, stirlerr,
@@ -42,10 +42,13 @@ cdef double POISSON_LAM_CAP = 9.0e18
 # CRT: _inline.crt_small up to n = CRT_SMALL_N (its switches in _inline.pxd); above, for
 # r <= 1 the sum then skips for CRT_SUM_SKIP_MIN_R <= r < CRT_SUM_SKIP_R1 and the skips
 # otherwise (cheaper than thinning and blocks for every n measured, up to 10^12), the sum
-# then skips for 1 < r <= CRT_SUM_SKIP_MAX_R; above, the cheapest of the sum then skips,
-# skips, thinning and blocks by a cost model (ns per customer of the sum, per point of
-# crt_skip, per candidate, per block; measured with tools/bench_samplers.py; the
-# inversion, cheaper than the sum for a few customers and fewer tables only, is crt_small's)
+# then skips for r > 1 up to CRT_SUM_SKIP_MAX_R or CRT_SUM_SKIP_MAX_N; beyond, the cheaper
+# of the sum then skips and the blocks by a cost model (ns per customer of the sum, per
+# point of the skips, per block; measured with tools/bench_samplers.py).  There the skips
+# alone and the thinning are never cheaper by the same figures (their costs, 25 (1 + min(n,
+# r (1 + log(1 + n / r)))) and 40 (2 + r log(1 + n / r)), exceed the sum's for r > 20 and
+# n > 860), so neither is a choice; the inversion, cheaper than the sum for a few
+# customers and fewer tables only, is crt_small's.
 cdef double CRT_SUM_SKIP_MIN_R = 0.2
 cdef double CRT_SUM_SKIP_R1 = 0.9
 cdef double CRT_COST_SUM = 0.8
@@ -57,7 +60,6 @@ cdef double CRT_PREFIX_R = 16.0
 cdef double CRT_SUM_SKIP_MAX_R = 20.0
 cdef int64_t CRT_SUM_SKIP_MAX_N = 860
 cdef double CRT_COST_SKIP_R = 25.0
-cdef double CRT_COST_THIN = 40.0
 cdef double CRT_COST_BLOCK = 230.0
 # CRT block method: expected number of thinning candidates per block
 cdef double CRT_BLOCK_C = 4.0
@@ -220,7 +222,10 @@ cdef int64_t _crt_thinning(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
     position i, candidates form a Bernoulli(p_i) process (geometric skips);
     a candidate j is kept with probability ``p_j / p_i`` and the bound is
     refreshed to ``p_{j+1}`` (Devroye 1986, Section VI.3: thinning of
-    non-homogeneous processes).  Expected O(1 + r log(n)) candidates.
+    non-homogeneous processes).  Expected O(1 + r log(n)) candidates.  Never
+    cheaper than the sum then skips or the blocks by the cost model's figures,
+    so :c:func:`random_crt` does not pick it: kept as an independent check in
+    the tests (``_kernel("crt_thinning")``).
     """
     cdef int64_t i = 1, l = 1, j
     cdef double skip
@@ -330,11 +335,10 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     for 0.2 <= r < 0.9, for 1 < r <= 20, for r > 1 up to n = 860, and where the
     cost model says so, the sum over the first customers (one block of 64, or
     ~16 r) and the skips after them (:c:func:`_crt_sum_skip`); the skips alone
-    for the rest of r <= 1;
-    thinning with geometric skips or binomial blocks (large r and n), by the
-    cost model.  So the expected time is O(min(n, log n + r log n, sqrt(r) log n)).
+    for the rest of r <= 1; binomial blocks (large r and n), by the cost model.
+    So the expected time is O(min(n, log n + r log n, sqrt(r) log n)).
     """
-    cdef double lg, c_thin, c_block, c_skip, c_sum
+    cdef double lg, c_block, c_sum
     cdef int64_t m
     if n <= 0:
         return 0
@@ -348,29 +352,21 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         if CRT_SUM_SKIP_MIN_R <= r < CRT_SUM_SKIP_R1:
             return _crt_sum_skip(bitgen, n, r)
         return crt_skip(bitgen, n, r)
-    if 1.0 < r <= CRT_SUM_SKIP_MAX_R or n <= CRT_SUM_SKIP_MAX_N:
+    if r <= CRT_SUM_SKIP_MAX_R or n <= CRT_SUM_SKIP_MAX_N:
         # the cost model's choice for every n up to this r (the blocks' cost grows slower in
         # n, but overtakes only above it), and for every r up to this n, without its
         # logarithms (20-30 ns)
         return _crt_sum_skip(bitgen, n, r)
-    # expected costs: m customers of the sum and ~1 + r log(n / m) points of the skips after
-    # them; ~1 + r log(1 + n/r) thinning candidates; ~sqrt(r / C) (2 + log(1 + n/r)) blocks;
-    # points of crt_skip: ~r (1 + log(1 + n/r)), at most n (r > 20 here)
-    lg = log1p(<double> n / r)
+    # expected costs (r > 20, n > 860 here): m customers of the sum and ~1 + r log(n / m)
+    # points of the skips after them; ~sqrt(r / C) (2 + log(1 + n/r)) blocks
     m = _crt_prefix(n, r)
     c_sum = CRT_COST_SUM * <double> m
     if m < n - 1:
         c_sum += CRT_COST_SKIP_R * (1.0 + r * log(<double> n / <double> m))
-    c_thin = CRT_COST_THIN * (2.0 + r * lg)
+    lg = log1p(<double> n / r)
     c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
-    c_skip = r * (1.0 + lg)
-    c_skip = CRT_COST_SKIP_R * (1.0 + (c_skip if c_skip < <double> n else <double> n))
-    if c_sum <= c_skip and c_sum <= c_thin and c_sum <= c_block:
+    if c_sum <= c_block:
         return _crt_sum_skip(bitgen, n, r)
-    if c_skip <= c_thin and c_skip <= c_block:
-        return crt_skip(bitgen, n, r)
-    if c_thin <= c_block:
-        return _crt_thinning(bitgen, n, r)
     return _crt_blocks(bitgen, n, r)
 
 
@@ -532,6 +528,7 @@ def _crt_sum_block(const uint64_t[::1] words, double i0, int64_t m, double r, bi
     cdef int tie = 0
     cdef int64_t t = 0, u = 0
     cdef bitgen_t *g
+    cdef crt_band_t b
     if m > 4 * words.shape[0]:
         raise ValueError(f"m = {m} needs {(m + 3) // 4} words, got {words.shape[0]}")
     if m <= 0:
@@ -539,7 +536,8 @@ def _crt_sum_block(const uint64_t[::1] words, double i0, int64_t m, double r, bi
             return 0, False
         return 0
     if scalar:
-        crt_sum16_scalar(&words[0], i0, 1, m, r, &t, &u)
+        crt_band(r, i0, m, &b)
+        crt_sum16_scalar(&words[0], i0, 1, m, r, &b, &t, &u)
         tie = u > t
     else:
         t = crt_sum16(&words[0], i0, m, r, &tie)
