@@ -338,8 +338,6 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     for the rest of r <= 1; binomial blocks (large r and n), by the cost model.
     So the expected time is O(min(n, log n + r log n, sqrt(r) log n)).
     """
-    cdef double lg, c_block, c_sum
-    cdef int64_t m
     if n <= 0:
         return 0
     if isinf(r):
@@ -357,15 +355,18 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
         # n, but overtakes only above it), and for every r up to this n, without its
         # logarithms (20-30 ns)
         return _crt_sum_skip(bitgen, n, r)
-    # expected costs (r > 20, n > 860 here): m customers of the sum and ~1 + r log(n / m)
-    # points of the skips after them; ~sqrt(r / C) (2 + log(1 + n/r)) blocks
-    m = _crt_prefix(n, r)
-    c_sum = CRT_COST_SUM * <double> m
+    return _crt_by_cost(bitgen, n, r)
+
+
+cdef int64_t _crt_by_cost(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    """:c:func:`random_crt` for r > 20 and n > 860: the cheaper, by expected cost, of the
+    sum then skips (m customers of the sum and ~1 + r log(n / m) points of the skips after
+    them) and the blocks (~sqrt(r / C) (2 + log(1 + n/r)) of them)."""
+    cdef int64_t m = _crt_prefix(n, r)
+    cdef double c_sum = CRT_COST_SUM * <double> m
     if m < n - 1:
         c_sum += CRT_COST_SKIP_R * (1.0 + r * log(<double> n / <double> m))
-    lg = log1p(<double> n / r)
-    c_block = CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + lg))
-    if c_sum <= c_block:
+    if c_sum <= CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + log1p(<double> n / r))):
         return _crt_sum_skip(bitgen, n, r)
     return _crt_blocks(bitgen, n, r)
 
