@@ -67,13 +67,54 @@ def test_truncated_bessel_gof(alpha):
     ("bessel_chopdown", 0.05), ("bessel_chopdown", 0.1249), ("bessel_chopdown", 5.0),
     ("bessel_chopdown", 33.3), ("bessel_chopdown", 49.95), ("bessel_chopdown", 60.0),
     ("bessel_chopdown", 2000.0),
-    ("bessel_poisson", 0.8), ("bessel_poisson", 5.0), ("bessel_poisson", 12.0),
+    ("bessel_poisson", 0.8), ("bessel_poisson", 5.0), ("bessel_poisson", 9.99),
+    ("bessel_poisson", 10.0), ("bessel_poisson", 12.0), ("bessel_poisson", 20.0),
     ("bessel_poisson", 60.0), ("bessel_poisson", 2000.0),
     ("bessel_logconcave", 5.0), ("bessel_logconcave", 60.0), ("bessel_logconcave", 2000.0),
 ])
 def test_truncated_bessel_single_algorithms(algorithm, alpha):
-    x = _kernel(algorithm, alpha, size=N_DEAR * 3, random_state=seed(algorithm, alpha))
+    # the halved-Poisson rejection is cheap: 2 10^6 draws, enough to see PTRS's uniform
+    # spent as the acceptance uniform without its scale 1 / vr at alpha = 10-20
+    size = 2 * N_CHEAP if algorithm == "bessel_poisson" else N_DEAR * 3
+    x = _kernel(algorithm, alpha, size=size, random_state=seed(algorithm, alpha))
     assert_gof_discrete(x, lambda k: S.truncated_bessel_logpmf(k, alpha), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("alpha", [10.0, 12.0, 20.0, 51.0, 300.0, 1e4, 1e8, 1e12, 1e18])
+def test_bessel_squeeze_is_below_the_acceptance_ratio(alpha):
+    # _bessel_poisson accepts n at once when its uniform is below the squeeze: the squeeze
+    # must not exceed w(n) / w(n*), w(n) = Gamma(n + 1/2) / (Gamma(n) (n + h)), anywhere
+    # it is formed (n >= 3 h / 4), else the draws lean towards the proposal (beyond the
+    # rounding of 1 - 1e-22 to 1, below the 53-bit uniform's resolution)
+    import mpmath
+    from pygbn.random._kernels import _bessel_squeeze_bound
+    mpmath.mp.dps = 60
+    h = alpha / 2
+    nstar = np.floor(h) + 1
+    sd = np.sqrt(h / 2)
+    offsets = np.unique(np.concatenate([np.arange(-12, 13), np.round(sd * np.linspace(-12, 12, 49))]))
+    ns = np.unique(np.concatenate([nstar + offsets, [np.ceil(0.75 * h), np.ceil(0.75 * h) - 1]]))
+    ns = ns[ns >= 1]
+
+    def logw(n):
+        n = mpmath.mpf(int(n))
+        return mpmath.loggamma(n + 0.5) - mpmath.loggamma(n) - mpmath.log(n + mpmath.mpf(h))
+
+    lw_star = logw(nstar)
+    formed = 0
+    for n in ns:
+        bound = _bessel_squeeze_bound(alpha, float(n))
+        if 4 * n < 3 * h:
+            assert bound == -1.0
+            continue
+        ratio = mpmath.exp(logw(n) - lw_star)
+        assert bound <= ratio + 2.0**-53, (alpha, n, bound, ratio)
+        if abs(n - nstar) <= 3 * sd:
+            formed += 1
+            # and where the draws fall it accepts nearly all of them (misses under 2 / h)
+            assert bound >= 1 - 2 / h, (alpha, n, bound)
+    assert formed >= 7
+    assert _bessel_squeeze_bound(alpha, float(nstar)) == 1.0
 
 
 def test_bessel_chopdown_bound_is_above_the_sum_and_close():

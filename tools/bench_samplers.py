@@ -208,7 +208,7 @@ def main(argv=None):
         add("truncated_poisson", f"lam={lam:g}",
             lambda s, lam=lam: R.truncated_poisson(lam, size=s, random_state=2, n_jobs=1), big,
             float(S.truncated_poisson_mean(lam)))
-    for a in (1e-3, 1.0, 10.0, 30.0, 1e3, 1e6, 1e12):
+    for a in (1e-3, 1.0, 10.0, 30.0, 60.0, 1e3, 1e6, 1e12):
         add("truncated_bessel", f"alpha={a:g}",
             lambda s, a=a: R.truncated_bessel(a, size=s, random_state=2, n_jobs=1), big,
             float(S.truncated_bessel_mean(a)))

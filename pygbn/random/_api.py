@@ -211,9 +211,10 @@ def truncated_bessel(alpha, size=None, random_state=None, n_jobs=None):
     ``ceil(S / 2)`` with ``S ~ Poisson(alpha)``, using that
     ``P(n) ~ Pois(n; alpha/2) Pois(n - 1; alpha/2)``; the acceptance ratio
     ``Gamma(n + 1/2) / (Gamma(n) (n + alpha/2))`` is nearly flat, so almost
-    every candidate is accepted by a squeeze and the expected cost is about
-    one Poisson(alpha) draw, O(1) for every alpha (derivation in
-    ``docs/samplers.md``).  ``alpha < 2^-26`` gives 1, exactly what inversion
+    every candidate is accepted by a squeeze, with the Poisson draw's own
+    uniform as the acceptance uniform where its quick test accepted: the
+    expected cost is about one Poisson(alpha) draw, O(1) for every alpha
+    (derivation in ``docs/samplers.md``).  ``alpha < 2^-26`` gives 1, exactly what inversion
     gives for every 53-bit uniform.
 
     References

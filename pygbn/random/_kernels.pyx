@@ -81,6 +81,56 @@ cdef inline double _uniform_pos(bitgen_t *bitgen) noexcept nogil:
 # Poisson, gamma and binomial that stay exact for huge parameters
 # ---------------------------------------------------------------------------
 
+cdef struct _ptrs_t:
+    # Hörmann's PTRS hat for one lam (random_poisson_ptrs, _bessel_poisson)
+    double lam, b, a, vr, base, frac, log_invalpha
+    int64_t kbase
+
+
+cdef inline void _ptrs_init(_ptrs_t *p, double lam) noexcept nogil:
+    p.lam = lam
+    p.b = 0.931 + 2.53 * sqrt(lam)
+    p.a = -0.059 + 0.02483 * p.b
+    p.vr = 0.9277 - 3.6224 / (p.b - 2.0)
+    p.base = floor(lam)
+    p.frac = lam - p.base
+    p.kbase = <int64_t> p.base
+    p.log_invalpha = INFINITY             # formed by the first full test that needs it
+
+
+cdef inline int64_t _ptrs_draw(bitgen_t *bitgen, _ptrs_t *p, double *v) noexcept nogil:
+    """One Poisson(p.lam) variate by PTRS.  ``*v``: the uniform V of the accepted pair
+    when the quick test (``us >= 0.07``, ``V <= vr``) accepted it, else -1.  On that
+    path V is uniform on [0, vr) given the variate (V is independent of U, which alone
+    forms k), so a caller may spend ``V / vr`` as a fresh uniform."""
+    cdef double U, V, us, y
+    cdef int64_t k, yi
+    while True:
+        U = next_uniform(bitgen) - 0.5
+        V = next_uniform(bitgen)
+        us = 0.5 - fabs(U)
+        if us <= 0.0:
+            continue
+        y = floor((2.0 * p.a / us + p.b) * U + p.frac + 0.43)     # k - floor(lam)
+        if y < -p.base or y > 4.0e18:
+            continue                                         # k < 0, or y beyond a safe cast
+        yi = <int64_t> y
+        if yi > INT64_MAX - p.kbase:
+            continue                                         # k = kbase + yi would overflow int64
+        k = p.kbase + yi
+        if us >= 0.07 and V <= p.vr:
+            v[0] = V
+            return k
+        if us < 0.013 and V > us:
+            continue
+        if p.log_invalpha == INFINITY:
+            p.log_invalpha = log(1.1239 + 1.1328 / (p.b - 3.4))
+        if (log(V) + p.log_invalpha - log(p.a / (us * us) + p.b)
+                <= poisson_logpmf(<double> k, p.lam, y - p.frac)):
+            v[0] = -1.0
+            return k
+
+
 cdef int64_t random_poisson_ptrs(bitgen_t *bitgen, double lam) noexcept nogil:
     """Poisson(lam) for ``lam >= 10`` by transformed rejection (PTRS).
 
@@ -94,38 +144,13 @@ cdef int64_t random_poisson_ptrs(bitgen_t *bitgen, double lam) noexcept nogil:
     rejected before ``floor(lam) + offset`` is formed: the draw is Poisson(lam)
     conditioned on ``k <= INT64_MAX``, which differs from Poisson(lam) by
     less than ``exp(-1e15)`` for every ``lam <= 9e18``.  Needs
-    ``10 <= lam < 2**63``.
+    ``10 <= lam < 2**63``.  The log of Hörmann's 1/alpha is formed only when
+    a candidate needs the full test (about one in seven).
     """
-    cdef double slam = sqrt(lam)
-    cdef double b = 0.931 + 2.53 * slam
-    cdef double a = -0.059 + 0.02483 * b
-    cdef double log_invalpha = log(1.1239 + 1.1328 / (b - 3.4))
-    cdef double vr = 0.9277 - 3.6224 / (b - 2.0)
-    cdef double base = floor(lam)
-    cdef double frac = lam - base
-    cdef int64_t kbase = <int64_t> base
-    cdef double U, V, us, y
-    cdef int64_t k, yi
-    while True:
-        U = next_uniform(bitgen) - 0.5
-        V = next_uniform(bitgen)
-        us = 0.5 - fabs(U)
-        if us <= 0.0:
-            continue
-        y = floor((2.0 * a / us + b) * U + frac + 0.43)     # k - floor(lam)
-        if y < -base or y > 4.0e18:
-            continue                                         # k < 0, or y beyond a safe cast
-        yi = <int64_t> y
-        if yi > INT64_MAX - kbase:
-            continue                                         # k = kbase + yi would overflow int64
-        k = kbase + yi
-        if us >= 0.07 and V <= vr:
-            return k
-        if us < 0.013 and V > us:
-            continue
-        if (log(V) + log_invalpha - log(a / (us * us) + b)
-                <= poisson_logpmf(<double> k, lam, y - frac)):
-            return k
+    cdef _ptrs_t p
+    cdef double v
+    _ptrs_init(&p, lam)
+    return _ptrs_draw(bitgen, &p, &v)
 
 
 cdef int64_t random_poisson_exact(bitgen_t *bitgen, double lam) noexcept nogil:
@@ -665,6 +690,37 @@ cdef inline double _phi_half(double x) noexcept nogil:
     return x * log1pmx(0.5 / x) + stirlerr(x + 0.5) - stirlerr(x)
 
 
+cdef inline double _bessel_squeeze_c(double h) noexcept nogil:
+    """The constant ``c = 1 / (20 h^2)`` of :c:func:`_bessel_squeeze` (formed once a draw)."""
+    return 0.05 / (h * h)
+
+
+cdef inline double _bessel_squeeze(double fn, double nstar, double h, double c) noexcept nogil:
+    """A lower bound of ``w(n) / w(n*)`` for :c:func:`_bessel_poisson`: with
+    ``j = |n - n*|`` and ``c = 1 / (20 h^2)`` (:c:func:`_bessel_squeeze_c`),
+    ``1 - j (4 j + 5) c`` for ``n >= 3 h / 4`` (-1, no bound, below).
+
+    ``log w`` has derivative ``psi(x + 1/2) - psi(x) - 1/(x + h)``, and
+    ``1/(2x) <= psi(x + 1/2) - psi(x) <= 1/(2x) + 1/(8x^2)`` for ``x >= 1``.  Right of
+    n* (> h) the derivative is at least ``-(x - h) / (4 h^2)``, so
+    ``log w(n)/w(n*) >= -j (j + 2) / (8 h^2)``; left of it, integrating the upper
+    bound from n to n* gives ``>= -(j^2 / (4 n (n + h)) + j / (8 n n*))``, at least
+    ``-(4 j^2 / 21 + j / 6) / h^2`` once ``n >= 3 h / 4``.  Both are at least
+    ``-(j^2 / 5 + j / 4) / h^2``, and ``e^L >= 1 + L``.  One formula for both sides:
+    a branch on the side, which a random n mispredicts, cost more than the rest.
+    """
+    cdef double j = fabs(fn - nstar)
+    if 4.0 * fn < 3.0 * h:
+        return -1.0
+    return 1.0 - j * (4.0 * j + 5.0) * c
+
+
+def _bessel_squeeze_bound(double alpha, double n):
+    """The squeeze of :c:func:`_bessel_poisson` at ``n`` for ``alpha`` (tests)."""
+    cdef double h = 0.5 * alpha
+    return _bessel_squeeze(n, floor(h) + 1.0, h, _bessel_squeeze_c(h))
+
+
 cdef int64_t _bessel_poisson(bitgen_t *bitgen, double alpha) noexcept nogil:
     """Bessel_{-1}(alpha) by rejection from ``n = ceil(S / 2)``, ``S ~ Poisson(alpha)``.
 
@@ -675,34 +731,43 @@ cdef int64_t _bessel_poisson(bitgen_t *bitgen, double alpha) noexcept nogil:
     ``P(n) / q(n) ~ w(n) = Gamma(n + 1/2) / (Gamma(n) (n + h))``, which is
     unimodal with maximum at ``n* = floor(h) + 1`` and flat near it
     (``w(n)/w(n*) = 1 - O((n - h)^2 / h^2)``), so the acceptance rate tends
-    to 1 as alpha grows (derivation in docs/samplers.md).  A squeeze
-    ``1 + L(n) <= w(n)/w(n*)`` with ``L(n) = -j (j + 2) / (8 h^2)`` for
-    ``j = n - n* >= 0`` and ``L(n) = -(j (j + 1) / (4 n h) + j / (2 h^2))``
-    for ``j = n* - n > 0`` accepts almost every candidate without a log.
-    Expected cost about one Poisson(alpha) draw: O(1) for every alpha.
+    to 1 as alpha grows (derivation in docs/samplers.md).  The squeeze
+    :c:func:`_bessel_squeeze` accepts almost every candidate without a log.
+
+    For ``alpha >= 10`` S is drawn by PTRS here (:c:func:`_ptrs_draw`, the hat
+    formed once per call), and when its quick test accepted S, its uniform
+    ``V`` (uniform on [0, vr) given S) is the acceptance uniform ``V / vr``:
+    one pair of uniforms a draw.  Expected cost about one Poisson(alpha) draw:
+    O(1) for every alpha.
     """
     cdef double h = 0.5 * alpha
     cdef double nstar = floor(h) + 1.0
-    cdef double inv_8h2 = 1.0 / (8.0 * h * h)
-    cdef double inv_4h = 1.0 / (4.0 * h)
-    cdef double phistar = 0.0, lr, fn, j, lb, u
+    cdef double c = _bessel_squeeze_c(h)
+    cdef double phistar = 0.0, lr, fn, u, v, scale
     cdef bint have_phistar = False
+    cdef bint ptrs = alpha >= 10.0
+    cdef _ptrs_t p
     cdef int64_t s, n
+    if ptrs:
+        _ptrs_init(&p, alpha)
     while True:
-        s = random_poisson_exact(bitgen, alpha)
+        v = -1.0
+        if ptrs:
+            s = _ptrs_draw(bitgen, &p, &v)
+        else:
+            s = random_poisson_exact(bitgen, alpha)
         if s <= 0:
             continue
+        if v >= 0.0:
+            scale = p.vr
+        else:
+            v = next_uniform(bitgen)
+            scale = 1.0
         n = (s + 1) // 2
         fn = <double> n
-        u = next_uniform(bitgen)
-        if fn >= nstar:
-            j = fn - nstar
-            lb = -j * (j + 2.0) * inv_8h2
-        else:
-            j = nstar - fn
-            lb = -(j * (j + 1.0) * inv_4h / fn + 4.0 * j * inv_8h2)
-        if u <= 1.0 + lb:
+        if v <= scale * _bessel_squeeze(fn, nstar, h, c):
             return n
+        u = v / scale
         if not have_phistar:
             phistar = _phi_half(nstar)
             have_phistar = True
