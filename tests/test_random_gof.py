@@ -392,10 +392,21 @@ def test_crt_boundary_conventions():
 # --- negative binomial (paper's p) --------------------------------------------
 
 @pytest.mark.parametrize("r,p", [(1e-3, 0.5), (0.2, 1e-6), (0.5, 0.3), (1.0, 0.9), (3.7, 0.5),
-                                 (25.0, 0.97), (1e4, 0.2), (1e6, 0.5)])
+                                 (25.0, 0.97), (1e4, 0.2), (1e6, 0.5), (1e12, 1e-12),
+                                 # either side of the inversion's switches: mean 12, p = 0.99
+                                 (12.0, 0.5), (12.01, 0.5), (0.12, 0.99), (0.1, 0.9901),
+                                 (1188.0, 0.01)])
 def test_negative_binomial_gof(r, p):
     x = R.negative_binomial(r, p, size=N_CHEAP, random_state=seed("nb", r, p))
     assert x.min() >= 0
+    assert_gof_discrete(x, lambda k: S.negative_binomial_logpmf(k, r, p), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("algorithm", ["nb_inversion", "nb_mixture"])
+@pytest.mark.parametrize("r,p", [(1e-3, 0.5), (0.5, 0.5), (4.0, 0.75), (0.3, 0.98), (200.0, 0.05),
+                                 (40.0, 0.5)])
+def test_negative_binomial_single_algorithms(algorithm, r, p):
+    x = _kernel(algorithm, r, p, size=N_CHEAP, random_state=seed(algorithm, r, p))
     assert_gof_discrete(x, lambda k: S.negative_binomial_logpmf(k, r, p), alpha=ALPHA)
 
 

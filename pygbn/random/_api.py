@@ -167,7 +167,7 @@ def truncated_poisson(lam, size=None, random_state=None, n_jobs=None):
     Chop-down inversion from ``k = 1`` with ``P(1) = lam / expm1(lam)`` for
     ``lam < 1.5`` (no underflow for ``lam = 1e-300``); rejection of the zeros
     of an exact Poisson draw above (acceptance ``>= 0.78``).  Poisson draws use
-    numpy's PTRS up to ``lam = 1e10`` and our PTRS with a relative-scale
+    numpy's PTRS up to ``lam = 1e3`` and our PTRS with a relative-scale
     log-PMF above.
 
     References
@@ -255,7 +255,7 @@ def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
 
     Notes
     -----
-    By its mixture; Poisson draws of mean ``>= 1e10`` use our PTRS with a
+    By its mixture; Poisson draws of mean ``>= 1e3`` use our PTRS with a
     relative-scale log-PMF, gamma draws of shape ``>= 1e10`` Marsaglia & Tsang
     (2000) with a cancellation-free acceptance test.
 
@@ -305,8 +305,10 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
 
     Notes
     -----
-    As the gamma-Poisson mixture ``Pois(Gam(r, p / (1 - p)))``, with the
-    exact Poisson and gamma kernels described in ``docs/samplers.md``.
+    Chop-down inversion from 0 (``P(k) = P(k - 1) p (k - 1 + r) / k``) for
+    means up to 12 with ``p <= 0.99``; otherwise the gamma-Poisson mixture
+    ``Pois(Gam(r, p / (1 - p)))``, with the exact Poisson and gamma kernels
+    described in ``docs/samplers.md``.
 
     References
     ----------
@@ -458,7 +460,8 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
     ``gamma_gs``, ``gamma_boost``, ``gamma_fast``, ``gamma_row``, ``log_gamma``,
     ``bessel_chopdown``, ``bessel_poisson``, ``bessel_logconcave`` (one
     parameter); ``crt_loop``, ``crt_inversion``, ``crt_thinning``,
-    ``crt_blocks``, ``crt_skip``, ``crt_sum``, ``crt_sum_skip``, ``binomial`` (params n, p); ``split_sorted`` /
+    ``crt_blocks``, ``crt_skip``, ``crt_sum``, ``crt_sum_skip``, ``binomial`` (params n, p);
+    ``nb_inversion``, ``nb_mixture`` (params r, p); ``split_sorted`` /
     ``split_binomial`` (params n, weights); plus the one-parameter public
     kernels and ``crt`` / ``multinomial_split`` by their sampler names.
     """
@@ -485,5 +488,8 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
     if name in ("crt", "crt_loop", "crt_inversion", "crt_thinning", "crt_blocks", "crt_skip", "crt_sum",
                 "crt_sum_skip", "binomial"):
         return _int_sampler("i_id", name, [("n", arrays[0], np.int64), ("r", arrays[1], np.float64)],
+                            shape, random_state, n_jobs)
+    if name in ("negative_binomial", "nb_inversion", "nb_mixture"):
+        return _int_sampler("i_dd", name, [("r", arrays[0], np.float64), ("p", arrays[1], np.float64)],
                             shape, random_state, n_jobs)
     return _int_sampler("i_d", name, [("a", arrays[0], np.float64)], shape, random_state, n_jobs)

@@ -298,11 +298,17 @@ def fill_i_d(str name, const uintptr_t[::1] streams, Py_ssize_t block,
 
 def fill_i_dd(str name, const uintptr_t[::1] streams, Py_ssize_t block,
               const double[::1] a, const double[::1] c, int64_t[::1] out, int n_threads):
-    """``out[i] = kernel(stream, a[i], c[i])`` for an int64-valued two-parameter kernel (NB)."""
-    if name != "negative_binomial":
-        raise KeyError(name)
+    """``out[i] = kernel(stream, a[i], c[i])`` for an int64-valued two-parameter kernel (NB:
+    ``negative_binomial``, or one of its algorithms, ``nb_inversion`` / ``nb_mixture``)."""
     cdef Fill f
-    f.kernel = <void *> K.random_nb
+    if name == "negative_binomial":
+        f.kernel = <void *> K.random_nb
+    elif name == "nb_inversion":
+        f.kernel = <void *> K._nb_inversion
+    elif name == "nb_mixture":
+        f.kernel = <void *> K._nb_mixture
+    else:
+        raise KeyError(name)
     f.sa = _step(a.shape[0], out.shape[0])
     f.sc = _step(c.shape[0], out.shape[0])
     if out.shape[0]:

@@ -64,7 +64,7 @@ cdef double random_log_gamma(bitgen_t *bitgen, double a) noexcept nogil
 cdef Py_ssize_t random_categorical(bitgen_t *bitgen, const double *w, Py_ssize_t k,
                                    double total) noexcept nogil
 
-# Poisson(lam), exact for 0 <= lam <= 9e18 (numpy's below 1e10, random_poisson_ptrs above).
+# Poisson(lam), exact for 0 <= lam <= 9e18 (numpy's below 1e3, random_poisson_ptrs above).
 cdef int64_t random_poisson_exact(bitgen_t *bitgen, double lam) noexcept nogil
 
 # Gam(a, 1), exact for every a >= 0 (numpy's below 1e10, random_gamma_mt above); 0 for a = 0.
@@ -86,6 +86,9 @@ cdef int64_t _crt_loop(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_thinning(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_sum_skip(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
+# NB(r, p), r > 0, 0 < p < 1: chop-down inversion / the gamma-Poisson mixture.
+cdef int64_t _nb_inversion(bitgen_t *bitgen, double r, double p) noexcept nogil
+cdef int64_t _nb_mixture(bitgen_t *bitgen, double r, double p) noexcept nogil
 # Bessel_{-1}(alpha), alpha > 0: chop-down from the mode / rejection from a halved
 # Poisson(alpha) draw / log-concave rejection (Devroye 1987, kept as a cross-check).
 cdef int64_t _bessel_chopdown(bitgen_t *bitgen, double alpha) noexcept nogil

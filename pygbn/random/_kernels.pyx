@@ -34,9 +34,10 @@ FAST_UNIFORMS = pcg64_fill_init()
 # ---------------------------------------------------------------------------
 # numpy's Poisson (PTRS with an absolute-scale log-PMF; measurably wrong from
 # lam ~ 1e14) is used below this value; above, our version with a
-# relative-scale acceptance test takes over.  (Gamma variates are all ours:
-# pygbn/random/_inline.pxd.)
-cdef double POISSON_OWN_LAM = 1e10
+# relative-scale acceptance test takes over (measurably wrong numpy's from 1e14;
+# 1-2.7 ns faster than numpy's from about 1e3, slower below: docs/samplers.md).
+# (Gamma variates are all ours: pygbn/random/_inline.pxd.)
+cdef double POISSON_OWN_LAM = 1e3
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
 # CRT: _inline.crt_small up to n = CRT_SMALL_N (its switches in _inline.pxd); above, for
@@ -70,6 +71,12 @@ cdef double TPOIS_INV_LAM = 1.5
 # docs/benchmarks.md, "Twentieth session")
 # binomial: inversion (ours, with log1p) when n * min(p, 1-p) is below this
 cdef double BINOM_INV_MEAN = 30.0
+# negative binomial: inversion for means r p / (1 - p) up to this with p <= NB_INV_P (past
+# the mode its terms shrink at rate about p: a u that rounding exhausts meets a zero term
+# within some 70,000 steps), the gamma-Poisson mixture otherwise (the two cost the same
+# at means of 13-20: docs/benchmarks.md, "Twenty-third session")
+cdef double NB_INV_MEAN = 12.0
+cdef double NB_INV_P = 0.99
 
 
 cdef inline double _uniform_pos(bitgen_t *bitgen) noexcept nogil:
@@ -157,7 +164,7 @@ cdef int64_t random_poisson_exact(bitgen_t *bitgen, double lam) noexcept nogil:
     """Poisson(lam) for any ``0 <= lam <= 9e18`` (larger lam is clipped).
 
     numpy's ``random_poisson`` (multiplication method below 10, PTRS above)
-    for ``lam < 1e10``; :c:func:`random_poisson_ptrs` above.
+    for ``lam < 1e3``; :c:func:`random_poisson_ptrs` above.
     """
     if not lam > 0.0:
         return 0
@@ -179,31 +186,41 @@ cdef double random_gamma_exact(bitgen_t *bitgen, double a) noexcept nogil:
     return random_gamma_fast(bitgen, a)
 
 
+cdef inline int64_t _chopdown(bitgen_t *bitgen, double p0, double f, double a, double s,
+                              int64_t kmax) noexcept nogil:
+    """Chop-down inversion from 0 for a law on 0..kmax with ``P(0) = p0`` and
+    ``P(k) = P(k - 1) f (a + s k) / k`` (binomial, negative binomial).
+
+    Subtracts ``P(0), P(1), ...`` from one uniform until it falls below a term;
+    draws again if rounding leaves u beyond every term (a term that underflows
+    to 0, or k past kmax).
+    """
+    cdef double u, pk
+    cdef int64_t k
+    while True:
+        u = next_uniform(bitgen)
+        pk = p0
+        k = 0
+        while u > pk:
+            u -= pk
+            if k >= kmax:
+                break
+            k += 1
+            pk *= f * (a + s * <double> k) / <double> k
+            if pk <= 0.0:
+                break
+        else:
+            return k
+
+
 cdef int64_t _binomial_inversion(bitgen_t *bitgen, int64_t n, double p) noexcept nogil:
-    """Bin(n, p), ``0 < p <= 1/2``, small ``n p``: chop-down inversion from 0.
+    """Bin(n, p), ``0 < p <= 1/2``, small ``n p``: chop-down inversion from 0
+    (``P(k) = P(k - 1) (p / (1 - p)) (n + 1 - k) / k``).
 
     ``P(0) = exp(n log1p(-p))`` (numpy uses ``log(1 - p)``, which is 0 for
     ``p < 1e-16`` however large n is).  Restarts if rounding exhausts u.
     """
-    cdef double q = 1.0 - p
-    cdef double p0 = exp(<double> n * log1p(-p))
-    cdef double ratio = p / q
-    cdef double u, px
-    cdef int64_t x
-    while True:
-        u = next_uniform(bitgen)
-        px = p0
-        x = 0
-        while u > px:
-            u -= px
-            if x >= n:
-                break
-            x += 1
-            px *= ratio * (<double> (n - x + 1)) / (<double> x)
-            if px <= 0.0:
-                break
-        else:
-            return x
+    return _chopdown(bitgen, exp(<double> n * log1p(-p)), p / (1.0 - p), <double> n + 1.0, -1.0, n)
 
 
 cdef int64_t random_binomial_exact(bitgen_t *bitgen, int64_t n, double p,
@@ -871,14 +888,35 @@ cdef double random_prg(bitgen_t *bitgen, double lam, double c) noexcept nogil:
     return random_gamma_exact(bitgen, <double> n) / c
 
 
-cdef int64_t random_nb(bitgen_t *bitgen, double r, double p) noexcept nogil:
-    """n ~ NB(r, p), paper's parametrisation (mean ``r p / (1 - p)``), as Pois(Gam(r, p/(1-p))).
+cdef int64_t _nb_inversion(bitgen_t *bitgen, double r, double p) noexcept nogil:
+    """NB(r, p), ``r > 0``, ``0 < p < 1``: chop-down inversion from 0.
 
-    ``P(n) = Gamma(n + r) / (n! Gamma(r)) p^n (1 - p)^r``.  ``p <= 0`` or
-    ``r <= 0`` gives 0.  (numpy's negative_binomial uses ``1 - p``.)
+    ``P(0) = exp(r log1p(-p))``, ``P(k) = P(k - 1) p (r - 1 + k) / k``; about
+    ``1 + r p / (1 - p)`` steps.  Restarts if rounding exhausts u (the terms
+    underflow to 0 past the mode, geometrically at rate about p).
+    """
+    return _chopdown(bitgen, exp(r * log1p(-p)), p, r - 1.0, 1.0, INT64_MAX)
+
+
+cdef int64_t random_nb(bitgen_t *bitgen, double r, double p) noexcept nogil:
+    """n ~ NB(r, p), paper's parametrisation (mean ``r p / (1 - p)``).
+
+    ``P(n) = Gamma(n + r) / (n! Gamma(r)) p^n (1 - p)^r``.  Chop-down
+    inversion (:c:func:`_nb_inversion`) for means up to ``NB_INV_MEAN`` with
+    ``p <= NB_INV_P``; otherwise the gamma-Poisson mixture
+    ``Pois(Gam(r, p/(1-p)))``.  ``p <= 0`` or ``r <= 0`` gives 0.  (numpy's
+    negative_binomial uses ``1 - p``.)
     """
     if not (p > 0.0 and r > 0.0):
         return 0
+    if p <= NB_INV_P and r * p <= NB_INV_MEAN * (1.0 - p):
+        return _nb_inversion(bitgen, r, p)
+    return random_poisson_exact(bitgen, random_gamma_exact(bitgen, r) * (p / (1.0 - p)))
+
+
+cdef int64_t _nb_mixture(bitgen_t *bitgen, double r, double p) noexcept nogil:
+    """NB(r, p), ``r > 0``, ``0 < p < 1``, as the gamma-Poisson mixture ``Pois(Gam(r, p/(1-p)))``
+    (:c:func:`random_nb`'s other branch, for tests)."""
     return random_poisson_exact(bitgen, random_gamma_exact(bitgen, r) * (p / (1.0 - p)))
 
 
