@@ -289,8 +289,8 @@ def test_other_invalid_input():
 # CRT by its Bernoulli sum with 16-bit draws, crt_sum, for n <= 64 from r = 0.2 up, and that sum
 # over the first customers then skips for moderate n with r > 1, crt_sum_skip.  The sum's
 # single-precision test and the dispatch of the twenty-second session left these values.  And
-# for the negative binomial by inversion for means up to 12, and our PTRS from Poisson means of
-# 1e3 (was 1e10), in the twenty-third session: NB draws differently.  The truncated Bessel's
+# for the negative binomial by inversion for means up to 12, in the twenty-third session: NB
+# draws differently.  The truncated Bessel's
 # new draw above alpha = 50 left its values: its Poisson candidate is numpy's PTRS's on the
 # same two uniforms, and these were accepted at once both ways.)
 SEED = 20240601

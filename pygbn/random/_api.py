@@ -167,7 +167,7 @@ def truncated_poisson(lam, size=None, random_state=None, n_jobs=None):
     Chop-down inversion from ``k = 1`` with ``P(1) = lam / expm1(lam)`` for
     ``lam < 1.5`` (no underflow for ``lam = 1e-300``); rejection of the zeros
     of an exact Poisson draw above (acceptance ``>= 0.78``).  Poisson draws use
-    numpy's PTRS up to ``lam = 1e3`` and our PTRS with a relative-scale
+    numpy's PTRS up to ``lam = 1e10`` and our PTRS with a relative-scale
     log-PMF above.
 
     References
@@ -255,7 +255,7 @@ def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
 
     Notes
     -----
-    By its mixture; Poisson draws of mean ``>= 1e3`` use our PTRS with a
+    By its mixture; Poisson draws of mean ``>= 1e10`` use our PTRS with a
     relative-scale log-PMF, gamma draws of shape ``>= 1e10`` Marsaglia & Tsang
     (2000) with a cancellation-free acceptance test.
 

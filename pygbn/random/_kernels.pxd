@@ -64,7 +64,7 @@ cdef double random_log_gamma(bitgen_t *bitgen, double a) noexcept nogil
 cdef Py_ssize_t random_categorical(bitgen_t *bitgen, const double *w, Py_ssize_t k,
                                    double total) noexcept nogil
 
-# Poisson(lam), exact for 0 <= lam <= 9e18 (numpy's below 1e3, random_poisson_ptrs above).
+# Poisson(lam), exact for 0 <= lam <= 9e18 (numpy's below 1e10, random_poisson_ptrs above).
 cdef int64_t random_poisson_exact(bitgen_t *bitgen, double lam) noexcept nogil
 
 # Gam(a, 1), exact for every a >= 0 (numpy's below 1e10, random_gamma_mt above); 0 for a = 0.

@@ -34,10 +34,10 @@ FAST_UNIFORMS = pcg64_fill_init()
 # ---------------------------------------------------------------------------
 # numpy's Poisson (PTRS with an absolute-scale log-PMF; measurably wrong from
 # lam ~ 1e14) is used below this value; above, our version with a
-# relative-scale acceptance test takes over (measurably wrong numpy's from 1e14;
-# 1-2.7 ns faster than numpy's from about 1e3, slower below: docs/samplers.md).
-# (Gamma variates are all ours: pygbn/random/_inline.pxd.)
-cdef double POISSON_OWN_LAM = 1e3
+# relative-scale acceptance test takes over.  (Ours is 1-2.7 ns faster than numpy's
+# for a fixed lam from about 1e3, but not inside the samplers that draw through this
+# switch: docs/samplers.md.)  (Gamma variates are all ours: pygbn/random/_inline.pxd.)
+cdef double POISSON_OWN_LAM = 1e10
 # largest Poisson mean a kernel accepts (int64 output); larger means are clipped
 cdef double POISSON_LAM_CAP = 9.0e18
 # CRT: _inline.crt_small up to n = CRT_SMALL_N (its switches in _inline.pxd); above, for
@@ -164,7 +164,7 @@ cdef int64_t random_poisson_exact(bitgen_t *bitgen, double lam) noexcept nogil:
     """Poisson(lam) for any ``0 <= lam <= 9e18`` (larger lam is clipped).
 
     numpy's ``random_poisson`` (multiplication method below 10, PTRS above)
-    for ``lam < 1e3``; :c:func:`random_poisson_ptrs` above.
+    for ``lam < 1e10``; :c:func:`random_poisson_ptrs` above.
     """
     if not lam > 0.0:
         return 0
