@@ -7,7 +7,7 @@ algorithms, their sources and the numerics that needed care are described
 in ``docs/samplers.md``; the thresholds below select between exact
 algorithms for speed only (every branch samples the exact distribution).
 """
-from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY, isinf, lgamma
+from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY, isinf, lgamma, M_LN2
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
 from numpy.random cimport bitgen_t
@@ -421,11 +421,15 @@ cdef int64_t random_logarithmic(bitgen_t *bitgen, double p) noexcept nogil:
     """u ~ Log(p), ``P(u) = -p^u / (u log(1 - p))``, by Kemp's (1981) LK algorithm.
 
     Kemp, A. W. (1981). Efficient generation of logarithmically distributed
-    pseudo-random variables.  Appl. Statist. 30, 249-253.  ``log q`` with
-    ``q = 1 - (1-p)^U`` is computed as ``log1mexp(U log1p(-p))``, exact
-    when q is within rounding of 1 (p -> 1).  ``p <= 0`` gives 1 (the limit).
+    pseudo-random variables.  Appl. Statist. 30, 249-253.  With
+    ``q = 1 - (1-p)^U``: ``V >= q`` gives 1, ``q^2 < V < q`` gives 2, and
+    otherwise ``floor(1 + log V / log q)``, with ``log q`` computed as
+    ``log1mexp(U log1p(-p))``, exact when q is within rounding of 1 (p -> 1);
+    so the logs are formed only for the draws above 2.  ``p <= 0`` gives 1
+    (the limit).
     """
-    cdef double r, V, lq, res
+    cdef double r, V, x, q, e = 0.0, res
+    cdef bint small
     if not p > 0.0:
         return 1
     r = log1p(-p)
@@ -435,13 +439,23 @@ cdef int64_t random_logarithmic(bitgen_t *bitgen, double p) noexcept nogil:
             return 1
         if V <= 0.0:
             continue
-        lq = log1mexp(r * next_uniform(bitgen))
-        if log(V) <= 2.0 * lq:
-            res = floor(1.0 + log(V) / lq)
+        x = r * next_uniform(bitgen)
+        # q = 1 - e^x and, below, log q as log1mexp(x) forms it (exact when q is within
+        # rounding of 1), reusing expm1(x) or exp(x)
+        small = x > -M_LN2
+        if small:
+            q = -expm1(x)
+        else:
+            e = exp(x)
+            q = 1.0 - e
+        if V <= q * q:
+            # u = floor(1 + log V / log q), which is also right for V > q^2 (where a q
+            # rounded to 1 sends it)
+            res = floor(1.0 + log(V) / (log(q) if small else log1p(-e)))
             if res >= 9.0e18:
                 continue
             return <int64_t> res
-        if log(V) >= lq:
+        if V >= q:
             return 1
         return 2
 
