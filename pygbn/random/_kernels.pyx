@@ -186,10 +186,11 @@ cdef double random_gamma_exact(bitgen_t *bitgen, double a) noexcept nogil:
     return random_gamma_fast(bitgen, a)
 
 
-cdef inline int64_t _chopdown(bitgen_t *bitgen, double p0, double f, double a, double s,
+cdef inline int64_t _chopdown(bitgen_t *bitgen, double p0, double f, double c, double s,
                               int64_t kmax) noexcept nogil:
     """Chop-down inversion from 0 for a law on 0..kmax with ``P(0) = p0`` and
-    ``P(k) = P(k - 1) f (a + s k) / k`` (binomial, negative binomial).
+    ``P(k) = P(k - 1) f (c + s (k - 1)) / k`` (binomial, negative binomial; ``c + s (k - 1)``
+    is exact for the binomial's integers and is ``r`` itself at k = 1 for the NB's).
 
     Subtracts ``P(0), P(1), ...`` from one uniform until it falls below a term;
     draws again if rounding leaves u beyond every term (a term that underflows
@@ -206,7 +207,7 @@ cdef inline int64_t _chopdown(bitgen_t *bitgen, double p0, double f, double a, d
             if k >= kmax:
                 break
             k += 1
-            pk *= f * (a + s * <double> k) / <double> k
+            pk *= f * (c + s * <double> (k - 1)) / <double> k
             if pk <= 0.0:
                 break
         else:
@@ -215,12 +216,12 @@ cdef inline int64_t _chopdown(bitgen_t *bitgen, double p0, double f, double a, d
 
 cdef int64_t _binomial_inversion(bitgen_t *bitgen, int64_t n, double p) noexcept nogil:
     """Bin(n, p), ``0 < p <= 1/2``, small ``n p``: chop-down inversion from 0
-    (``P(k) = P(k - 1) (p / (1 - p)) (n + 1 - k) / k``).
+    (``P(k) = P(k - 1) (p / (1 - p)) (n - (k - 1)) / k``).
 
     ``P(0) = exp(n log1p(-p))`` (numpy uses ``log(1 - p)``, which is 0 for
     ``p < 1e-16`` however large n is).  Restarts if rounding exhausts u.
     """
-    return _chopdown(bitgen, exp(<double> n * log1p(-p)), p / (1.0 - p), <double> n + 1.0, -1.0, n)
+    return _chopdown(bitgen, exp(<double> n * log1p(-p)), p / (1.0 - p), <double> n, -1.0, n)
 
 
 cdef int64_t random_binomial_exact(bitgen_t *bitgen, int64_t n, double p,
@@ -905,11 +906,11 @@ cdef double random_prg(bitgen_t *bitgen, double lam, double c) noexcept nogil:
 cdef int64_t _nb_inversion(bitgen_t *bitgen, double r, double p) noexcept nogil:
     """NB(r, p), ``r > 0``, ``0 < p < 1``: chop-down inversion from 0.
 
-    ``P(0) = exp(r log1p(-p))``, ``P(k) = P(k - 1) p (r - 1 + k) / k``; about
+    ``P(0) = exp(r log1p(-p))``, ``P(k) = P(k - 1) p (r + (k - 1)) / k``; about
     ``1 + r p / (1 - p)`` steps.  Restarts if rounding exhausts u (the terms
     underflow to 0 past the mode, geometrically at rate about p).
     """
-    return _chopdown(bitgen, exp(r * log1p(-p)), p, r - 1.0, 1.0, INT64_MAX)
+    return _chopdown(bitgen, exp(r * log1p(-p)), p, r, 1.0, INT64_MAX)
 
 
 cdef int64_t random_nb(bitgen_t *bitgen, double r, double p) noexcept nogil:
