@@ -290,9 +290,9 @@ def test_other_invalid_input():
 # over the first customers then skips for moderate n with r > 1, crt_sum_skip.  The sum's
 # single-precision test and the dispatch of the twenty-second session left these values.  And
 # for the negative binomial by inversion for means up to 12, in the twenty-third session: NB
-# draws differently.  The truncated Bessel's
-# new draw above alpha = 50 left its values: its Poisson candidate is numpy's PTRS's on the
-# same two uniforms, and these were accepted at once both ways.)
+# draws differently.  The truncated Bessel's new draw above alpha = 50 left its values: its
+# Poisson candidate is numpy's PTRS's on the same two uniforms, and these were accepted at
+# once both ways.)
 SEED = 20240601
 GOLDEN = {
     "crt": [3, 24, 17, 5024, 2953],
