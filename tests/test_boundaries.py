@@ -75,6 +75,14 @@ def test_poisson_exact_clips_its_mean_at_9e18():
     assert (np.abs(k.astype(np.float64) - 9e18) < 8 * 3e9 + 1e4).all()
 
 
+def test_truncated_bessel_kernel_clips_alpha_at_9e18():
+    # the C kernel (cimport-able, unvalidated) clips alpha as its Poisson proposal's mean is:
+    # Bessel_{-1}(9e18) has mean 4.5e18 and sd 1.5e9
+    k = _kernel("truncated_bessel", np.repeat([9e18, 9.2e18, 1e300, np.inf], 100), random_state=3)
+    assert k.dtype == np.int64 and (k > 0).all()
+    assert (np.abs(k.astype(np.float64) - 4.5e18) < 8 * 1.5e9 + 1e4).all()
+
+
 @pytest.mark.parametrize("f, args, name", [
     (R.truncated_poisson, (1.5 * LAM_MAX,), "lam"),
     (R.truncated_bessel, (1.5 * LAM_MAX,), "alpha"),

@@ -143,7 +143,10 @@ CRT_GRID = [(1, 0.5), (2, 1e-300), (2, 0.3), (5, 1e-3), (16, 2.0), (17, 2.0), (1
             (20, 1.0), (20, 1.0 - 2.0**-52), (20, 1.0 + 2.0**-52), (100, 1.5), (1000, 0.999),
             (1001, 0.999), (2500, 1e-3),
             # either side of n = 860 for r > 20 (the sum then skips / the cost model)
-            (860, 30.0), (861, 30.0)]
+            (860, 30.0), (861, 30.0),
+            # either side of r = 16 n + 1024 (the cost model or the sum / the complement)
+            (65, 2064.0), (65, 2064.5), (1000, 17024.0), (1000, 17030.0), (300, 1e6),
+            (2500, 1e8), (200, 1e300)]
 
 
 @pytest.mark.parametrize("n,r", CRT_GRID)
@@ -164,6 +167,26 @@ def test_crt_single_algorithms(algorithm, n, r):
     x = _kernel(algorithm, n, r, size=size, random_state=seed(algorithm, n, r))
     table = S.crt_pmf_table(n, r)
     assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("n,r", [(2, 0.7), (30, 1.0), (30, 30.0), (300, 300.0), (300, 1e4),
+                                 (1500, 1e5), (5000, 1e9)])
+def test_crt_complement(n, r):
+    """n less the customers who join a table, by thinned cells of the intensity x / r
+    process: exact for every r (its points are n^2 / (2 r), so only tested where few)."""
+    x = _kernel("crt_complement", n, r, size=N_DEAR * 3, random_state=seed("crt_complement", n, r))
+    table = S.crt_pmf_table(n, r)
+    assert_gof_discrete(x, lambda l: table[np.clip(l, 0, n)], support=(0, n), alpha=ALPHA)
+
+
+@pytest.mark.parametrize("n,r", [(10**9, 1e15), (10**8, 1e12), (10**12, 1e22)])
+def test_crt_huge_r_by_moments(n, r):
+    # r far above n: a few joiners among n customers, each draw O(1 + n^2 / r) (was O(n))
+    x = R.crt(n, r, size=N_DEAR, random_state=seed("crt_huge_r", n, r))
+    joined = n - x
+    m, v = n - S.crt_mean(n, r), S.crt_var(n, r)
+    assert abs(joined.mean() - m) < 5 * np.sqrt(v / x.size)
+    assert abs(joined.var() / v - 1) < 5 * np.sqrt(2 / x.size) + 0.01
 
 
 @pytest.mark.parametrize("n,r", [(2, 1.0), (7, 1.0), (64, 1.0), (64, 0.999999), (64, 0.31),
@@ -385,6 +408,9 @@ def test_crt_boundary_conventions():
     np.testing.assert_array_equal(R.crt(7, 0.0, size=50, random_state=1), 1)
     np.testing.assert_array_equal(R.crt(7, np.inf, size=50, random_state=1), 7)
     np.testing.assert_array_equal(R.crt(10**15, np.inf, size=5, random_state=1), 10**15)
+    # the C kernel (unvalidated): r <= 0, -inf included, is the limit r -> 0
+    from pygbn.random._api import _kernel
+    np.testing.assert_array_equal(_kernel("crt", 100, [-np.inf, -1.0, 0.0], random_state=1), 1)
     np.testing.assert_array_equal(R.crt(1, 5.0, size=50, random_state=1), 1)
     # r -> 0: all but the first customer almost surely join the first table
     assert np.all(R.crt(10**6, 1e-300, size=1000, random_state=1) == 1)

@@ -92,10 +92,11 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     of larger n); thinning of a dominating process whose next point has a
     closed form (expected ``O(log n)`` candidates for ``r <= 1``, about
     ``r log n`` above; small r, and the customers after the sum's);
-    inversion over the next new table (``O(n)``, small n and r); thinning
-    with geometric skips; blocks of indices, each one binomial draw plus a
-    thinned correction (expected ``O(sqrt(r) log n)``, large r and n).
-    See ``docs/samplers.md``.
+    inversion over the next new table (``O(n)``, small n and r); blocks of
+    indices, each one binomial draw plus a thinned correction (expected
+    ``O(sqrt(r) log n)``, large r and n); and for r far above n
+    (``r > 16 n + 1024``) n less the customers who join a table, by thinned
+    skips (expected ``O(1 + n^2 / r)``).  See ``docs/samplers.md``.
 
     References
     ----------
@@ -460,7 +461,8 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
     ``gamma_gs``, ``gamma_boost``, ``gamma_fast``, ``gamma_row``, ``log_gamma``,
     ``bessel_chopdown``, ``bessel_poisson``, ``bessel_logconcave`` (one
     parameter); ``crt_loop``, ``crt_inversion``, ``crt_thinning``,
-    ``crt_blocks``, ``crt_skip``, ``crt_sum``, ``crt_sum_skip``, ``binomial`` (params n, p);
+    ``crt_blocks``, ``crt_skip``, ``crt_sum``, ``crt_sum_skip``, ``crt_complement``,
+    ``binomial`` (params n, p);
     ``nb_inversion``, ``nb_mixture`` (params r, p); ``split_sorted`` /
     ``split_binomial`` (params n, weights); plus the one-parameter public
     kernels and ``crt`` / ``multinomial_split`` by their sampler names.
@@ -486,7 +488,7 @@ def _kernel(name, *params, size=None, random_state=None, n_jobs=None):
                     n_jobs, (af, out))
         return scalar_or_array(out, shape)
     if name in ("crt", "crt_loop", "crt_inversion", "crt_thinning", "crt_blocks", "crt_skip", "crt_sum",
-                "crt_sum_skip", "binomial"):
+                "crt_sum_skip", "crt_complement", "binomial"):
         return _int_sampler("i_id", name, [("n", arrays[0], np.int64), ("r", arrays[1], np.float64)],
                             shape, random_state, n_jobs)
     if name in ("negative_binomial", "nb_inversion", "nb_mixture"):

@@ -131,6 +131,8 @@ cdef kern_i_id _pick_i_id(str name) except NULL:
         return _crt_sum
     if name == "crt_sum_skip":
         return K._crt_sum_skip
+    if name == "crt_complement":
+        return K._crt_complement
     if name == "binomial":
         return _binomial_kernel
     raise KeyError(name)

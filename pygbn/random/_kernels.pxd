@@ -86,6 +86,7 @@ cdef int64_t _crt_loop(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_thinning(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 cdef int64_t _crt_sum_skip(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
+cdef int64_t _crt_complement(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
 # NB(r, p), r > 0, 0 < p < 1: chop-down inversion / the gamma-Poisson mixture.
 cdef int64_t _nb_inversion(bitgen_t *bitgen, double r, double p) noexcept nogil
 cdef int64_t _nb_mixture(bitgen_t *bitgen, double r, double p) noexcept nogil

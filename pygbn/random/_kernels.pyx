@@ -12,7 +12,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
-    random_poisson, random_binomial, binomial_t,
+    random_poisson, random_binomial, binomial_t, random_standard_exponential,
 )
 
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
@@ -61,6 +61,11 @@ cdef double CRT_PREFIX_R = 16.0
 cdef double CRT_SUM_SKIP_MAX_R = 20.0
 cdef int64_t CRT_SUM_SKIP_MAX_N = 860
 cdef double CRT_COST_SKIP_R = 25.0
+# CRT with r above CRT_COMPLEMENT_R_PER_N n + CRT_COMPLEMENT_R0: the customers who join a table,
+# by skips (_crt_complement; about 14 ns a point and n^2 / (2 r) points, against the sum's
+# 0.45 ns a customer: level at r = 30 n for n = 65 and at 16 n from n = 1,000 on)
+cdef double CRT_COMPLEMENT_R_PER_N = 16.0
+cdef double CRT_COMPLEMENT_R0 = 1024.0
 cdef double CRT_COST_BLOCK = 230.0
 # CRT block method: expected number of thinning candidates per block
 cdef double CRT_BLOCK_C = 4.0
@@ -284,6 +289,36 @@ cdef int64_t _crt_thinning(bitgen_t *bitgen, int64_t n, double r) noexcept nogil
     return l
 
 
+cdef int64_t _crt_complement(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
+    """CRT(n, r), ``n >= 1``, for r far above n: n less the customers who join a table.
+
+    Customer i >= 1 joins an occupied table with probability ``q_i = i / (r + i)``,
+    independently.  The cells ``[i, i + 1)`` that hold a point of a Poisson process of
+    intensity ``x / r`` on ``x >= 1`` dominate them: a cell holds one with probability
+    ``q'_i = 1 - exp(-(2 i + 1) / (2 r)) >= 1 - exp(-i / r) >= (i / r) / (1 + i / r) = q_i``
+    (``e^-t <= 1 / (1 + t)``).  The process's next point after x is
+    ``sqrt(x^2 + 2 r E)``, E ~ Exp(1); its cell i is kept with probability
+    ``q_i / q'_i`` (thinning, Devroye 1986, Section VI.3), at once when
+    ``U (2 i + 1) (r + i) < 2 r i`` (as ``q'_i <= (2 i + 1) / (2 r)``), and the search
+    goes on from i + 1.  Expected about ``1 + n^2 / (2 r)`` points: O(1) for
+    r >= n^2, where the other methods cost O(n) or O(sqrt(r)).
+    """
+    cdef int64_t joined = 0, i
+    cdef double fn = <double> n, x = 1.0, y, fi, u, two_r = 2.0 * r
+    while True:
+        y = sqrt(x * x + two_r * random_standard_exponential(bitgen))
+        if not y < fn:
+            return n - joined
+        i = <int64_t> y
+        if i >= n:
+            return n - joined
+        fi = <double> i
+        u = next_uniform(bitgen) * (r + fi)            # keep when u q'_i < i
+        if u * (2.0 * fi + 1.0) < two_r * fi or u * -expm1(-(2.0 * fi + 1.0) / two_r) < fi:
+            joined += 1
+        x = fi + 1.0
+
+
 cdef int64_t _crt_blocks(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     """CRT(n, r), ``n >= 2``, for large r: binomial blocks with a thinned correction.
 
@@ -378,17 +413,21 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     for 0.2 <= r < 0.9, for 1 < r <= 20, for r > 1 up to n = 860, and where the
     cost model says so, the sum over the first customers (one block of 64, or
     ~16 r) and the skips after them (:c:func:`_crt_sum_skip`); the skips alone
-    for the rest of r <= 1; binomial blocks (large r and n), by the cost model.
-    So the expected time is O(min(n, log n + r log n, sqrt(r) log n)).
+    for the rest of r <= 1; binomial blocks (large r and n), by the cost model;
+    for r > 16 n + 1024, n less the customers who join a table, by skips
+    (:c:func:`_crt_complement`).  So the expected time is
+    O(min(n, log n + r log n, sqrt(r) log n, 1 + n^2 / r)).
     """
     if n <= 0:
         return 0
-    if isinf(r):
-        return n
     if not r > 0.0:
         return 1
+    if isinf(r):
+        return n
     if n <= CRT_SMALL_N:
         return crt_small(bitgen, n, r)
+    if r > CRT_COMPLEMENT_R_PER_N * <double> n + CRT_COMPLEMENT_R0:
+        return _crt_complement(bitgen, n, r)
     if r <= 1.0:
         if CRT_SUM_SKIP_MIN_R <= r < CRT_SUM_SKIP_R1:
             return _crt_sum_skip(bitgen, n, r)
@@ -881,14 +920,17 @@ cdef int64_t _bessel_logconcave(bitgen_t *bitgen, double alpha) noexcept nogil:
 cdef int64_t random_truncated_bessel(bitgen_t *bitgen, double alpha) noexcept nogil:
     """n ~ Bessel_{-1}(alpha): ``P(n) = (alpha/2)^(2n-1) / (I_1(alpha) n! (n-1)!)``, n >= 1.
 
-    Chop-down inversion from the mode for small alpha, rejection from a
+    Chop-down inversion from n = 1 for small alpha, rejection from a
     halved Poisson(alpha) draw above (O(1) expected for every alpha).
-    ``alpha <= 0`` gives 1 (the limit).
+    ``alpha <= 0`` gives 1 (the limit); alpha above 9e18 (the Poisson
+    draw's cap, ``POISSON_LAM_CAP``) is clipped, as the Poisson kernel's mean is.
     """
     if not alpha > 0.0:
         return 1
     if alpha < BESSEL_S_ALPHA:
         return _bessel_chopdown(bitgen, alpha)
+    if alpha > POISSON_LAM_CAP:
+        alpha = POISSON_LAM_CAP
     return _bessel_poisson(bitgen, alpha)
 
 

@@ -42,7 +42,8 @@ from pygbn.random._kernels cimport (
     random_truncated_poisson,   # (bitgen, double lam) -> int64; Pois_+(lam); lam <= 0 -> 1;
                                 #   exact up to lam = 9e18 (the Python sampler stops at 1e18)
     random_truncated_bessel,    # (bitgen, double alpha) -> int64; Bessel_{-1}(alpha);
-                                #   alpha <= 0 -> 1
+                                #   alpha <= 0 -> 1; alpha above 9e18 is clipped to 9e18
+                                #   (the Python sampler stops at 1e18)
     random_prg,                 # (bitgen, double lam, double c) -> double; PRG(lam, c), rate c > 0
     random_nb,                  # (bitgen, double r, double p) -> int64; NB(r, p), mean r p/(1-p);
                                 #   p <= 0 or r <= 0 -> 0; needs p < 1
