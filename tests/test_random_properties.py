@@ -137,6 +137,61 @@ def test_scalar_in_scalar_out():
     assert R.dirichlet([1.0, 1.0], random_state=1).shape == (2,)
 
 
+SCALAR_CASES = {
+    "crt": [(0, 0.5), (1, 0.0), (5, 0.5), (10**6, 3.0), (100, np.inf), (np.int64(7), np.float32(0.25)),
+            (3000, 1e5), (2**63 - 1, 1e-300), (np.uint64(40), np.int64(2))],
+    "logarithmic": [(0.0,), (0.3,), (1 - 2.0**-53,), (np.float32(0.5),), (0,)],
+    "truncated_poisson": [(0.0,), (1e-300,), (0.7,), (40,), (1e18,), (np.float16(3.0),)],
+    "truncated_bessel": [(0.0,), (3.0,), (60.0,), (1e18,), (np.int32(12),)],
+    "poisson_randomized_gamma": [(0.0, 1.0), (0.5, 2.0), (1e12, 1e-300), (np.float64(3.0), 7)],
+    "negative_binomial": [(0.0, 0.5), (0.5, 0.0), (0.5, 0.5), (20.0, 0.5), (1e3, 0.9),
+                          (1.0, 0.9999), (1e12, 1e-12)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_CASES))
+def test_scalar_calls_draw_as_arrays_do(name):
+    # a call with scalar parameters takes a fast path (no arrays, no blocks): the same draw, the
+    # same type and the same generator state after as the array path (0-d arrays take that)
+    f = SCALAR_SAMPLERS[name][0]
+    for i, args in enumerate(SCALAR_CASES[name]):
+        g1, g2 = np.random.default_rng(i), np.random.default_rng(i)
+        a = f(*args, random_state=g1)
+        b = f(*[np.asarray(x) for x in args], random_state=g2)
+        assert type(a) is type(b) and np.ndim(a) == 0, (name, args)
+        assert a == b or (np.isnan(a) and np.isnan(b)), (name, args, a, b)
+        assert g1.integers(2**63) == g2.integers(2**63), (name, args)
+        # an int seed and the default n_jobs, size=None explicitly: the same again
+        assert f(*args, size=None, random_state=5, n_jobs=None) == f(*[np.asarray(x) for x in args],
+                                                                     random_state=5)
+
+
+def test_scalar_fast_path_leaves_errors_to_the_array_path():
+    # out-of-range, NaN, bool, huge-int or non-number scalars give the array path's errors
+    with pytest.raises(ValueError, match=r"^r must be >= 0; got -1\.0$"):
+        R.crt(5, -1.0)
+    with pytest.raises(ValueError, match="n must be a non-negative integer"):
+        R.crt(-1, 1.0)
+    with pytest.raises(ValueError, match="n must be a non-negative integer"):
+        R.crt(2**64, 1.0)
+    with pytest.raises(ValueError, match=r"^p must be >= 0 and < 1 \(finite\); got 1\.0$"):
+        R.logarithmic(1.0)
+    with pytest.raises(ValueError, match="lam must be .*not NaN"):
+        R.truncated_poisson(float("nan"))
+    with pytest.raises(ValueError, match="alpha must be .*<= 1e\\+18"):
+        R.truncated_bessel(2e18)
+    with pytest.raises(ValueError, match="c must be > 0"):
+        R.poisson_randomized_gamma(1.0, 0.0)
+    with pytest.raises(ValueError, match="r and p must keep NB"):
+        R.negative_binomial(1e10, 1 - 1e-9)
+    with pytest.raises(ValueError, match="n_jobs"):
+        R.crt(5, 1.0, n_jobs=0)
+    with pytest.raises(ValueError, match="random_state"):
+        R.truncated_bessel(1.0, random_state="seed")
+    # a bool is a number to the array path (True = 1): the same draw either way
+    assert R.logarithmic(False, random_state=1) == R.logarithmic(np.asarray(False), random_state=1)
+
+
 def test_empty_outputs():
     assert R.crt(3, 1.0, size=0).shape == (0,)
     assert R.truncated_bessel(np.zeros((0, 3))).shape == (0, 3)

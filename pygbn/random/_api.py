@@ -4,7 +4,10 @@ Every sampler takes its parameters as scalars or arrays (numpy broadcasting),
 ``size=`` (output shape; the parameters must broadcast to it),
 ``random_state=`` (None, int, SeedSequence, BitGenerator or Generator; a
 Generator is advanced) and ``n_jobs=`` (threads; the draws never depend on
-it).  A scalar result is returned as a numpy scalar.
+it).  A scalar result is returned as a numpy scalar.  A call whose parameters
+are all valid scalars (and ``size=None``) skips the arrays and blocks: the
+same kernel call on the generator, so the same draw and generator state,
+in about 1.3 us instead of 15.
 """
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import numpy as np
 
 from pygbn.random import _generators as _gen
 from pygbn.random._validate import (
-    as_count, as_real, broadcast, flat, flat_param, rows, run_blocked, scalar_or_array,
+    as_count, as_real, broadcast, count_scalar, draw_one, flat, flat_param, real_scalar, rows,
+    run_blocked, scalar_or_array,
 )
 
 __all__ = [
@@ -37,6 +41,27 @@ _COMMON = """size : int or tuple of ints, optional
 def _doc(f):
     f.__doc__ = f.__doc__.replace("{common}", _COMMON)
     return f
+
+
+# one draw of a public kernel from one stream (the scalar calls' fast path: draw_one)
+def _one_crt(stream, n, r):
+    return _gen.one_i_id("crt", stream, n, r)
+
+
+def _one_logarithmic(stream, p):
+    return _gen.one_i_d("logarithmic", stream, p)
+
+
+def _one_truncated_poisson(stream, lam):
+    return _gen.one_i_d("truncated_poisson", stream, lam)
+
+
+def _one_truncated_bessel(stream, alpha):
+    return _gen.one_i_d("truncated_bessel", stream, alpha)
+
+
+def _one_negative_binomial(stream, r, p):
+    return _gen.one_i_dd("negative_binomial", stream, r, p)
 
 
 def _int_sampler(kind, name, params, size, random_state, n_jobs, min_block=None):
@@ -105,6 +130,10 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     Devroye, L. (1986). Non-Uniform Random Variate Generation, Section VI.3
     (thinning).
     """
+    if size is None:
+        nv, rv = count_scalar(n), real_scalar(r)
+        if nv is not None and rv is not None and rv >= 0:
+            return np.int64(draw_one(_one_crt, random_state, n_jobs, nv, rv))
     n_a = as_count("n", n)
     r_a = as_real("r", r, low=0, allow_inf=True)
     return _int_sampler("i_id", "crt", [("n", n_a, np.int64), ("r", r_a, np.float64)],
@@ -140,6 +169,10 @@ def logarithmic(p, size=None, random_state=None, n_jobs=None):
     Kemp, A. W. (1981). Efficient generation of logarithmically distributed
     pseudo-random variables. Applied Statistics 30, 249-253.
     """
+    if size is None:
+        pv = real_scalar(p)
+        if pv is not None and 0 <= pv < 1:
+            return np.int64(draw_one(_one_logarithmic, random_state, n_jobs, pv))
     p_a = as_real("p", p, low=0, high=1, high_open=True)
     return _int_sampler("i_d", "logarithmic", [("p", p_a, np.float64)], size, random_state, n_jobs)
 
@@ -177,6 +210,10 @@ def truncated_poisson(lam, size=None, random_state=None, n_jobs=None):
     Poisson random variables. Insurance: Math. Econ. 12, 39-45.
     Loader, C. (2000). Fast and accurate computation of binomial probabilities.
     """
+    if size is None:
+        lv = real_scalar(lam)
+        if lv is not None and 0 <= lv <= LAM_MAX:
+            return np.int64(draw_one(_one_truncated_poisson, random_state, n_jobs, lv))
     lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
     return _int_sampler("i_d", "truncated_poisson", [("lam", lam_a, np.float64)],
                         size, random_state, n_jobs)
@@ -225,6 +262,10 @@ def truncated_bessel(alpha, size=None, random_state=None, n_jobs=None):
     Yuan, L. & Kalbfleisch, J. D. (2000). On the Bessel distribution and
     related problems. Ann. Inst. Statist. Math. 52, 438-447.
     """
+    if size is None:
+        av = real_scalar(alpha)
+        if av is not None and 0 <= av <= LAM_MAX:
+            return np.int64(draw_one(_one_truncated_bessel, random_state, n_jobs, av))
     a = as_real("alpha", alpha, low=0, high=LAM_MAX)
     return _int_sampler("i_d", "truncated_bessel", [("alpha", a, np.float64)],
                         size, random_state, n_jobs)
@@ -265,6 +306,10 @@ def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
     Zhou, M., Cong, Y. & Chen, B. (2016). Augmentable gamma belief networks.
     JMLR 17, Appendix A.
     """
+    if size is None:
+        lv, cv = real_scalar(lam), real_scalar(c)
+        if lv is not None and cv is not None and 0 <= lv <= LAM_MAX and 0 < cv < np.inf:
+            return np.float64(draw_one(_gen.one_prg, random_state, n_jobs, lv, cv))
     lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
     c_a = as_real("c", c, low=0, low_open=True)
     shape = broadcast(["lam", "c"], [lam_a, c_a], size)
@@ -316,6 +361,11 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
     Zhou, M., Cong, Y. & Chen, B. (2016). Augmentable gamma belief networks.
     JMLR 17, Section 2.1.
     """
+    if size is None:
+        rv, pv = real_scalar(r), real_scalar(p)
+        if (rv is not None and pv is not None and 0 <= rv < np.inf and 0 <= pv < 1
+                and (pv == 0 or pv / (1.0 - pv) * (rv + 10 * rv ** 0.5 + 50) <= 9e18)):
+            return np.int64(draw_one(_one_negative_binomial, random_state, n_jobs, rv, pv))
     r_a = as_real("r", r, low=0)
     p_a = as_real("p", p, low=0, high=1, high_open=True)
     with np.errstate(over="ignore"):             # an infinite bound is too big, not a warning

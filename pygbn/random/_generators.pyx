@@ -138,6 +138,16 @@ cdef kern_i_id _pick_i_id(str name) except NULL:
     raise KeyError(name)
 
 
+cdef kern_i_dd _pick_i_dd(str name) except NULL:
+    if name == "negative_binomial":
+        return K.random_nb
+    if name == "nb_inversion":
+        return K._nb_inversion
+    if name == "nb_mixture":
+        return K._nb_mixture
+    raise KeyError(name)
+
+
 cdef kern_d_d _pick_d_d(str name) except NULL:
     if name == "gamma":
         return K.random_gamma_exact
@@ -303,14 +313,7 @@ def fill_i_dd(str name, const uintptr_t[::1] streams, Py_ssize_t block,
     """``out[i] = kernel(stream, a[i], c[i])`` for an int64-valued two-parameter kernel (NB:
     ``negative_binomial``, or one of its algorithms, ``nb_inversion`` / ``nb_mixture``)."""
     cdef Fill f
-    if name == "negative_binomial":
-        f.kernel = <void *> K.random_nb
-    elif name == "nb_inversion":
-        f.kernel = <void *> K._nb_inversion
-    elif name == "nb_mixture":
-        f.kernel = <void *> K._nb_mixture
-    else:
-        raise KeyError(name)
+    f.kernel = <void *> _pick_i_dd(name)
     f.sa = _step(a.shape[0], out.shape[0])
     f.sc = _step(c.shape[0], out.shape[0])
     if out.shape[0]:
@@ -413,3 +416,26 @@ def fill_dirichlet(const uintptr_t[::1] streams, Py_ssize_t block,
     f.out_d = &out[0, 0]
     with nogil:
         _fill(_block_dirichlet, &f, streams, block, out.shape[0], n_threads)
+
+
+# One draw straight from one stream (the public samplers' scalar calls: the same kernel call,
+# so the same draw and stream state, as a fill of one item; the caller holds the stream's lock).
+
+def one_i_d(str name, uintptr_t stream, double a):
+    """``kernel(stream, a)`` for an int64-valued one-parameter kernel."""
+    return _pick_i_d(name)(<bitgen_t *> stream, a)
+
+
+def one_i_id(str name, uintptr_t stream, int64_t n, double r):
+    """``kernel(stream, n, r)`` for an int64-valued kernel of a count and a real (CRT)."""
+    return _pick_i_id(name)(<bitgen_t *> stream, n, r)
+
+
+def one_i_dd(str name, uintptr_t stream, double a, double c):
+    """``kernel(stream, a, c)`` for an int64-valued two-parameter kernel (NB)."""
+    return _pick_i_dd(name)(<bitgen_t *> stream, a, c)
+
+
+def one_prg(uintptr_t stream, double lam, double c):
+    """One PRG(lam, c) draw."""
+    return K.random_prg(<bitgen_t *> stream, lam, c)

@@ -184,6 +184,40 @@ def run_blocked(fill, n_items: int, random_state, n_jobs, args: tuple, min_block
     fill(streams.addresses, block, *args, min(n_threads, n_blocks))
 
 
+def real_scalar(x):
+    """``float(x)`` when ``x`` is a real Python or numpy scalar that :func:`as_real` reads
+    as that float (a float, or an int of int64 range; not a bool), else None.
+
+    The samplers' scalar calls take a fast path with it: they check the float's range
+    themselves and leave everything else (arrays, bools, strings, huge ints, values out
+    of range) to the array path, whose errors name the argument and the value.
+    """
+    if isinstance(x, (float, np.floating)):
+        return float(x)
+    if (type(x) is int and -INT64_MAX - 1 <= x <= INT64_MAX) or isinstance(x, np.integer):
+        return float(x)
+    return None
+
+
+def count_scalar(x):
+    """``int(x)`` when ``x`` is a Python or numpy int in ``0 .. INT64_MAX`` (what
+    :func:`as_count` accepts of scalars, bools and integral floats aside), else None."""
+    if (type(x) is int or isinstance(x, np.integer)) and 0 <= x <= INT64_MAX:
+        return int(x)
+    return None
+
+
+def draw_one(draw, random_state, n_jobs, *args):
+    """``draw(stream, *args)`` on ``random_state``'s generator, under its lock: one draw,
+    the same as :func:`run_blocked` makes for one item (one block, straight from the
+    generator), without the arrays.  ``n_jobs`` is checked as there."""
+    rng = check_random_state(random_state)
+    effective_n_jobs(n_jobs)
+    bg = rng.bit_generator
+    with bg.lock:
+        return draw(bitgen_address(bg), *args)
+
+
 def scalar_or_array(out: np.ndarray, shape: tuple):
     """Reshape a flat output; 0-d results become numpy scalars."""
     out = out.reshape(shape)
