@@ -11,6 +11,8 @@ in about 1.3 us instead of 15.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pygbn.random import _generators as _gen
@@ -364,7 +366,7 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
     if size is None:
         rv, pv = real_scalar(r), real_scalar(p)
         if (rv is not None and pv is not None and 0 <= rv < np.inf and 0 <= pv < 1
-                and (pv == 0 or pv / (1.0 - pv) * (rv + 10 * rv ** 0.5 + 50) <= 9e18)):
+                and (pv == 0 or pv / (1.0 - pv) * (rv + 10 * math.sqrt(rv) + 50) <= 9e18)):
             return np.int64(draw_one(_one_negative_binomial, random_state, n_jobs, rv, pv))
     r_a = as_real("r", r, low=0)
     p_a = as_real("p", p, low=0, high=1, high_open=True)
