@@ -74,7 +74,7 @@ def _int_sampler(kind, name, params, size, random_state, n_jobs, min_block=None)
     names = [p[0] for p in params]
     shape = broadcast(names, [p[1] for p in params], size)
     flats = [flat_param(a, shape, dt) for _, a, dt in params]
-    out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+    out = np.empty(math.prod(shape), dtype=np.int64)
     fill = {"i_d": _gen.fill_i_d, "i_dd": _gen.fill_i_dd, "i_id": _gen.fill_i_id}[kind]
     kw = {} if min_block is None else {"min_block": min_block}
     run_blocked(lambda s, b, *a: fill(name, s, b, *a), out.shape[0], random_state, n_jobs,
@@ -316,7 +316,7 @@ def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
     c_a = as_real("c", c, low=0, low_open=True)
     shape = broadcast(["lam", "c"], [lam_a, c_a], size)
     lf, cf = flat_param(lam_a, shape, np.float64), flat_param(c_a, shape, np.float64)
-    out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=np.float64)
+    out = np.empty(math.prod(shape), dtype=np.float64)
     run_blocked(lambda s, b, *a: _gen.fill_d_dd("prg", s, b, *a), out.shape[0], random_state,
                 n_jobs, (lf, cf, out))
     return scalar_or_array(out, shape)

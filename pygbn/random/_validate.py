@@ -6,6 +6,8 @@ the offending value (and its index for arrays).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pygbn._utils import (
@@ -35,7 +37,8 @@ def _bad(name: str, arr: np.ndarray, mask: np.ndarray, requirement: str):
 
 def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=False,
             allow_inf=False) -> np.ndarray:
-    """Float64 array of ``x``, checked to be non-NaN, finite (unless allow_inf) and in range."""
+    """Float64 array of ``x``, checked to be non-NaN, finite (unless allow_inf) and in range
+    (the first bad value named in the error)."""
     try:
         arr = np.asarray(x)
         if arr.dtype.kind not in "biuf":
@@ -43,6 +46,14 @@ def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=Fals
         arr = arr.astype(np.float64, copy=False)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real number or array of real numbers; got {x!r}") from None
+    # the common case in one pass: every value in range (NaN fails every comparison)
+    ok = np.isfinite(arr) if not allow_inf else ~np.isnan(arr)
+    if low is not None:
+        ok &= (arr > low) if low_open else (arr >= low)
+    if high is not None:
+        ok &= (arr < high) if high_open else (arr <= high)
+    if ok.all():
+        return arr
     req = []
     if low is not None:
         req.append(f"{'>' if low_open else '>='} {low:g}")
@@ -128,7 +139,7 @@ def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
 def flat(arr: np.ndarray, shape: tuple, dtype) -> np.ndarray:
     """C-contiguous 1-d array of ``arr`` broadcast to ``shape`` (a copy unless already so)."""
     if arr.ndim == 0:
-        return np.full(int(np.prod(shape, dtype=np.int64)), arr, dtype=dtype)
+        return np.full(math.prod(shape), arr, dtype=dtype)
     if arr.shape == tuple(shape) and arr.dtype == dtype and arr.flags.c_contiguous:
         return arr.reshape(-1)
     return np.ascontiguousarray(np.broadcast_to(arr, shape), dtype=dtype).reshape(-1)
