@@ -166,6 +166,38 @@ def test_scalar_calls_draw_as_arrays_do(name):
                                                                      random_state=5)
 
 
+def test_single_row_calls_draw_as_batches_do():
+    # one row (1-d alpha or weights, scalar n, size=None) takes a fast path: the same draw and
+    # generator state as a batch of that one row
+    alphas = [[1.0, 2.0], [1e-4] * 10, [0.0, 3.0, 0.5], [1e-300] * 4, [5.0] * 100,
+              np.arange(1, 7, dtype=np.float32)]
+    for i, a in enumerate(alphas):
+        g1, g2 = np.random.default_rng(i), np.random.default_rng(i)
+        x = R.dirichlet(a, random_state=g1)
+        y = R.dirichlet(np.asarray(a)[None, :], random_state=g2)
+        assert x.shape == (len(a),) and x.dtype == np.float64
+        np.testing.assert_array_equal(x, y[0])
+        assert g1.integers(2**63) == g2.integers(2**63)
+    splits = [(0, [1.0, 2.0]), (0, [0.0, 0.0]), (5, [1.0, 0.0, 3.0]), (10**9, [0.2, 0.3, 0.5]),
+              (7, [1e308, 1e308, 1.0]), (np.int64(3), np.ones(20, dtype=np.float32)), (1, [2.5])]
+    for i, (n, w) in enumerate(splits):
+        g1, g2 = np.random.default_rng(i), np.random.default_rng(i)
+        x = R.multinomial_split(n, w, random_state=g1)
+        y = R.multinomial_split([n], np.asarray(w)[None, :], random_state=g2)
+        assert x.shape == (len(w),) and x.dtype == np.int64 and x.sum() == n
+        np.testing.assert_array_equal(x, y[0])
+        assert g1.integers(2**63) == g2.integers(2**63)
+    with warnings.catch_warnings():   # weights whose sum overflows are rescaled, silently
+        warnings.simplefilter("error")
+        assert R.multinomial_split(7, [1e308, 1e308, 1.0], random_state=1).sum() == 7
+        assert R.multinomial_split([7, 3], [[1e308, 1e308, 1.0]], random_state=1).sum() == 10
+    with pytest.raises(ValueError, match=r"weights must have a positive sum in every row with "
+                                         r"n > 0; row \(\) sums to 0 \(n=2\)"):
+        R.multinomial_split(2, [0.0, 0.0])
+    with pytest.raises(ValueError, match="alpha must have a positive entry in every row"):
+        R.dirichlet([0.0, 0.0])
+
+
 def test_scalar_fast_path_leaves_errors_to_the_array_path():
     # out-of-range, NaN, bool, huge-int or non-number scalars give the array path's errors
     with pytest.raises(ValueError, match=r"^r must be >= 0; got -1\.0$"):

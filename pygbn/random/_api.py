@@ -7,7 +7,8 @@ Generator is advanced) and ``n_jobs=`` (threads; the draws never depend on
 it).  A scalar result is returned as a numpy scalar.  A call whose parameters
 are all valid scalars (and ``size=None``) skips the arrays and blocks: the
 same kernel call on the generator, so the same draw and generator state,
-in about 1.3 us instead of 15.
+in about 1.3 us instead of 15; so does a single row of :func:`dirichlet` or
+:func:`multinomial_split` (6 us instead of 12-18).
 """
 from __future__ import annotations
 
@@ -430,9 +431,21 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     w_a = as_real("weights", weights, low=0)
     _row_batch("weights", w_a, "category")
     k = w_a.shape[-1]
+    if size is None and n_a.ndim == 0 and w_a.ndim == 1:     # one row: its kernel call
+        with np.errstate(over="ignore"):     # an overflowed sum is rescaled, not a warning
+            wr, total = w_a, float(w_a.sum())
+        if math.isinf(total):    # the sum overflowed: rescale by the max, as below
+            wr = w_a / w_a.max()
+            total = float(wr.sum())
+        if total > 0 or n_a == 0:
+            out = np.empty(k, dtype=np.int64)
+            draw_one(_gen.one_split, random_state, n_jobs, int(n_a), np.ascontiguousarray(wr),
+                     total, out)
+            return out
     shape = broadcast(["n", "weights[..., 0]"], [n_a, w_a[..., 0]], size)
     nf = flat(n_a, shape, np.int64)
-    sums = w_a.sum(axis=-1)
+    with np.errstate(over="ignore"):         # an overflowed sum is rescaled, not a warning
+        sums = w_a.sum(axis=-1)
     if np.isinf(sums).any():   # a row sum overflowed: rescale those rows by their max
         w_a = np.where(np.isinf(sums)[..., None], w_a / w_a.max(axis=-1, keepdims=True), w_a)
         sums = w_a.sum(axis=-1)
@@ -494,6 +507,10 @@ def dirichlet(alpha, size=None, random_state=None, n_jobs=None):
     if zero_rows.any():
         idx = np.unravel_index(int(np.flatnonzero(zero_rows.ravel())[0]), zero_rows.shape)
         raise ValueError(f"alpha must have a positive entry in every row; row {idx} is all zero")
+    if size is None and a.ndim == 1:          # one row: its kernel call on the generator
+        out = np.empty(k, dtype=np.float64)
+        draw_one(_gen.one_dirichlet, random_state, n_jobs, np.ascontiguousarray(a), out)
+        return out
     shape = broadcast(["alpha[..., 0]"], [a[..., 0]], size)
     af = rows(a, shape)
     out = np.empty(af.shape, dtype=np.float64)

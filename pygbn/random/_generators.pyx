@@ -439,3 +439,13 @@ def one_i_dd(str name, uintptr_t stream, double a, double c):
 def one_prg(uintptr_t stream, double lam, double c):
     """One PRG(lam, c) draw."""
     return K.random_prg(<bitgen_t *> stream, lam, c)
+
+
+def one_dirichlet(uintptr_t stream, const double[::1] alpha, double[::1] out):
+    """One Dirichlet(alpha) row into ``out`` (a single row's call, as the row fill makes it)."""
+    K.random_dirichlet(<bitgen_t *> stream, &alpha[0], alpha.shape[0], &out[0])
+
+
+def one_split(uintptr_t stream, int64_t n, const double[::1] w, double total, int64_t[::1] out):
+    """One Multinomial(n, w / total) row into ``out`` (a single row's call, as the fill makes it)."""
+    K.random_multinomial_split(<bitgen_t *> stream, n, &w[0], w.shape[0], total, &out[0])
