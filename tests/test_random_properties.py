@@ -151,19 +151,21 @@ SCALAR_CASES = {
 
 @pytest.mark.parametrize("name", sorted(SCALAR_CASES))
 def test_scalar_calls_draw_as_arrays_do(name):
-    # a call with scalar parameters takes a fast path (no arrays, no blocks): the same draw, the
-    # same type and the same generator state after as the array path (0-d arrays take that)
+    # a call with scalar parameters (or 0-d arrays) and size=None takes a fast path (no arrays,
+    # no blocks): the same draw, the same type and the same generator state after as the array
+    # path, which size=() takes
     f = SCALAR_SAMPLERS[name][0]
     for i, args in enumerate(SCALAR_CASES[name]):
         g1, g2 = np.random.default_rng(i), np.random.default_rng(i)
         a = f(*args, random_state=g1)
-        b = f(*[np.asarray(x) for x in args], random_state=g2)
+        b = f(*[np.asarray(x) for x in args], size=(), random_state=g2)
         assert type(a) is type(b) and np.ndim(a) == 0, (name, args)
         assert a == b or (np.isnan(a) and np.isnan(b)), (name, args, a, b)
         assert g1.integers(2**63) == g2.integers(2**63), (name, args)
-        # an int seed and the default n_jobs, size=None explicitly: the same again
+        # an int seed and the default n_jobs, size=None explicitly, 0-d arrays: the same again
         assert f(*args, size=None, random_state=5, n_jobs=None) == f(*[np.asarray(x) for x in args],
-                                                                     random_state=5)
+                                                                     size=(), random_state=5)
+        assert f(*[np.asarray(x) for x in args], random_state=5) == f(*args, size=(), random_state=5)
 
 
 def test_single_row_calls_draw_as_batches_do():

@@ -5,10 +5,10 @@ Every sampler takes its parameters as scalars or arrays (numpy broadcasting),
 ``random_state=`` (None, int, SeedSequence, BitGenerator or Generator; a
 Generator is advanced) and ``n_jobs=`` (threads; the draws never depend on
 it).  A scalar result is returned as a numpy scalar.  A call whose parameters
-are all valid scalars (and ``size=None``) skips the arrays and blocks: the
-same kernel call on the generator, so the same draw and generator state,
-in about 1.3 us instead of 15; so does a single row of :func:`dirichlet` or
-:func:`multinomial_split` (6 us instead of 12-18).
+are all valid scalars or 0-d arrays (and ``size=None``) skips the arrays and
+blocks: the same kernel call on the generator, so the same draw and generator
+state, in about 2 us instead of 15; so does a single row of :func:`dirichlet`
+or :func:`multinomial_split` (7-8 us instead of 12-18).
 """
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ import numpy as np
 
 from pygbn.random import _generators as _gen
 from pygbn.random._validate import (
-    as_count, as_real, broadcast, count_scalar, draw_one, flat, flat_param, real_scalar, rows,
-    run_blocked, scalar_or_array,
+    as_count, as_real, broadcast, draw_one, flat, flat_param, rows, run_blocked, scalar_or_array,
 )
 
 __all__ = [
@@ -44,27 +43,6 @@ _COMMON = """size : int or tuple of ints, optional
 def _doc(f):
     f.__doc__ = f.__doc__.replace("{common}", _COMMON)
     return f
-
-
-# one draw of a public kernel from one stream (the scalar calls' fast path: draw_one)
-def _one_crt(stream, n, r):
-    return _gen.one_i_id("crt", stream, n, r)
-
-
-def _one_logarithmic(stream, p):
-    return _gen.one_i_d("logarithmic", stream, p)
-
-
-def _one_truncated_poisson(stream, lam):
-    return _gen.one_i_d("truncated_poisson", stream, lam)
-
-
-def _one_truncated_bessel(stream, alpha):
-    return _gen.one_i_d("truncated_bessel", stream, alpha)
-
-
-def _one_negative_binomial(stream, r, p):
-    return _gen.one_i_dd("negative_binomial", stream, r, p)
 
 
 def _int_sampler(kind, name, params, size, random_state, n_jobs, min_block=None):
@@ -133,12 +111,10 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
     Devroye, L. (1986). Non-Uniform Random Variate Generation, Section VI.3
     (thinning).
     """
-    if size is None:
-        nv, rv = count_scalar(n), real_scalar(r)
-        if nv is not None and rv is not None and rv >= 0:
-            return np.int64(draw_one(_one_crt, random_state, n_jobs, nv, rv))
     n_a = as_count("n", n)
     r_a = as_real("r", r, low=0, allow_inf=True)
+    if size is None and n_a.ndim == 0 and r_a.ndim == 0:     # one draw: no arrays, no blocks
+        return np.int64(draw_one(_gen.one_i_id, random_state, n_jobs, "crt", int(n_a), float(r_a)))
     return _int_sampler("i_id", "crt", [("n", n_a, np.int64), ("r", r_a, np.float64)],
                         size, random_state, n_jobs)
 
@@ -172,11 +148,9 @@ def logarithmic(p, size=None, random_state=None, n_jobs=None):
     Kemp, A. W. (1981). Efficient generation of logarithmically distributed
     pseudo-random variables. Applied Statistics 30, 249-253.
     """
-    if size is None:
-        pv = real_scalar(p)
-        if pv is not None and 0 <= pv < 1:
-            return np.int64(draw_one(_one_logarithmic, random_state, n_jobs, pv))
     p_a = as_real("p", p, low=0, high=1, high_open=True)
+    if size is None and p_a.ndim == 0:
+        return np.int64(draw_one(_gen.one_i_d, random_state, n_jobs, "logarithmic", float(p_a)))
     return _int_sampler("i_d", "logarithmic", [("p", p_a, np.float64)], size, random_state, n_jobs)
 
 
@@ -213,11 +187,10 @@ def truncated_poisson(lam, size=None, random_state=None, n_jobs=None):
     Poisson random variables. Insurance: Math. Econ. 12, 39-45.
     Loader, C. (2000). Fast and accurate computation of binomial probabilities.
     """
-    if size is None:
-        lv = real_scalar(lam)
-        if lv is not None and 0 <= lv <= LAM_MAX:
-            return np.int64(draw_one(_one_truncated_poisson, random_state, n_jobs, lv))
     lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
+    if size is None and lam_a.ndim == 0:
+        return np.int64(draw_one(_gen.one_i_d, random_state, n_jobs, "truncated_poisson",
+                                 float(lam_a)))
     return _int_sampler("i_d", "truncated_poisson", [("lam", lam_a, np.float64)],
                         size, random_state, n_jobs)
 
@@ -265,11 +238,9 @@ def truncated_bessel(alpha, size=None, random_state=None, n_jobs=None):
     Yuan, L. & Kalbfleisch, J. D. (2000). On the Bessel distribution and
     related problems. Ann. Inst. Statist. Math. 52, 438-447.
     """
-    if size is None:
-        av = real_scalar(alpha)
-        if av is not None and 0 <= av <= LAM_MAX:
-            return np.int64(draw_one(_one_truncated_bessel, random_state, n_jobs, av))
     a = as_real("alpha", alpha, low=0, high=LAM_MAX)
+    if size is None and a.ndim == 0:
+        return np.int64(draw_one(_gen.one_i_d, random_state, n_jobs, "truncated_bessel", float(a)))
     return _int_sampler("i_d", "truncated_bessel", [("alpha", a, np.float64)],
                         size, random_state, n_jobs)
 
@@ -309,18 +280,22 @@ def poisson_randomized_gamma(lam, c, size=None, random_state=None, n_jobs=None):
     Zhou, M., Cong, Y. & Chen, B. (2016). Augmentable gamma belief networks.
     JMLR 17, Appendix A.
     """
-    if size is None:
-        lv, cv = real_scalar(lam), real_scalar(c)
-        if lv is not None and cv is not None and 0 <= lv <= LAM_MAX and 0 < cv < np.inf:
-            return np.float64(draw_one(_gen.one_prg, random_state, n_jobs, lv, cv))
     lam_a = as_real("lam", lam, low=0, high=LAM_MAX)
     c_a = as_real("c", c, low=0, low_open=True)
+    if size is None and lam_a.ndim == 0 and c_a.ndim == 0:
+        return np.float64(draw_one(_gen.one_prg, random_state, n_jobs, float(lam_a), float(c_a)))
     shape = broadcast(["lam", "c"], [lam_a, c_a], size)
     lf, cf = flat_param(lam_a, shape, np.float64), flat_param(c_a, shape, np.float64)
     out = np.empty(math.prod(shape), dtype=np.float64)
     run_blocked(lambda s, b, *a: _gen.fill_d_dd("prg", s, b, *a), out.shape[0], random_state,
                 n_jobs, (lf, cf, out))
     return scalar_or_array(out, shape)
+
+
+def _nb_too_big(r, p, sqrt):
+    """Whether NB(r, p) draws could pass int64: ``p / (1 - p) (r + 10 sqrt(r) + 50) > 9e18``
+    (floats with ``math.sqrt``, or arrays with ``np.sqrt``; ``0 <= p < 1``, r finite)."""
+    return p / (1.0 - p) * (r + 10 * sqrt(r) + 50) > 9e18
 
 
 @_doc
@@ -364,16 +339,16 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
     Zhou, M., Cong, Y. & Chen, B. (2016). Augmentable gamma belief networks.
     JMLR 17, Section 2.1.
     """
-    if size is None:
-        rv, pv = real_scalar(r), real_scalar(p)
-        if (rv is not None and pv is not None and 0 <= rv < np.inf and 0 <= pv < 1
-                and (pv == 0 or pv / (1.0 - pv) * (rv + 10 * math.sqrt(rv) + 50) <= 9e18)):
-            return np.int64(draw_one(_one_negative_binomial, random_state, n_jobs, rv, pv))
     r_a = as_real("r", r, low=0)
     p_a = as_real("p", p, low=0, high=1, high_open=True)
+    if size is None and r_a.ndim == 0 and p_a.ndim == 0:
+        rv, pv = float(r_a), float(p_a)
+        if not _nb_too_big(rv, pv, math.sqrt):
+            return np.int64(draw_one(_gen.one_i_dd, random_state, n_jobs, "negative_binomial",
+                                     rv, pv))
     with np.errstate(over="ignore"):             # an infinite bound is too big, not a warning
-        bound = np.where(p_a > 0, p_a / (1.0 - p_a), 0.0) * (r_a + 10 * np.sqrt(r_a) + 50)
-    too_big = np.broadcast_to(bound > 9e18, np.broadcast_shapes(r_a.shape, p_a.shape))
+        too_big = np.broadcast_to(_nb_too_big(r_a, p_a, np.sqrt),
+                                  np.broadcast_shapes(r_a.shape, p_a.shape))
     if too_big.any():
         i = np.unravel_index(int(np.flatnonzero(too_big.ravel())[0]), too_big.shape)
         rv, pv = np.broadcast_to(r_a, too_big.shape)[i], np.broadcast_to(p_a, too_big.shape)[i]
@@ -431,24 +406,18 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     w_a = as_real("weights", weights, low=0)
     _row_batch("weights", w_a, "category")
     k = w_a.shape[-1]
-    if size is None and n_a.ndim == 0 and w_a.ndim == 1:     # one row: its kernel call
-        with np.errstate(over="ignore"):     # an overflowed sum is rescaled, not a warning
-            wr, total = w_a, float(w_a.sum())
-        if math.isinf(total):    # the sum overflowed: rescale by the max, as below
-            wr = w_a / w_a.max()
-            total = float(wr.sum())
-        if total > 0 or n_a == 0:
-            out = np.empty(k, dtype=np.int64)
-            draw_one(_gen.one_split, random_state, n_jobs, int(n_a), np.ascontiguousarray(wr),
-                     total, out)
-            return out
-    shape = broadcast(["n", "weights[..., 0]"], [n_a, w_a[..., 0]], size)
-    nf = flat(n_a, shape, np.int64)
     with np.errstate(over="ignore"):         # an overflowed sum is rescaled, not a warning
         sums = w_a.sum(axis=-1)
     if np.isinf(sums).any():   # a row sum overflowed: rescale those rows by their max
         w_a = np.where(np.isinf(sums)[..., None], w_a / w_a.max(axis=-1, keepdims=True), w_a)
         sums = w_a.sum(axis=-1)
+    if size is None and n_a.ndim == 0 and w_a.ndim == 1 and (sums > 0 or n_a == 0):
+        out = np.empty(k, dtype=np.int64)         # one row: its kernel call, no blocks
+        draw_one(_gen.one_split, random_state, n_jobs, int(n_a), np.ascontiguousarray(w_a),
+                 float(sums), out)
+        return out
+    shape = broadcast(["n", "weights[..., 0]"], [n_a, w_a[..., 0]], size)
+    nf = flat(n_a, shape, np.int64)
     wf = rows(w_a, shape)
     total = flat(sums, shape, np.float64)
     bad = (total <= 0) & (nf > 0)

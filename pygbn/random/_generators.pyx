@@ -421,17 +421,17 @@ def fill_dirichlet(const uintptr_t[::1] streams, Py_ssize_t block,
 # One draw straight from one stream (the public samplers' scalar calls: the same kernel call,
 # so the same draw and stream state, as a fill of one item; the caller holds the stream's lock).
 
-def one_i_d(str name, uintptr_t stream, double a):
+def one_i_d(uintptr_t stream, str name, double a):
     """``kernel(stream, a)`` for an int64-valued one-parameter kernel."""
     return _pick_i_d(name)(<bitgen_t *> stream, a)
 
 
-def one_i_id(str name, uintptr_t stream, int64_t n, double r):
+def one_i_id(uintptr_t stream, str name, int64_t n, double r):
     """``kernel(stream, n, r)`` for an int64-valued kernel of a count and a real (CRT)."""
     return _pick_i_id(name)(<bitgen_t *> stream, n, r)
 
 
-def one_i_dd(str name, uintptr_t stream, double a, double c):
+def one_i_dd(uintptr_t stream, str name, double a, double c):
     """``kernel(stream, a, c)`` for an int64-valued two-parameter kernel (NB)."""
     return _pick_i_dd(name)(<bitgen_t *> stream, a, c)
 

@@ -35,10 +35,28 @@ def _bad(name: str, arr: np.ndarray, mask: np.ndarray, requirement: str):
     raise ValueError(f"{name} must be {requirement}; got {value!r}{_fmt_index(arr, flat)}")
 
 
+def _in_range(v, low, low_open, high, high_open, allow_inf):
+    """:func:`as_real`'s rules for a float, or elementwise for an array: not NaN, finite
+    unless ``allow_inf``, and within the bounds (NaN fails every comparison)."""
+    ok = (v == v) if allow_inf else (abs(v) < math.inf)
+    if low is not None:
+        ok = ok & ((v > low) if low_open else (v >= low))
+    if high is not None:
+        ok = ok & ((v < high) if high_open else (v <= high))
+    return ok
+
+
 def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=False,
             allow_inf=False) -> np.ndarray:
     """Float64 array of ``x``, checked to be non-NaN, finite (unless allow_inf) and in range
-    (the first bad value named in the error)."""
+    (the first bad value named in the error).
+
+    A Python or numpy real scalar in range is checked in Python (no ufuncs) and returned
+    as a 0-d array: the samplers' scalar calls are mostly this check.
+    """
+    v = _real_scalar(x)
+    if v is not None and _in_range(v, low, low_open, high, high_open, allow_inf):
+        return np.array(v)
     try:
         arr = np.asarray(x)
         if arr.dtype.kind not in "biuf":
@@ -46,13 +64,7 @@ def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=Fals
         arr = arr.astype(np.float64, copy=False)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real number or array of real numbers; got {x!r}") from None
-    # the common case in one pass: every value in range (NaN fails every comparison)
-    ok = np.isfinite(arr) if not allow_inf else ~np.isnan(arr)
-    if low is not None:
-        ok &= (arr > low) if low_open else (arr >= low)
-    if high is not None:
-        ok &= (arr < high) if high_open else (arr <= high)
-    if ok.all():
+    if _in_range(arr, low, low_open, high, high_open, allow_inf).all():   # the common case
         return arr
     req = []
     if low is not None:
@@ -79,6 +91,8 @@ def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=Fals
 
 def as_count(name: str, x) -> np.ndarray:
     """Int64 array of ``x``: non-negative integers (integral floats accepted)."""
+    if (type(x) is int or isinstance(x, np.integer)) and 0 <= x <= INT64_MAX:
+        return np.array(int(x), dtype=np.int64)          # a scalar count, without ufuncs
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError):
@@ -195,26 +209,13 @@ def run_blocked(fill, n_items: int, random_state, n_jobs, args: tuple, min_block
     fill(streams.addresses, block, *args, min(n_threads, n_blocks))
 
 
-def real_scalar(x):
+def _real_scalar(x):
     """``float(x)`` when ``x`` is a real Python or numpy scalar that :func:`as_real` reads
-    as that float (a float, or an int of int64 range; not a bool), else None.
-
-    The samplers' scalar calls take a fast path with it: they check the float's range
-    themselves and leave everything else (arrays, bools, strings, huge ints, values out
-    of range) to the array path, whose errors name the argument and the value.
-    """
+    as that float (a float, or an int of int64 range; not a bool), else None."""
     if isinstance(x, (float, np.floating)):
         return float(x)
     if (type(x) is int and -INT64_MAX - 1 <= x <= INT64_MAX) or isinstance(x, np.integer):
         return float(x)
-    return None
-
-
-def count_scalar(x):
-    """``int(x)`` when ``x`` is a Python or numpy int in ``0 .. INT64_MAX`` (what
-    :func:`as_count` accepts of scalars, bools and integral floats aside), else None."""
-    if (type(x) is int or isinstance(x, np.integer)) and 0 <= x <= INT64_MAX:
-        return int(x)
     return None
 
 
