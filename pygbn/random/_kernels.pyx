@@ -945,6 +945,11 @@ cdef double random_prg(bitgen_t *bitgen, double lam, double c) noexcept nogil:
     return random_gamma_exact(bitgen, <double> n) / c
 
 
+cdef inline int64_t _nb_mix(bitgen_t *bitgen, double r, double p) noexcept nogil:
+    # the gamma-Poisson mixture Pois(Gam(r, p/(1-p))) (random_nb, _nb_mixture)
+    return random_poisson_exact(bitgen, random_gamma_exact(bitgen, r) * (p / (1.0 - p)))
+
+
 cdef int64_t _nb_inversion(bitgen_t *bitgen, double r, double p) noexcept nogil:
     """NB(r, p), ``r > 0``, ``0 < p < 1``: chop-down inversion from 0.
 
@@ -968,13 +973,13 @@ cdef int64_t random_nb(bitgen_t *bitgen, double r, double p) noexcept nogil:
         return 0
     if p <= NB_INV_P and r * p <= NB_INV_MEAN * (1.0 - p):
         return _nb_inversion(bitgen, r, p)
-    return random_poisson_exact(bitgen, random_gamma_exact(bitgen, r) * (p / (1.0 - p)))
+    return _nb_mix(bitgen, r, p)
 
 
 cdef int64_t _nb_mixture(bitgen_t *bitgen, double r, double p) noexcept nogil:
     """NB(r, p), ``r > 0``, ``0 < p < 1``, as the gamma-Poisson mixture ``Pois(Gam(r, p/(1-p)))``
     (:c:func:`random_nb`'s other branch, for tests)."""
-    return random_poisson_exact(bitgen, random_gamma_exact(bitgen, r) * (p / (1.0 - p)))
+    return _nb_mix(bitgen, r, p)
 
 
 # ---------------------------------------------------------------------------
