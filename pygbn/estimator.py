@@ -226,6 +226,9 @@ class GBN:
         schedule = Schedule.for_layers(T, burn_in=self.burn_in, n_collect=self.n_collect,
                                        prune=self.prune, min_width=self.min_width,
                                        trace_every=self.trace_every)
+        for name in ("prune", "check"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         n_jobs = effective_n_jobs(self.n_jobs)
         method = self.method
         if method not in ("auto",) + METHODS:
@@ -254,7 +257,7 @@ class GBN:
         if self.callback is not None and not callable(self.callback):
             raise ValueError(f"callback must be callable, got {self.callback!r}")
         verbose = self.verbose
-        if isinstance(verbose, bool) or verbose is None:
+        if isinstance(verbose, (bool, np.bool_)) or verbose is None:
             every = 50 if verbose else 0
         else:
             every = check_int(verbose, "verbose", 0)
@@ -275,7 +278,9 @@ class GBN:
         heldout : array-like or sparse, same shape as X, optional
             Held-out counts of the same documents (Poisson link only): the
             held-out perplexity of each depth is recorded in ``perplexity_``
-            (see :func:`pygbn.evaluation.split_tokens`).
+            (see :func:`pygbn.evaluation.split_tokens`), from a sample every
+            5th collected iteration, or from the depth's last iteration when
+            it collected fewer.
         vocabulary : sequence of str, optional
             Feature names, kept on the fitted networks for exploration and
             as ``feature_names_in_`` (default: the column names of a
@@ -291,10 +296,15 @@ class GBN:
         if heldout is not None:
             if not isinstance(link, PoissonLink):
                 raise ValueError(f"heldout perplexity is defined for counts (link='poisson'), not link={link.name!r}")
-            H = PoissonLink().check_data(heldout, "heldout")
+            H, h_names = _check_data(heldout, link, "heldout")
             if H.shape != Y.shape:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
+            if h_names is not None and names is not None and h_names != names:
+                raise ValueError("heldout's column names differ from those of X (other names, or another order)")
         if vocabulary is not None:
+            if isinstance(vocabulary, (str, bytes)):
+                raise ValueError(f"vocabulary must be a sequence of str (one per feature), got the string "
+                                 f"{vocabulary!r}")
             vocabulary = [str(v) for v in vocabulary]
             if len(vocabulary) != V:
                 raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {V} features")
@@ -368,7 +378,9 @@ class GBN:
                 raise ValueError("all networks must have the same link")
         params.setdefault("link", nets[0].link.name)
         model = cls(**params)
-        model._validated()
+        link = model._validated()["link"]
+        if link.name != nets[0].link.name:
+            raise ValueError(f"link={link.name!r} is not the networks' link {nets[0].link.name!r}")
         return model._set_state(nets, method="blocked")
 
     # --------------------------------------------------------- fitted state
@@ -441,6 +453,8 @@ class GBN:
         if not isinstance(name, str) or get_link(name).name != link:
             raise ValueError(f"the stored link {name!r} is not the networks' link {link!r}")
         params["link"] = nets[0].link if isinstance(stored_link, dict) else stored_link
+        if isinstance(params.get("random_state"), dict):
+            params["random_state"] = io.seed_sequence_from_json(params["random_state"])
         model = cls(**params)
         model._validated()
         check_random_state(model.random_state)     # a stored seed must seed the test-time chain
@@ -506,7 +520,10 @@ class GBN:
         ``X`` holds the observed part of each document, ``heldout`` the rest;
         the test-time chain on ``X`` yields samples of theta^(1) (every 5th
         collected iteration) with Phi^(1) fixed, and the perplexity is
-        ``exp(-sum y ln(sum_s rate_s / sum_s norm_s) / sum y)``.
+        ``exp(-sum y ln(sum_s rate_s / sum_s norm_s) / sum y)``: NaN when
+        ``heldout`` holds no token.  ``heldout`` is validated as ``X`` is
+        (counts of the same shape, and the same column names when both have
+        them).
         """
         _, ppl = self._infer(X, depth, heldout=heldout)
         return ppl
@@ -555,6 +572,10 @@ class GBN:
             raise ValueError("score ignores y (scikit-learn's convention for unsupervised models) and "
                              "this y has the shape of X: pass held-out counts as "
                              "score(X, heldout=...) or use perplexity(X, heldout)")
+        if isinstance(train_fraction, (bool, np.bool_)) or not isinstance(train_fraction, numbers.Real) \
+                or not 0.0 < float(train_fraction) < 1.0:
+            raise ValueError(f"train_fraction must be in (0, 1) (a part of each row is held out), "
+                             f"got {train_fraction!r}")
         net = self._network(depth)
         Y = self._check_input(X, net)
         observed, held = _split_for_score(Y, net.link, train_fraction,
@@ -587,7 +608,7 @@ class GBN:
             elif not isinstance(net.link, PoissonLink):
                 raise ValueError("perplexity is defined for counts (link='poisson')")
             else:
-                H = PoissonLink().check_data(heldout, "heldout")
+                H = self._check_input(heldout, net, "heldout")
             if H.shape != Y.shape:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
         res = infer_local(net, Y, burn_in=p["t_burn"], n_collect=p["t_coll"], heldout=H,
@@ -657,9 +678,13 @@ class GBN:
     def save(self, path) -> None:
         """Save the fitted estimator to one ``.npz`` file (no pickle); see :func:`pygbn.load`.
 
-        The file holds the networks, the parameters (those that cannot be
-        stored as data, a ``Generator`` as ``random_state`` or a
-        ``callback``, are saved as ``None``) and the fitted attributes.
+        The file holds the networks, the parameters and the fitted
+        attributes.  Parameters that hold state rather than data (a
+        ``Generator`` or ``BitGenerator`` as ``random_state``, a ``callback``)
+        are saved as ``None``; an int, a list of ints or a ``SeedSequence`` as
+        ``random_state`` is kept, so the loaded model's ``transform`` draws
+        what this one's does.  A new file gets the permissions ``open`` would
+        give it; an existing one keeps its own.
         """
         state = self._get_state()
         io.write_model(path, self.networks_, kind="GBN",
@@ -756,8 +781,9 @@ def save(obj, path: Union[str, os.PathLike]) -> None:
     """Save a fitted :class:`GBN` or a :class:`~pygbn.model.Network` to one ``.npz`` file.
 
     No pickle: arrays and JSON (see :mod:`pygbn.io`).  Parameters of a GBN
-    that cannot be stored as data (a ``Generator`` as ``random_state``, a
-    ``callback``) are saved as ``None``.
+    that hold state rather than data (a ``Generator`` or ``BitGenerator`` as
+    ``random_state``, a ``callback``) are saved as ``None`` (see
+    :meth:`GBN.save`).
     """
     if isinstance(obj, GBN):
         obj.save(path)

@@ -13,6 +13,7 @@ fitted attributes) and how it is rebuilt.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -176,22 +177,63 @@ def _bracket_depth(text: str) -> int:
     return deepest
 
 
+#: the JSON object a ``SeedSequence`` is stored as (:func:`seed_sequence_from_json` reads it)
+SEED_SEQUENCE_KEY = "SeedSequence"
+
+
 def _jsonable(v):
-    if isinstance(v, (np.integer,)):
+    """``v`` as JSON values, or TypeError naming what JSON cannot hold.
+
+    numpy scalars and arrays become Python numbers and lists, tuples lists,
+    a ``SeedSequence`` ``{"SeedSequence": {entropy, spawn_key, pool_size}}``,
+    Hyperparameters and objects with ``to_dict`` (a Link) their dicts; what
+    holds state that is not data (a ``Generator``, a ``BitGenerator``, a
+    callable) becomes None.
+    """
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, np.integer):
         return int(v)
-    if isinstance(v, (np.floating,)):
+    if isinstance(v, np.floating):
         return float(v)
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, Hyperparameters):
         return {"a0": v.a0, "b0": v.b0, "e0": v.e0, "f0": v.f0}
+    if isinstance(v, np.random.SeedSequence):
+        return {SEED_SEQUENCE_KEY: {"entropy": _jsonable(v.entropy),
+                                    "spawn_key": [int(k) for k in v.spawn_key],
+                                    "pool_size": int(v.pool_size)}}
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if hasattr(v, "to_dict"):
         return v.to_dict()
-    return None  # not representable (a Generator, a callback): dropped
+    if isinstance(v, (np.random.Generator, np.random.BitGenerator)) or callable(v):
+        return None  # state that is not data: dropped (documented)
+    raise TypeError(f"a model file cannot hold a value of type {type(v).__name__}: {v!r}")
+
+
+def _natural(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def seed_sequence_from_json(value) -> np.random.SeedSequence:
+    """The ``SeedSequence`` that :func:`write_model` stored as ``value`` (see
+    SEED_SEQUENCE_KEY); ValueError unless ``value`` is such an object."""
+    inner = value.get(SEED_SEQUENCE_KEY) if isinstance(value, dict) and len(value) == 1 else None
+    ok = isinstance(inner, dict) and set(inner) == {"entropy", "spawn_key", "pool_size"}
+    if ok:
+        entropy, key, pool = inner["entropy"], inner["spawn_key"], inner["pool_size"]
+        ok = ((_natural(entropy) or (isinstance(entropy, list) and entropy and all(map(_natural, entropy))))
+              and isinstance(key, list) and all(map(_natural, key)) and _natural(pool) and pool >= 4)
+    if not ok:
+        raise ValueError(f"a stored random_state must be an int, a list of ints, null or "
+                         f"{{{SEED_SEQUENCE_KEY!r}: {{entropy, spawn_key, pool_size}}}}, got {value!r}")
+    return np.random.SeedSequence(entropy, spawn_key=tuple(key), pool_size=pool)
 
 
 @dataclass(frozen=True)
@@ -234,10 +276,19 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
     kind : str
         What the file holds, returned by :func:`read_model` as ``kind``.
     fields : dict, optional
-        More JSON entries (str keys).  Values that JSON cannot hold (a
-        ``Generator``, a callable) are stored as ``None``; objects with a
-        ``to_dict`` method (a Link) and Hyperparameters as their dicts; numpy
-        scalars as Python numbers and tuples as lists.
+        More JSON entries (str keys).  numpy scalars and arrays are stored as
+        Python numbers and lists, tuples as lists, objects with a ``to_dict``
+        method (a Link) and Hyperparameters as their dicts, a
+        ``SeedSequence`` as an object (:func:`seed_sequence_from_json`); a
+        ``Generator``, a ``BitGenerator`` or a callable (state, not data) as
+        ``None``.
+
+    Raises
+    ------
+    TypeError
+        If ``fields`` holds a value of another type (nothing is written).
+    FileNotFoundError
+        If the folder of ``path`` does not exist.
     """
     networks = list(networks)
     if not networks:
@@ -254,12 +305,16 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
         meta[key] = _jsonable(value)
     meta["networks"] = [_network_meta(n, f"net{d}_", arrays) for d, n in enumerate(networks)]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    path = os.fspath(path)
+    path = os.fsdecode(os.fspath(path))
     folder, name = os.path.split(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"cannot write the model file: no folder {folder!r}", path)
+    mode = _file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez_compressed(f, **arrays)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -267,6 +322,25 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
         except OSError:  # pragma: no cover - already gone
             pass
         raise
+
+
+def _file_mode(path: str) -> int:
+    """The permission bits ``open(path, "wb")`` would leave: the file's own when it
+    exists, else 0o666 less the process's umask (a temporary file is made 0o600)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status") as f:       # Linux: read without setting it
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _read_archive(path: str) -> dict:

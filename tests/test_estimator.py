@@ -200,6 +200,9 @@ def test_get_set_params_and_repr():
     (dict(verbose=-1), "verbose"),
     (dict(transform_iter=(10,)), "transform_iter"),
     (dict(callback=3), "callback"),
+    (dict(prune="False"), "prune must be True or False"),
+    (dict(check=1), "check must be True or False"),
+    (dict(hyperparameters={"a0": True}), "a0"),
 ])
 def test_invalid_parameters(counts, params, match):
     with pytest.raises(ValueError, match=match):
@@ -234,6 +237,53 @@ def test_invalid_heldout_and_transform_input(counts):
         m.transform(counts, depth=5)
     with pytest.raises(ValueError, match="vocabulary"):
         GBN(n_components=3, **QUICK).fit(counts, vocabulary=["a", "b"])
+
+
+def test_heldout_is_validated_as_X_is(counts):
+    m = GBN(n_components=5, n_layers=1, random_state=0, **QUICK).fit(counts)
+    bad = counts.astype(float)
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="heldout contains a non-finite value"):
+        m.perplexity(counts, bad)
+    with pytest.raises(ValueError, match="heldout has 10 features"):
+        m.perplexity(counts, counts[:, :10])
+    cols = [f"w{i}" for i in range(counts.shape[1])]
+    named = GBN(n_components=5, n_layers=1, random_state=0, **QUICK).fit(Frame(counts, cols))
+    with pytest.raises(ValueError, match="feature names"):
+        named.perplexity(Frame(counts, cols), Frame(counts, cols).reorder(cols[::-1]))
+    with pytest.raises(ValueError, match="column names differ"):
+        GBN(n_components=5, n_layers=1, **QUICK).fit(Frame(counts, cols),
+                                                     heldout=Frame(counts, cols).reorder(cols[::-1]))
+    with pytest.raises(ValueError, match="sequence of str"):
+        GBN(n_components=3, **QUICK).fit(counts[:, :3], vocabulary="abc")
+    with pytest.raises(ValueError, match=r"train_fraction must be in \(0, 1\)"):
+        m.score(counts, train_fraction=1.0)
+    assert np.isnan(m.perplexity(counts, np.zeros_like(counts)))      # no held-out token
+
+
+def test_heldout_perplexity_with_few_collected_iterations(counts):
+    """A depth that collects fewer than heldout_every (5) iterations scores its last state,
+    from the evaluation streams: the chain is the one fitted without heldout."""
+    Xtr, Xho = pygbn.split_tokens(counts, 0.5, random_state=0)
+    for n_collect in (0, 4):
+        kw = dict(n_components=6, n_layers=2, random_state=3, burn_in=(8, 6), n_collect=n_collect)
+        with_ho = GBN(**kw).fit(Xtr, heldout=Xho)
+        assert len(with_ho.perplexity_) == 2 and np.isfinite(with_ho.perplexity_).all()
+        _same_networks(with_ho, GBN(**kw).fit(Xtr))
+
+
+@pytest.mark.parametrize("fmt", ["csr_float", "csr_int"])
+def test_read_only_sparse_input(counts, fmt):
+    """Read-only (e.g. memory-mapped) CSR arrays are read, never written: the same fit."""
+    dtype = np.float64 if fmt == "csr_float" else np.int64
+    M = sp.csr_matrix(counts.astype(dtype))
+    for a in (M.data, M.indices, M.indptr):
+        a.setflags(write=False)
+    kw = dict(n_components=5, n_layers=2, random_state=0, **QUICK)
+    m = GBN(**kw).fit(M)
+    _same_networks(m, GBN(**kw).fit(counts))
+    np.testing.assert_array_equal(m.transform(M), m.transform(counts))
+    assert np.isfinite(m.score(M))
 
 
 def test_huge_counts_blocked():
@@ -330,6 +380,8 @@ def test_from_networks_scores_a_hand_built_network(tmp_path):
     other = Network(layers=[Layer(np.full((5, 2), 0.2))], r=np.ones(2))
     with pytest.raises(ValueError, match="n_features"):
         GBN.from_networks([net, other])
+    with pytest.raises(ValueError, match="not the networks' link"):
+        GBN.from_networks(net, link="bernoulli")
 
 
 # ------------------------------------------------- scikit-learn's protocol

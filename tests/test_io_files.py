@@ -207,6 +207,75 @@ def test_writes_are_atomic(files, tmp_path, monkeypatch):
     assert os.listdir(target.parent) == ["model.npz"] and target.read_bytes() == before
 
 
+@pytest.mark.parametrize("params", [
+    dict(eta=np.array([0.1, 0.05]), burn_in=np.array([4, 3]), n_collect=np.int64(3)),
+    dict(prune=np.True_, check=np.False_, verbose=np.False_),
+    dict(random_state=np.random.SeedSequence(7, spawn_key=(2, 5))),
+    dict(random_state=np.array([3, 9])),
+    dict(hyperparameters={"a0": np.float32(0.5), "e0": np.int64(2)}),
+])
+def test_numpy_valued_parameters_round_trip(tmp_path, params):
+    """Parameters given as numpy values (arrays, numpy bools and scalars, a SeedSequence)
+    come back with the same values, and the loaded model draws what the saved one does."""
+    X = _counts()
+    kw = dict(n_components=4, n_layers=2, min_width=0, random_state=1, **QUICK)
+    m = GBN(**{**kw, **params}).fit(X)
+    m.save(tmp_path / "m.npz")
+    back = pygbn.load(tmp_path / "m.npz")
+    for k, v in params.items():
+        got = back.get_params()[k]
+        if isinstance(v, np.random.SeedSequence):
+            assert isinstance(got, np.random.SeedSequence)
+            assert (got.entropy, got.spawn_key, got.pool_size) == (v.entropy, v.spawn_key, v.pool_size)
+        elif isinstance(v, dict):
+            assert {a: float(b) for a, b in v.items()} == got
+        else:
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(v))
+    np.testing.assert_array_equal(back.transform(X), m.transform(X))
+
+
+def test_state_parameters_are_dropped_and_others_refused(tmp_path):
+    X = _counts()
+    m = GBN(n_components=4, n_layers=1, random_state=np.random.PCG64(0), callback=lambda info: None,
+            **QUICK).fit(X)
+    m.save(tmp_path / "m.npz")
+    back = pygbn.load(tmp_path / "m.npz")
+    assert back.random_state is None and back.callback is None
+    with pytest.raises(TypeError, match="cannot hold a value of type object"):
+        io.write_model(tmp_path / "x.npz", m.networks_, kind="GBN", fields={"thing": object()})
+    assert not (tmp_path / "x.npz").exists()
+    meta, arrays = _arrays((tmp_path / "m.npz").read_bytes(), tmp_path)
+    meta["params"]["random_state"] = {"SeedSequence": {"entropy": -1, "spawn_key": [], "pool_size": 4}}
+    with pytest.raises(ValueError, match="stored random_state"):
+        pygbn.load(_write(tmp_path, meta, arrays))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_written_files_get_the_usual_permissions(files, tmp_path):
+    """A new model file gets 0o666 less the umask (as open() gives), an existing one keeps
+    its mode; a missing folder is named."""
+    net = pygbn.load(_write_bytes(tmp_path, files["net"]))
+    mask = os.umask(0o027)
+    try:
+        pygbn.save(net, tmp_path / "new.npz")
+    finally:
+        os.umask(mask)
+    assert os.stat(tmp_path / "new.npz").st_mode & 0o777 == 0o640
+    os.chmod(tmp_path / "new.npz", 0o604)
+    pygbn.save(net, tmp_path / "new.npz")
+    assert os.stat(tmp_path / "new.npz").st_mode & 0o777 == 0o604
+    with pytest.raises(FileNotFoundError, match="no folder"):
+        pygbn.save(net, tmp_path / "missing" / "m.npz")
+    pygbn.save(net, os.fsencode(tmp_path / "bytes.npz"))
+    assert pygbn.load(tmp_path / "bytes.npz").widths == net.widths
+
+
+def _write_bytes(tmp_path, data: bytes, name="copy.npz"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
 def test_networks_off_the_simplex_are_not_written(tmp_path):
     net = Network(layers=[Layer(np.full((3, 2), 0.5))], r=np.ones(2))
     with pytest.raises(ValueError, match="simplex"):

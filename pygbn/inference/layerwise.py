@@ -81,7 +81,8 @@ class Schedule:
         on (the authors' code; the first iterations let the counts settle).
     heldout_every : int, default=5
         With held-out counts, every this many collected iterations add a
-        sample to the held-out predictive.
+        sample to the held-out predictive (a depth that collected fewer,
+        or was stopped by the callback before one, adds its last state).
     trace_every : int, default=25
         Record the training log-likelihood per token
         (:mod:`pygbn.inference.trace`) at every iteration of a depth that is
@@ -197,7 +198,8 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
         Held-out counts of the same samples: every ``schedule.heldout_every``-th
         collected iteration adds a sample of Phi^(1) theta^(1) to the held-out
         predictive and each depth's perplexity is recorded (the authors'
-        protocol, see :class:`HeldoutPredictive`).
+        protocol, see :class:`HeldoutPredictive`; with fewer collected
+        iterations, the depth's last state).
     callback : callable, optional
         ``callback(info)`` after every iteration with a dict holding
         ``depth``, ``iteration``, ``n_iterations``, ``widths``, ``seconds``,
@@ -381,7 +383,7 @@ def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], 
         if heldout:
             chain.start_heldout()
         t_start = time.perf_counter()
-        n_done = 0
+        n_done = n_heldout = 0
         traces: Tuple[List[float], List[int], List[List[int]]] = ([], [], [])
         for trace, kept in zip(traces, (result.loglikelihoods, result.trace_iterations, result.trace_widths)):
             kept.append(trace)
@@ -394,6 +396,7 @@ def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], 
                 chain.check()
             if heldout and it > burn and (it - burn) % sched.heldout_every == 0:
                 chain.add_heldout()
+                n_heldout += 1
             n_done = it
             ll = None
             if sched.trace_every and it % sched.trace_every == 0:
@@ -408,6 +411,8 @@ def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], 
                     stop = True
                     break
         result.seconds_per_iteration.append((time.perf_counter() - t_start) / max(n_done, 1))
+        if heldout and n_heldout == 0:  # fewer collected iterations than heldout_every: the last state
+            chain.add_heldout()
         result.networks.append(chain.snapshot())
         result.widths.append(chain.widths)
         if heldout:

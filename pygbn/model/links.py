@@ -53,8 +53,8 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
         if M.dtype != dtype:      # new values, the same index arrays
             M = sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
         shares_x = X.format == "csr" and M.indices is X.indices
-        if shares_x and not (M.has_canonical_format and M.data.all()):
-            M = M.copy()          # the changes below must not reach X
+        if (shares_x or not _writeable(M)) and not (M.has_canonical_format and M.data.all()):
+            M = M.copy()          # the changes below must not reach X (nor fail on read-only arrays)
     else:
         try:
             arr = np.asarray(X)
@@ -69,13 +69,21 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
         M = sp.csr_matrix(arr.astype(dtype, copy=False))
     if M.ndim != 2:  # pragma: no cover - scipy sparse is always 2-D
         raise ValueError(f"{name} must be 2-D, got shape {M.shape}")
-    M.sum_duplicates()
+    canonical = M.has_canonical_format and M.data.all()
+    if not canonical:
+        M.sum_duplicates()
     if M.data.size and not np.isfinite(M.data).all():
         bad = M.data[~np.isfinite(M.data)][0]
         raise ValueError(f"{name} contains a non-finite value ({bad})")
-    M.eliminate_zeros()
-    M.sort_indices()
+    if not canonical:
+        M.eliminate_zeros()
+        M.sort_indices()
     return M
+
+
+def _writeable(M: sp.csr_matrix) -> bool:
+    """Whether the arrays of ``M`` can be written (not read-only views or memory maps)."""
+    return M.data.flags.writeable and M.indices.flags.writeable and M.indptr.flags.writeable
 
 
 class Link:

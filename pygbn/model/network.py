@@ -32,8 +32,10 @@ class Hyperparameters:
 
     def __post_init__(self):
         for k, v in asdict(self).items():
-            if not (isinstance(v, (int, float, np.floating, np.integer)) and np.isfinite(v) and v > 0):
+            if isinstance(v, (bool, np.bool_)) or not (
+                    isinstance(v, (int, float, np.floating, np.integer)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"hyper-parameter {k} must be a positive finite number, got {v!r}")
+            object.__setattr__(self, k, float(v))   # a Python float (numpy scalars too)
 
 
 @dataclass(eq=False)
