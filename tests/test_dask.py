@@ -208,6 +208,105 @@ def test_transform_to_local_and_save(client, data, reference, tmp_path):
     assert_same_networks(pygbn.load(tmp_path / "m.npz"), reference)
 
 
+def test_repeated_transforms_scatter_fresh_keys_and_agree(client, data, monkeypatch):
+    """Each transform scatters the network under its own key: with content hashing the
+    calls shared one key, and releasing one call's future could cancel the next call's
+    tasks (FutureCancelledError about 1 call in 10)."""
+    obs = data[0][:256]
+    model = DaskGBN(client=client, n_components=4, n_layers=1, burn_in=2, n_collect=2,
+                    transform_iter=(2, 2), random_state=0).fit(dask_array(obs, 128))
+    keys, scatter = [], client.scatter
+
+    def recording_scatter(*args, **kwargs):
+        future = scatter(*args, **kwargs)
+        keys.append(future.key)
+        return future
+
+    monkeypatch.setattr(client, "scatter", recording_scatter)
+    first = model.transform(dask_array(obs, 128), compute=True)
+    for _ in range(11):
+        np.testing.assert_array_equal(model.transform(dask_array(obs, 128), compute=True), first)
+    assert len(keys) == 12 and len(set(keys)) == 12
+
+
+def test_heldout_with_few_collected_iterations_matches_one_process(client, data):
+    """n_collect below heldout_every (5): each depth scores its last state, in Dask as in
+    one process (the perplexities were NaN)."""
+    obs, held = data
+    params = dict(n_components=6, n_layers=2, burn_in=3, n_collect=2, random_state=1,
+                  min_width=1, method="partial")
+    local = pygbn.GBN(**params).fit(obs, heldout=held)
+    model = DaskGBN(client=client, **params).fit(dask_array(obs, 200), heldout=dask_array(held, 200))
+    assert len(model.perplexity_) == 2 and np.isfinite(model.perplexity_).all()
+    assert model.perplexity_ == local.perplexity_
+    assert_same_networks(model, local)
+
+
+class _LostActor:
+    """An actor proxy whose worker the client already knows is gone: reading ``run``
+    raises the RuntimeError ``distributed.Actor.__getattr__`` raises."""
+
+    def __getattr__(self, name):
+        raise RuntimeError("Worker holding Actor was lost.  Status: error")
+
+
+class _LiveActor:
+    def __init__(self, calls):
+        self.calls = calls
+
+    def run(self, seq, message):
+        self.calls.append((seq, message))
+        return _Done(("ok", seq))
+
+
+class _Done:
+    def __init__(self, value, status="finished"):
+        self.value, self.status = value, status
+
+    def result(self):
+        return self.value
+
+
+class _FakeClient:
+    def __init__(self, workers):
+        self.workers = workers
+
+    def scheduler_info(self):
+        return {"workers": {w: {} for w in self.workers}}
+
+
+@pytest.mark.parametrize("scheduler_knows", [True, False])
+@pytest.mark.parametrize("checkpoint_every", [None, 2])
+def test_send_treats_an_actor_lost_before_the_call_as_a_lost_partition(scheduler_knows, checkpoint_every,
+                                                                       monkeypatch):
+    """``actor.run`` itself raising (the client knows the worker is gone) leads to the rebuild
+    with checkpoints, else to PartitionLostError naming the partition, not to a bare
+    RuntimeError; the other partitions still get the message.  No cluster: fake actors."""
+    from pygbn.dask._data import Partition
+    from pygbn.dask._transport import ActorTransport
+
+    # the scheduler may not have dropped the worker yet: then the actor's future says it
+    workers = ["tcp://a", "tcp://b"] if not scheduler_knows else ["tcp://a"]
+    transport = ActorTransport(_FakeClient(workers), [Partition(0, 0, 128), Partition(1, 128, 256)],
+                               X=None, H=None, link=None, n_jobs=1, checkpoint_every=checkpoint_every)
+    calls = []
+    transport.actors = [_LiveActor(calls), _LostActor()]
+    transport.actor_futures = [_Done(None), _Done(None, status="finished" if scheduler_knows else "error")]
+    transport.workers = ["tcp://a", "tcp://b"]
+    rebuilt = []
+    if checkpoint_every:
+        monkeypatch.setattr(transport, "_rebuild",
+                            lambda i, exc, message: rebuilt.append((i, type(exc), message)) or "rebuilt")
+        monkeypatch.setattr(transport, "_checkpoint", lambda: None)
+        assert transport.send(["m"]) == [("ok", 0), "rebuilt"]
+        assert rebuilt == [(1, RuntimeError, ["m"])] and transport.n_sent == 1
+    else:
+        with pytest.raises(PartitionLostError, match=r"partition 1 of 2 \(documents 128 to 255.*"
+                                                     r"Worker holding Actor was lost"):
+            transport.send(["m"])
+    assert calls == [(0, ["m"])]
+
+
 def test_parameters(client):
     with pytest.raises(ValueError, match="collapsed"):
         DaskGBN(client=client, method="collapsed").fit([])

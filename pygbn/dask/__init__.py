@@ -4,9 +4,11 @@
 workers of a ``dask.distributed`` cluster: the data and every document's
 state stay on the workers, only the global parameters go out and the
 sufficient statistics come back each iteration, and for the same
-``random_state`` the fitted networks are bit-identical to
-``GBN(method="blocked")`` in one process, whatever the partitioning.  See
-docs/scaling.md.
+``random_state`` the fitted networks are bit-identical to those of
+:class:`pygbn.GBN` in one process with the method DaskGBN used, whatever
+the partitioning: ``GBN(method="partial")`` for counts with the default
+``method="auto"`` (or ``"partial"``), ``GBN(method="blocked")`` with
+``method="blocked"`` and for the other links.  See docs/scaling.md.
 
 Needs the optional dependencies ``dask`` and ``distributed``::
 

@@ -33,8 +33,10 @@ class DaskGBN(GBN):
     for the whole fit, and each iteration only the global parameters go out
     and the sufficient statistics (their non-zero entries) come back.  For
     the same ``random_state`` the fitted networks are bit-identical to
-    ``GBN(method="blocked")`` (or ``GBN(method="partial")``) in one process,
-    whatever the partitioning.
+    those of ``GBN`` in one process with the method used here, whatever the
+    partitioning: ``GBN(method="partial")`` for counts with the default
+    ``method="auto"`` (or ``"partial"``), ``GBN(method="blocked")`` with
+    ``method="blocked"`` and for the other links (``method_`` says which).
 
     Parameters
     ----------
@@ -252,7 +254,9 @@ class DaskGBN(GBN):
                              f"with {net.n_features}")
         client = self.client_
         entropy = draw_entropy(check_random_state(self.random_state))
-        net_future = client.scatter(net, broadcast=True)
+        # a fresh key for every call: with content hashing, repeated calls would share one
+        # key, and releasing the previous call's future could drop the data under this one
+        net_future = client.scatter(net, broadcast=True, hash=False)
         K1 = net.layers[0].width
         parts = []
         for i, (src, rows) in enumerate(zip(chunks.sources, chunks.declared_rows)):

@@ -109,6 +109,11 @@ class ActorTransport:
     def _is_loss(self, i: int, exc: BaseException) -> bool:
         if isinstance(exc, (OSError, StaleActorError)):
             return True
+        try:    # the client already knows (its actor's future is no longer finished)
+            if self.actor_futures[i].status not in ("finished", "pending"):
+                return True
+        except Exception:
+            pass
         try:
             return self.workers[i] not in self.client.scheduler_info()["workers"]
         except Exception:  # the scheduler itself is unreachable: not a partition's fault
@@ -117,10 +122,20 @@ class ActorTransport:
     def send(self, message: list) -> list:
         """Deliver ``message`` to every partition; their results in partition order."""
         seq = self.n_sent
-        futures = [a.run(seq, message) for a in self.actors]
+        # every actor's call goes out before any result is awaited; creating the call
+        # itself raises (RuntimeError "Worker holding Actor was lost") when the client
+        # already knows its worker is gone, which is a loss like any other
+        futures: list = []
+        for a in self.actors:
+            try:
+                futures.append(a.run(seq, message))
+            except Exception as exc:
+                futures.append(exc)
         results, lost = [], []
         for i, fut in enumerate(futures):
             try:
+                if isinstance(fut, Exception):
+                    raise fut
                 results.append(fut.result())
             except Exception as exc:
                 if not self._is_loss(i, exc):
