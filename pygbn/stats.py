@@ -98,17 +98,20 @@ def poisson_logpmf(k, lam):
     """``log P(K = k)`` for ``K ~ Poisson(lam)``, accurate for every ``lam >= 0``.
 
     Saddle-point form ``-stirlerr(k) - bd0(k, lam) - log(2 pi k) / 2``
-    (Loader 2000), so huge ``lam`` (1e15) loses no accuracy.
+    (Loader 2000), so huge ``lam`` (1e15) loses no accuracy.  A rate
+    outside ``[0, inf)`` (negative or NaN) gives NaN, as in
+    ``scipy.stats.poisson`` (and :func:`truncated_poisson_logpmf`).
     """
     k, lam = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(lam, dtype=np.float64))
     out = np.full(k.shape, -np.inf)
     zero = (k == 0)
     out[zero] = -lam[zero]
-    pos = (k >= 1) & (k == np.floor(k))
+    pos = (k >= 1) & (k == np.floor(k)) & (lam >= 0)
     if pos.any():
         kp, lp = k[pos], lam[pos]
         out[pos] = -_stirlerr(kp) - _bd0(kp, lp, kp - lp) - 0.5 * (_LOG_2PI + np.log(kp))
     out[(lam == 0) & (k > 0)] = -np.inf
+    out[~(lam >= 0)] = np.nan
     return out[()] if out.ndim == 0 else out
 
 
@@ -252,12 +255,17 @@ def logarithmic_logpmf(k, p):
 def logarithmic_sf(k, p: float):
     """``P(X > k)`` for X ~ Log(p) (scalar p, k any shape), exact for p near 1.
 
+    X takes integer values, so for a real ``k`` ``P(X > k) = P(X > floor(k))``:
+    the function is a step function of ``k``, constant on ``[j, j + 1)``
+    (``scipy.stats.logser.sf`` up to at least scipy 1.17 instead evaluates
+    its closed form at the real ``k``, between ``P(X > j)`` and
+    ``P(X > j + 1)``; both agree at integers).  For integer ``k >= 1``,
     ``P(X > k) = (1/L) integral_0^L (1 - exp(-u))^k du`` with ``L = -log(1-p)``
     (from ``sum_{j>k} p^j / j = integral_0^p t^k / (1 - t) dt``), by quadrature.
     """
     from scipy import integrate
 
-    k = np.asarray(k, dtype=np.float64)
+    k = np.floor(np.asarray(k, dtype=np.float64))
     L = -np.log1p(-float(p))
     out = np.empty(k.shape)
     for idx in np.ndindex(k.shape):
@@ -296,10 +304,20 @@ def logarithmic_var(p):
 # ---------------------------------------------------------------------------
 
 def truncated_poisson_logpmf(k, lam):
-    """``log P(k) = log Pois(k; lam) - log(1 - exp(-lam))`` for ``k >= 1``."""
+    """``log P(k) = log Pois(k; lam) - log(1 - exp(-lam))`` for ``k >= 1``.
+
+    At ``lam = 0`` the limit as ``lam -> 0``: the point mass at 1 (``0`` at
+    ``k = 1``, ``-inf`` elsewhere), which is also where the mean (1) and the
+    variance (0) of :func:`truncated_poisson_mean` and
+    :func:`truncated_poisson_var` are taken.  A negative or NaN ``lam``
+    gives NaN.
+    """
     k, lam = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(lam, dtype=np.float64))
-    out = np.asarray(poisson_logpmf(k, lam), dtype=np.float64) - _log1mexp(-lam)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.asarray(poisson_logpmf(k, lam), dtype=np.float64) - _log1mexp(-lam)
     out = np.where(k >= 1, out, -np.inf)
+    out = np.where(lam == 0, np.where(k == 1, 0.0, -np.inf), out)
+    out = np.where(lam >= 0, out, np.nan)
     return out[()] if out.ndim == 0 else out
 
 

@@ -67,11 +67,22 @@ def test_absent_terms_and_diversity():
     assert diversity(np.arange(12).reshape(3, 4)) == 1.0
 
 
+def test_coherence_eps_takes_numpy_scalars():
+    for measure in ("u_mass", "c_uci", "c_npmi", "c_v"):
+        ref = coherence([[0, 1, 2]], TOY, measure=measure, eps=1e-6)
+        np.testing.assert_array_equal(coherence([[0, 1, 2]], TOY, measure=measure, eps=np.float64(1e-6)), ref)
+        np.testing.assert_allclose(coherence([[0, 1, 2]], TOY, measure=measure, eps=np.float32(1e-6)), ref,
+                                   rtol=1e-6)
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(topics=[[0]]), "at least 2"), (dict(topics=[[0, 0]]), "repeats"),
     (dict(topics=[[0, 9]]), "columns"), (dict(topics=[[0, 1]], measure="c_w2v"), "measure"),
     (dict(topics=[[0, 1]], window_size=3), "window_size needs texts"),
-    (dict(topics=[[0.5, 1]]), "integer"), (dict(topics=[[0, 1]], eps=-1.0), "eps")])
+    (dict(topics=[[0.5, 1]]), "integer"), (dict(topics=[[0, 1]], eps=-1.0), "eps"),
+    (dict(topics=[[0, 1]], eps=0.0), r"eps must be a number in \(0, 1\).*got 0\.0"),
+    (dict(topics=[[0, 1]], eps=np.float32(0)), "eps"), (dict(topics=[[0, 1]], eps=np.nan), "eps"),
+    (dict(topics=[[0, 1]], eps=True), "eps")])
 def test_coherence_rejects(kwargs, match):
     kwargs.setdefault("measure", "c_v")
     with pytest.raises(ValueError, match=match):
@@ -178,6 +189,29 @@ def test_rhat_sees_chains_that_disagree():
         effective_sample_size([[1.0, 2.0]])
 
 
+def test_rhat_of_constant_chains_and_no_chains():
+    """Constant chains at different values have not mixed: R-hat is inf (was NaN, and
+    NaN > 1.01 is False); NaN only when every draw is the same.  Zero chains are refused."""
+    apart = np.array([[0.0] * 10, [1.0] * 10])
+    assert rhat(apart) == np.inf and rhat(apart, split=False) == np.inf
+    assert rhat([0.0, 0, 0, 1, 1, 1]) == np.inf          # one chain stuck at two levels
+    assert np.isnan(rhat(np.ones((2, 10)))) and np.isnan(rhat(np.ones((3, 4)), split=False))
+    for f in (rhat, effective_sample_size):
+        with pytest.raises(ValueError, match="at least one chain"):
+            f(np.empty((0, 10)))
+
+
+def test_evaluation_reexports_every_public_name():
+    import sys
+
+    import pygbn.evaluation as ev
+
+    for name in ("coherence", "convergence", "heldout"):
+        module = sys.modules[f"pygbn.evaluation.{name}"]
+        for attr in module.__all__:
+            assert attr in ev.__all__ and getattr(ev, attr) is getattr(module, attr), attr
+
+
 def test_trace_diagnostics_of_fits():
     X = pygbn.datasets.load_demo().counts[:200]
     fits = [pygbn.GBN(n_components=10, n_layers=2, burn_in=20, n_collect=20, random_state=s,
@@ -206,6 +240,17 @@ def test_network_coherence_and_diversity_of_each_layer():
         net.coherence(X, layer=4)
     with pytest.raises(ValueError, match="exactly one"):
         net.coherence()
+    # the reference counts must be in the network's vocabulary
+    V = net.n_features
+    with pytest.raises(ValueError, match=rf"X has {V - 1} columns but the network has n_features={V}"):
+        net.coherence(X[:, :-1])
+    wider = sp.hstack([X, sp.csr_matrix((X.shape[0], 2))]).tocsr()
+    with pytest.raises(ValueError, match=rf"X has {V + 2} columns but the network has n_features={V}"):
+        net.coherence(wider, layer=1)
+    for bad in (1, 0, 2.0, True):
+        with pytest.raises(ValueError, match=r"n \(top terms per topic\) must be an integer of at least 2"):
+            net.coherence(X, n=bad)
+    np.testing.assert_array_equal(net.coherence(X, layer=1, n=np.int64(6), measure="c_npmi"), per_layer[0])
 
 
 def test_trace_svg():

@@ -145,6 +145,40 @@ def test_logarithmic(p):
     np.testing.assert_allclose(sf, 1 - np.cumsum(pm)[[0, 2, 9]], rtol=1e-8, atol=1e-15)
 
 
+def test_logarithmic_sf_of_a_real_k_is_that_of_its_floor():
+    """X is integer: P(X > 1.5) = P(X > 1) = 1 - P(1) (scipy 1.17's logser.sf(1.5) gives
+    its closed form at 1.5, 0.1628, between P(X > 1) and P(X > 2))."""
+    p = 0.5
+    L = -math.log1p(-p)
+    np.testing.assert_allclose(S.logarithmic_sf([1.5, 1.0, 1.999], p), 1 - p / L, rtol=1e-12)
+    np.testing.assert_allclose(S.logarithmic_sf([2.5, 2.0], p), 1 - (p + p * p / 2) / L, rtol=1e-12)
+    np.testing.assert_array_equal(S.logarithmic_sf([0.5, 0.0, -3.2], p), 1.0)
+    k = np.array([1.0, 1.25, 3.7, 9.99])
+    np.testing.assert_allclose(S.logarithmic_sf(k, p), st.logser.sf(np.floor(k), p), rtol=1e-10)
+
+
+def test_poisson_logpmf_of_a_negative_rate_is_nan():
+    """A negative (or NaN) rate is outside the parameter range: NaN, as scipy and
+    truncated_poisson_logpmf (k = 0 gave +1 at lam = -1)."""
+    out = S.poisson_logpmf([0, 1, 2, 1.5], -1.0)
+    assert np.isnan(out).all()
+    np.testing.assert_array_equal(np.isnan(st.poisson.logpmf([0, 1, 2], -1.0)), True)
+    assert np.isnan(S.poisson_logpmf(0, np.nan)) and np.isnan(S.truncated_poisson_logpmf(1, -1.0))
+    np.testing.assert_array_equal(S.poisson_logpmf([0, 3], [-1.0, 0.0]), [np.nan, -np.inf])
+    assert S.poisson_logpmf(0, 0.0) == 0.0 and S.poisson_logpmf(2, 0.0) == -np.inf
+
+
+def test_truncated_poisson_at_zero_is_the_limit_point_mass_at_one():
+    np.testing.assert_array_equal(S.truncated_poisson_logpmf([1, 2, 5, 0, 1.5], 0.0),
+                                  [0.0, -np.inf, -np.inf, -np.inf, -np.inf])
+    assert S.truncated_poisson_logpmf(1, 0.0) == 0.0
+    assert S.truncated_poisson_mean(0.0) == 1.0 and S.truncated_poisson_var(0.0) == 0.0
+    # the limit: at tiny lam P(1) = 1 - lam/2 + ... and P(2) ~ lam / 2
+    np.testing.assert_allclose(S.truncated_poisson_logpmf(1, 1e-12), -5e-13, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(S.truncated_poisson_logpmf(2, 1e-12), np.log(5e-13), rtol=1e-12)
+    np.testing.assert_array_equal(S.truncated_poisson_logpmf(1, [0.0, 0.0]), [0.0, 0.0])
+
+
 def test_logarithmic_sf_near_one():
     # P(X > k) for p = 1 - 1e-12 against the series sum_{j>k} p^j / j, via exact Fractions for k = 1
     p = 1 - 1e-12

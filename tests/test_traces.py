@@ -137,3 +137,27 @@ def test_trace_every_is_validated():
     res = fit_layerwise(_data("poisson", 100), Schedule.for_layers(1, burn_in=3, n_collect=2, trace_every=0),
                         n_components=5, random_state=0)
     assert res.loglikelihoods == [[]]
+
+
+def test_trace_chains_discard_burn_in_keeps_the_draws_after_each_depths_pruning():
+    """discard="burn_in" drops each model's iterations 1..B_T of the depth (B_T from its
+    own burn_in), whatever the share; a number drops that share (numpy scalars too)."""
+    from pygbn.evaluation import trace_chains, trace_diagnostics
+
+    X = load_demo().counts[:120]
+    kw = dict(n_components=6, n_layers=2, n_collect=4, trace_every=1, min_width=1)
+    a = pygbn.GBN(burn_in=(8, 4), random_state=0, **kw).fit(X)      # depth 1: 12 iterations, pruned at 8
+    b = pygbn.GBN(burn_in=(6, 5), random_state=1, **kw).fit(X)      # depth 1: 10 iterations, pruned at 6
+    assert a.trace_iterations_[0] == list(range(1, 13)) and b.trace_iterations_[1] == list(range(1, 10))
+    depth1 = trace_chains([a, b], depth=1, discard="burn_in")
+    np.testing.assert_array_equal(depth1, [a.loglikelihoods_[0][8:], b.loglikelihoods_[0][6:]])
+    depth2 = trace_chains([a, b], depth=2, discard="burn_in")
+    np.testing.assert_array_equal(depth2, [a.loglikelihoods_[1][4:], b.loglikelihoods_[1][5:]])
+    # the share: the second half of 12 and of 10, cut to the shortest (the last 5 of each)
+    half = trace_chains([a, b], depth=1)
+    np.testing.assert_array_equal(half, [a.loglikelihoods_[0][7:], b.loglikelihoods_[0][5:]])
+    np.testing.assert_array_equal(trace_chains([a, b], depth=1, discard=np.float32(0.5)), half)
+    assert trace_diagnostics([a, b], depth=1, discard="burn_in")["n_draws"] == 4
+    for bad in ("pruning", 1.0, -0.1, True, None):
+        with pytest.raises(ValueError, match="discard must be a number in \\[0, 1\\) or 'burn_in'"):
+            trace_chains([a, b], discard=bad)

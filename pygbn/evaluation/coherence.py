@@ -246,8 +246,9 @@ def coherence(topics, X=None, *, measure: str = "c_v", texts: Optional[Sequence]
         ``c_npmi``, 110 for ``c_v``, as gensim).  With ``texts`` and
         ``window_size`` at least the longest document, every document is one
         window (document co-occurrence).
-    eps : float, default=1e-12
-        Added to the joint probabilities inside the logarithms.
+    eps : float in (0, 1), default=1e-12
+        Added to the joint probabilities inside the logarithms (positive:
+        a pair that never co-occurs scores ``log(eps / ...)``, finite).
 
     Returns
     -------
@@ -275,11 +276,17 @@ def window_for(measure: str, texts, window_size: Optional[int]) -> Optional[int]
 
 def coherence_from_counts(topics, counts: Cooccurrence, measure: str = "c_v", eps: float = EPSILON) -> np.ndarray:
     """:func:`coherence` from window counts already made (:func:`cooccurrence` of a set
-    of terms that holds every topic's), e.g. to score several layers with one count."""
+    of terms that holds every topic's), e.g. to score several layers with one count.
+
+    ``measure`` and ``eps`` (a number in (0, 1), numpy scalars included) as for
+    :func:`coherence`; raises ValueError naming the bad argument."""
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
-        raise ValueError(f"eps must be a number in [0, 1), got {eps!r}")
+    if (isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer, np.floating))
+            or not 0 < eps < 1):
+        # eps = 0 would give log(0) = -inf (NaN for NPMI and C_V) for a pair that never co-occurs
+        raise ValueError(f"eps must be a number in (0, 1) (it keeps log(P(w_i, w_j) + eps) finite "
+                         f"for pairs that never co-occur), got {eps!r}")
     topics = check_topics(topics)
     if not np.isin(topics, counts.terms).all():
         raise ValueError("counts does not hold every term of the topics")

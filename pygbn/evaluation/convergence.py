@@ -43,9 +43,9 @@ def _check_chains(chains, min_draws: int) -> np.ndarray:
     arr = np.asarray(chains, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[1] < min_draws:
-        raise ValueError(f"chains must have shape (n_chains, n_draws) with at least {min_draws} draws, "
-                         f"got shape {np.shape(chains)}")
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < min_draws:
+        raise ValueError(f"chains must have shape (n_chains, n_draws) with at least one chain and "
+                         f"{min_draws} draws, got shape {np.shape(chains)}")
     if not np.isfinite(arr).all():
         raise ValueError("chains must hold finite values only")
     return arr
@@ -80,8 +80,10 @@ def rhat(chains, split: bool = True) -> float:
     Returns
     -------
     float
-        ``sqrt(var+ / W)`` (see the module notes); NaN when every chain is
-        constant.
+        ``sqrt(var+ / W)`` (see the module notes).  When every (split)
+        chain is constant (``W = 0``): ``inf`` if they are not all at the
+        same value (chains stuck apart have not mixed, and ``inf > 1.01``
+        says so), NaN only when every draw is identical.
     """
     arr = _check_chains(chains, 4 if split else 2)
     if split:
@@ -90,7 +92,7 @@ def rhat(chains, split: bool = True) -> float:
         raise ValueError("rhat(split=False) needs two chains or more")
     W, var_plus = _variances(arr)
     if W == 0.0:
-        return float("nan")
+        return float("inf") if var_plus > 0.0 else float("nan")
     return float(np.sqrt(var_plus / W))
 
 
@@ -133,7 +135,7 @@ def effective_sample_size(chains) -> float:
     return float(m * n / max(tau, 1.0 / np.log10(max(m * n, 10))))
 
 
-def trace_chains(models: Sequence, depth: Optional[int] = None, discard: float = 0.5) -> np.ndarray:
+def trace_chains(models: Sequence, depth: Optional[int] = None, discard=0.5) -> np.ndarray:
     """The traced log-likelihoods of one depth of several fits, as an (m, n) array of chains.
 
     Parameters
@@ -144,22 +146,34 @@ def trace_chains(models: Sequence, depth: Optional[int] = None, discard: float =
     depth : int, optional
         The depth whose stage is compared (default: the deepest depth every
         model reached).
-    discard : float in [0, 1), default=0.5
-        Share of the depth's traced draws dropped from the start as warm-up
-        (the default keeps the second half, which, with the default
-        ``burn_in`` and ``n_collect`` of equal length, is about the draws
-        after the pruning at ``B_T``).
+    discard : float in [0, 1) or "burn_in", default=0.5
+        The warm-up dropped from the start of the depth's traced draws: a
+        number is the share of them (``floor(discard * n)`` draws; the
+        default keeps the second half).  ``"burn_in"`` drops the draws of
+        the depth's burn-in, iterations 1 to ``B_T`` (the model's
+        ``burn_in`` at that depth, where the new top layer is pruned), and
+        keeps those of its ``n_collect`` iterations.  The second half is
+        the draws after the pruning only when ``B_T`` and ``C_T`` are equal:
+        with the defaults ``burn_in=(1000, 500)``, ``n_collect=500`` it is
+        so at depths 2 and up, but at depth 1 (1500 iterations, pruned at
+        1000) the second half covers iterations 751 to 1500, a third of them
+        before the pruning.
 
     Returns
     -------
     ndarray of shape (n_models, n)
-        Chains cut to the length of the shortest one.
+        Chains cut to the length of the shortest one (its last n draws).
     """
+    from pygbn.inference.layerwise import per_layer
+
     models = list(models)
     if not models or not all(hasattr(g, "loglikelihoods_") for g in models):
         raise ValueError("models must be fitted GBN estimators with loglikelihoods_ (fit with trace_every)")
-    if isinstance(discard, bool) or not isinstance(discard, (int, float)) or not 0 <= discard < 1:
-        raise ValueError(f"discard must be a number in [0, 1), got {discard!r}")
+    by_burn_in = isinstance(discard, str) and discard == "burn_in"
+    number = (int, float, np.integer, np.floating)
+    if not by_burn_in and (isinstance(discard, (bool, np.bool_)) or not isinstance(discard, number)
+                           or not 0 <= discard < 1):
+        raise ValueError(f"discard must be a number in [0, 1) or 'burn_in', got {discard!r}")
     reached = min(len(g.loglikelihoods_) for g in models)
     d = reached if depth is None else depth
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 1 <= d <= reached:
@@ -167,12 +181,17 @@ def trace_chains(models: Sequence, depth: Optional[int] = None, discard: float =
     rows = []
     for g in models:
         ll = np.asarray(g.loglikelihoods_[d - 1], dtype=np.float64)
-        rows.append(ll[int(np.floor(discard * ll.size)):])
+        if by_burn_in:
+            burn = per_layer(g.burn_in, int(g.n_layers), "burn_in", first_and_rest=True)[d - 1]
+            its = np.asarray(g.trace_iterations_[d - 1], dtype=np.int64)
+            rows.append(ll[its > int(burn)])
+        else:
+            rows.append(ll[int(np.floor(discard * ll.size)):])
     n = min(r.size for r in rows)
     return np.array([r[r.size - n:] for r in rows]).reshape(len(rows), n)
 
 
-def trace_diagnostics(models: Sequence, depth: Optional[int] = None, discard: float = 0.5) -> dict:
+def trace_diagnostics(models: Sequence, depth: Optional[int] = None, discard=0.5) -> dict:
     """Split-R-hat and ESS of the training log-likelihood per token of several fits at one depth.
 
     Parameters

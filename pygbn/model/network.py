@@ -305,7 +305,8 @@ class Network:
             Only this layer (default: every layer).
         measure : {"c_v", "u_mass", "c_uci", "c_npmi"}, default="c_v"
         n : int, default=10
-            Top terms per topic.
+            Top terms per topic, at least 2 (a network with fewer than n
+            features uses all of them).
         texts, window_size
             Instead of ``X``: documents as term-index sequences, for sliding
             windows (see :func:`pygbn.evaluation.coherence`).
@@ -314,8 +315,28 @@ class Network:
         -------
         ndarray of shape (K_t,), or a list of them (one per layer)
             One value per node, in node order.
+
+        Raises
+        ------
+        ValueError
+            For ``n`` not an integer of at least 2, an ``X`` whose number of
+            columns is not ``n_features``, or bad arguments of
+            :func:`pygbn.evaluation.coherence`.
         """
         layers = self._layers_of(layer)
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 2:
+            raise ValueError(f"n (top terms per topic) must be an integer of at least 2, got {n!r}")
+        if self.n_features < 2:
+            raise ValueError(f"coherence needs at least 2 features (pairs of top terms); "
+                             f"this network has {self.n_features}")
+        if X is not None:
+            from pygbn.model.links import as_csr
+
+            X = as_csr(X, "X")
+            if X.shape[1] != self.n_features:
+                raise ValueError(f"X has {X.shape[1]} columns but the network has n_features="
+                                 f"{self.n_features}: the reference counts must be in the network's "
+                                 f"vocabulary")
         topics = [self.top_term_indices(t, n) for t in layers]
         counts = cooccurrence(np.concatenate(topics, axis=None), X, texts=texts,
                               window_size=window_for(measure, texts, window_size))
