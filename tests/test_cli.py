@@ -495,3 +495,216 @@ def test_fit_method_partial(work, tmp_path):
     assert model.method_ == "partial" and model.get_params()["method"] == "partial"
     assert_one_line_error(run(["fit", work["dir"] / "train.npz", "--link", "bernoulli", "--binarize", "--method", "partial",
                                "-o", tmp_path / "q.npz"], cwd=tmp_path, check=False), "partial")
+
+
+# ---------------------------------------------------------------------------
+# review findings: outputs, vocabularies, matrix inputs, wording
+# ---------------------------------------------------------------------------
+
+
+def test_generate_and_tree_check_the_output_before_any_work(work, tmp_path, capsys):
+    d = work["dir"]
+    for cmd, name in (("generate", "g.mtx"), ("generate", "g.npz"), ("generate", "g.npy"),
+                      ("tree", "t.svg"), ("tree", "t.txt")):
+        out_path = tmp_path / "missing" / name
+        code, out, err = _main(capsys, cmd, d / "model.npz", "--seed", "1", "-o", out_path) if cmd == "generate" \
+            else _main(capsys, cmd, d / "model.npz", "-o", out_path)
+        assert code == 1 and out == "", (cmd, out)
+        assert re.search(r"the folder of output file .* does not exist: '.*missing'", err), err
+        assert not out_path.exists()
+    # the output is checked before the model is even read
+    code, out, err = _main(capsys, "generate", tmp_path / "absent.npz", "-o", tmp_path / "g.xyz")
+    assert code == 1 and "must end in one of" in err
+    code, out, err = _main(capsys, "tree", tmp_path / "absent.npz", "-o", tmp_path / "no" / "t.dot")
+    assert code == 1 and "does not exist" in err and "model file" not in err
+
+
+def test_topics_vocab_names_the_reference_columns_not_the_labels(work, tmp_path, capsys):
+    d, demo = work["dir"], work["demo"]
+    # the reference corpus with its columns reversed, named by a reversed vocabulary
+    X = demo.counts[:600]
+    rev = X[:, ::-1].tocsr()
+    save_counts(tmp_path / "rev.npz", rev, vocab=demo.vocab[::-1], vocab_path=tmp_path / "rev.txt")
+    args = ["topics", d / "model.npz", "--n-words", "5", "--layer", "2", "--measure", "u_mass"]
+    code, plain, _ = _main(capsys, *args, "--coherence", d / "train.npz")
+    assert code == 0
+    code, out, err = _main(capsys, *args, "--coherence", tmp_path / "rev.npz", "--vocab", tmp_path / "rev.txt")
+    assert code == 0, err
+    # the same words (the model's own labels) and the same coherence as the unreversed corpus
+    assert out.replace(repr(str(tmp_path / "rev.npz")), "REF") == plain.replace(repr(str(d / "train.npz")), "REF")
+    assert err == ""
+    # without --coherence, a --vocab cannot relabel a model that has a vocabulary: ignored, with a warning
+    code, out, err = _main(capsys, "topics", d / "model.npz", "--n-words", "5", "--layer", "2",
+                           "--vocab", tmp_path / "rev.txt")
+    assert code == 0 and "--vocab" in err and "own vocabulary" in err
+    assert out == _main(capsys, "topics", d / "model.npz", "--n-words", "5", "--layer", "2")[1]
+    code, out, err = _main(capsys, "tree", d / "model.npz", "--vocab", tmp_path / "rev.txt")
+    assert code == 0 and "own vocabulary" in err
+    assert out == _main(capsys, "tree", d / "model.npz")[1]
+
+
+def test_column_mismatch_hint_only_when_names_can_match(work, tmp_path, capsys):
+    d = work["dir"]
+    sp.save_npz(tmp_path / "wide.npz", sp.csr_matrix(np.ones((2, 5), dtype=np.int64)))
+    code, _, err = _main(capsys, "transform", d / "model.npz", tmp_path / "wide.npz", "-o", tmp_path / "f.npy")
+    assert code == 1 and "pass --vocab to match terms by name" in err
+    # a model without a vocabulary cannot match by name: no such hint
+    rng = np.random.default_rng(0)
+    sp.save_npz(tmp_path / "bin.npz", sp.csr_matrix((rng.random((20, 6)) < 0.4).astype(np.int64)))
+    assert _main(capsys, "fit", tmp_path / "bin.npz", "--link", "bernoulli", "--n-components", "3", "--layers",
+                 "1", "--burn-in", "2", "--collect", "2", "--seed", "0", "-q", "-o", tmp_path / "b.npz")[0] == 0
+    code, _, err = _main(capsys, "transform", tmp_path / "b.npz", tmp_path / "wide.npz", "-o", tmp_path / "f.npy")
+    assert code == 1 and "columns but the model has 6 features" in err and "--vocab" not in err
+
+
+def test_npy_csv_tsv_inputs_are_count_matrices(work, tmp_path, capsys):
+    d = work["dir"]
+    # what generate writes can be read back
+    for name in ("g.npy", "g.csv", "g.tsv"):
+        code, out, err = _main(capsys, "generate", d / "model.npz", "-n", "6", "--seed", "3", "-o", tmp_path / name)
+        assert code == 0, err
+        code, out, err = _main(capsys, "transform", d / "model.npz", tmp_path / name, "-o", tmp_path / f"{name}.f.npy",
+                               "--burn-in", "2", "--collect", "2", "--seed", "0")
+        assert code == 0, err
+    F = [np.load(tmp_path / f"{name}.f.npy") for name in ("g.npy", "g.csv", "g.tsv")]
+    np.testing.assert_array_equal(F[0], F[1])
+    np.testing.assert_array_equal(F[0], F[2])
+    code, out, err = _main(capsys, "perplexity", d / "model.npz", tmp_path / "g.npy", *TEST_CHAIN)
+    assert code == 0 and "held-out perplexity" in out, err
+    # a .csv of words is not read as text: a clear error, not words made of numbers
+    (tmp_path / "words.csv").write_text("apple,banana\ncherry,date\n", encoding="utf-8")
+    code, out, err = _main(capsys, "fit", tmp_path / "words.csv", "-o", tmp_path / "m.npz")
+    assert code == 1 and "as a numeric matrix" in err and "--encoding" not in err
+    # a model file is not data
+    code, out, err = _main(capsys, "fit", d / "model.npz", "-o", tmp_path / "m.npz")
+    assert code == 1 and "is a pygbn model file, not a count matrix" in err
+    # a binary .npy is never decoded as text
+    np.save(tmp_path / "obj.npy", np.array([[0.5, 1.0]]))
+    code, out, err = _main(capsys, "fit", tmp_path / "obj.npy", "-o", tmp_path / "m.npz")
+    assert code == 1 and "non-integer values" in err and "decode" not in err
+
+
+def test_jobs_help_says_auto_depends_on_it():
+    sub = next(a for a in cli.build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name in ("fit", "demo"):
+        jobs = next(a for a in sub.choices[name]._actions if "--jobs" in a.option_strings)
+        assert "do not depend" not in jobs.help and "partial" in jobs.help and "collapsed" in jobs.help
+    doc = " ".join(CLI_MD.read_text(encoding="utf-8").split())
+    never = doc.index("changes the speed, never the result")
+    assert doc[never - 60:never].endswith("For a given layer-one update `--jobs` ")
+    assert "collapsed on one job, partial on any other `--jobs`" in doc
+
+
+@pytest.mark.parametrize("cmd", [
+    ["fit", "x.npz", "-o", "m.npz"], ["generate", "m.npz"], ["transform", "m.npz", "x.txt", "-o", "f.npy"],
+    ["perplexity", "m.npz", "x.txt"], ["demo"],
+])
+def test_negative_seed_is_a_bad_command_line(capsys, cmd):
+    code, out, err = _main(capsys, *cmd, "--seed", "-1")
+    assert code == 2 and "--seed" in err and "expected an int >= 0" in err
+
+
+def test_cli_wording_names_options_not_python_keywords(work, tmp_path, capsys):
+    d = work["dir"]
+    (tmp_path / "short.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    code, _, err = _main(capsys, "fit", d / "train.npz", "--vocab", tmp_path / "short.txt", "-o", tmp_path / "m.npz")
+    assert code == 1 and "--transpose" in err and "transpose=True" not in err
+    np.savez(tmp_path / "two.npz", a=np.ones((2, 2)), b=np.ones((2, 2)))
+    code, _, err = _main(capsys, "fit", tmp_path / "two.npz", "-o", tmp_path / "m.npz")
+    assert code == 1 and "'X'" in err and "pass key=" not in err
+    (tmp_path / "latin.txt").write_bytes("caf\xe9\nbar\n".encode("latin-1"))
+    for opt in ("--vocab", "--stop-words"):
+        code, _, err = _main(capsys, "fit", d / "new.txt", opt, tmp_path / "latin.txt", "-o", tmp_path / "m.npz")
+        assert code == 1 and f"the {opt} file" in err and "UTF-8" in err, err
+        assert "encoding=" not in err and "errors=" not in err
+
+
+def test_stop_words_file_is_a_word_list(tmp_path, capsys):
+    docs = ["apple banana cherry", "apple banana durian", "banana cherry durian", "apple cherry"]
+    (tmp_path / "docs.txt").write_text("\n".join(docs) + "\n", encoding="utf-8")
+    # a BOM, a comment, blank lines, a repeated word and uppercase words
+    (tmp_path / "stop.txt").write_bytes("\ufeffBanana\n# fruit we do not want\n\n  CHERRY \nbanana\n".encode("utf-8"))
+    code, out, err = _main(capsys, "fit", tmp_path / "docs.txt", "--stop-words", tmp_path / "stop.txt",
+                           "--n-components", "2", "--layers", "1", "--burn-in", "2", "--collect", "2",
+                           "--seed", "0", "-q", "-o", tmp_path / "m.npz")
+    assert code == 0, err
+    assert pygbn.load(tmp_path / "m.npz").network_.vocabulary == ["apple", "durian"]
+
+
+def test_vocab_file_with_a_bom(work, tmp_path, capsys):
+    d, demo = work["dir"], work["demo"]
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf" + "\n".join(demo.vocab).encode("utf-8") + b"\n")
+    code, out, err = _main(capsys, "fit", d / "train.npz", "--vocab", tmp_path / "bom.txt", "--n-components", "3",
+                           "--layers", "1", "--burn-in", "2", "--collect", "2", "--seed", "0", "-q",
+                           "-o", tmp_path / "m.npz")
+    assert code == 0, err
+    assert pygbn.load(tmp_path / "m.npz").network_.vocabulary == demo.vocab
+
+
+def _network_with_vocab(path, vocab, r=None):
+    from pygbn.model.layer import Layer
+    from pygbn.model.network import Network
+
+    phi = np.random.default_rng(0).dirichlet(np.ones(len(vocab)), size=3).T
+    net = Network(layers=[Layer(phi=phi, eta=0.05, c_median=20.0)],
+                  r=np.ones(3) if r is None else np.asarray(r, dtype=float), vocabulary=list(vocab))
+    pygbn.save(net, path)
+
+
+def test_topics_and_generate_print_terms_on_one_line(tmp_path, capsys):
+    weird = ["line\nbreak", "tab\there", "esc\x1b[31mape", "cr\rret", "nel\x85x", "sep\u2028y", "\x1b", "plain"]
+    _network_with_vocab(tmp_path / "w.npz", weird, r=np.full(3, 500.0))  # long generated documents
+    code, out, err = _main(capsys, "topics", tmp_path / "w.npz", "--n-words", str(len(weird)))
+    assert code == 0, err
+    rows = [ln for ln in out.splitlines() if ln.strip().startswith("#")]
+    assert len(rows) == 3 and len(out.splitlines()) == 5
+    code, gen, err = _main(capsys, "generate", tmp_path / "w.npz", "-n", "3", "--seed", "0",
+                           "--n-words", str(len(weird)))
+    assert code == 0, err
+    assert [ln.split(":")[0] for ln in gen.splitlines()] == ["1", "2", "3"]
+    for text_ in (out, gen):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]", text_), repr(text_)
+        assert "line break" in text_ and "tab here" in text_ and "esc[31mape" in text_
+
+
+def test_topics_with_all_zero_weights(tmp_path, capsys):
+    import warnings
+
+    _network_with_vocab(tmp_path / "z.npz", ["aa", "bb", "cc", "dd"], r=np.zeros(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = _main(capsys, "topics", tmp_path / "z.npz", "--n-words", "2")
+    assert code == 0, err
+    assert "nan" not in out and out.count("(0.000)") == 3
+
+
+def test_transform_names_the_topics_command_of_its_depth(work, tmp_path, capsys):
+    d = work["dir"]
+    code, out, err = _main(capsys, "transform", d / "model.npz", d / "new.mtx", "--depth", "2",
+                           "-o", tmp_path / "f.npy", "--burn-in", "2", "--collect", "2")
+    assert code == 0, err
+    assert "'pygbn topics --depth 2 --layer 1'" in out
+    F = np.load(tmp_path / "f.npy")
+    assert F.shape[1] == pygbn.load(d / "model.npz").networks_[1].widths[0]
+
+
+def test_min_df_above_the_number_of_documents(work, tmp_path, capsys):
+    code, out, err = _main(capsys, "fit", work["dir"] / "new.txt", "--min-df", "500", "-o", tmp_path / "m.npz")
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
+    assert "--min-df 500 is more than the number of documents (40)" in lines[0]
+    assert "max_df" not in lines[0] and "--max-df" not in lines[0]
+    code, out, err = _main(capsys, "fit", work["dir"] / "new.txt", "--min-df", "5", "--max-df", "2",
+                           "-o", tmp_path / "m.npz")
+    assert code == 1 and "--max-df 2 corresponds to fewer documents (2) than --min-df 5" in err
+
+
+def test_trace_says_why_there_is_no_trace(work, tmp_path, capsys):
+    code, out, err = _main(capsys, "trace", work["dir"] / "model.npz")
+    assert code == 1 and "trace_every=0" not in err
+    # the module's fit: burn-in 4 2, collect 5, so stages of 9, 7 and 7 iterations, trace every 25
+    assert "fewer iterations (at most 9) than --trace-every 25" in err
+    assert _main(capsys, "fit", work["dir"] / "new.txt", "--n-components", "3", "--layers", "1", "--burn-in",
+                 "30", "--collect", "2", "--trace-every", "0", "--seed", "0", "-q", "-o", tmp_path / "t0.npz")[0] == 0
+    code, out, err = _main(capsys, "trace", tmp_path / "t0.npz")
+    assert code == 1 and "fitted with --trace-every 0" in err

@@ -612,7 +612,8 @@ def test_renderers_accept_any_vocabulary(V, widths, seed, words):
         lines = unescape_label(nodes[f"n{nd.layer}_{nd.index}"]["label"])
         expected = []
         for w in nd.top_terms:
-            w = re.sub(r"[\x00-\x08\x0e-\x1f\x7f]", "", re.sub(r"[\r\n\t\v\f]+", " ", w))
+            w = re.sub(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]", "",
+                       re.sub(r"[\r\n\t\v\f\x85\u2028\u2029]+", " ", w))
             expected.append(w + " " if w.endswith("\\") else w)
         assert lines[1:] == expected
     text = sub.to_text()

@@ -162,9 +162,11 @@ def test_fixed_vocabulary(caplog):
         ({"max_df": 1.5}, ["abc"], "max_df as a float"),
         ({"min_df": True}, ["abc"], "min_df"),
         ({"min_df": "2"}, ["abc"], "min_df"),
-        ({"min_df": 3, "max_df": 2}, ["abc"], "fewer documents"),
+        ({"min_df": 3, "max_df": 2}, ["abc"] * 4, r"max_df=2 corresponds to fewer documents \(2\) than min_df=3"),
         ({"min_df": 2}, ["abc def", "ghi"], "no terms are left"),
-        ({"min_df": 2}, ["abc def"], "fewer documents"),  # max_df=1.0 of one document < 2
+        # more documents asked of a term than there are: min_df is to blame, not max_df
+        ({"min_df": 2}, ["abc def"], r"min_df=2 is more than the number of documents \(1\)"),
+        ({"min_df": 500}, ["abc"] * 120, r"^min_df=500 is more than the number of documents \(120\)"),
         ({"max_features": 0}, ["abc"], "max_features"),
         ({"stop_words": "french"}, ["abc"], "stop_words"),
         ({"stop_words": [1]}, ["abc"], "stop_words must hold str"),
@@ -200,7 +202,7 @@ def test_vectorizer_properties(docs, min_df):
     try:
         X = vec.fit_transform(docs)
     except ValueError as exc:
-        assert "no terms are left" in str(exc) or "fewer documents" in str(exc)
+        assert "no terms are left" in str(exc) or "is more than the number of documents" in str(exc)
         return
     stop = tx.english_stop_words()
     df = Counter(w for d in docs for w in set(tx.tokenize(d)) if w not in stop)
@@ -308,7 +310,7 @@ def test_counts_from_other_writers(tmp_path):
     np.savez(tmp_path / "one.npz", A)
     np.testing.assert_array_equal(tx.load_counts(tmp_path / "one.npz")[0].toarray(), A)
     np.savez(tmp_path / "two.npz", a=A, b=A + 1)
-    with pytest.raises(ValueError, match="pass key="):
+    with pytest.raises(ValueError, match=r"none of them .* named 'X' or 'counts'.*key="):
         tx.load_counts(tmp_path / "two.npz")
     np.testing.assert_array_equal(tx.load_counts(tmp_path / "two.npz", key="b")[0].toarray(), A + 1)
     with pytest.raises(ValueError, match="key 'c' not in"):
@@ -318,9 +320,22 @@ def test_counts_from_other_writers(tmp_path):
 def test_count_file_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="counts file not found"):
         tx.load_counts(tmp_path / "missing.npz")
-    (tmp_path / "x.csv").write_text("1,2\n")
+    (tmp_path / "x.json").write_text("[[1, 2]]\n")
     with pytest.raises(ValueError, match="unsupported counts file"):
-        tx.load_counts(tmp_path / "x.csv")
+        tx.load_counts(tmp_path / "x.json")
+    (tmp_path / "words.csv").write_text("apple,banana\n")
+    with pytest.raises(ValueError, match="as a numeric matrix"):
+        tx.load_counts(tmp_path / "words.csv")
+    (tmp_path / "empty.tsv").write_text("")
+    with pytest.raises(ValueError, match="holds no numbers"):
+        tx.load_counts(tmp_path / "empty.tsv")
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="as a .npy array"):
+        tx.load_counts(tmp_path / "obj.npy")
+    np.savez(tmp_path / "z.npz", X=np.ones((2, 2)))
+    os.replace(tmp_path / "z.npz", tmp_path / "z.npy")
+    with pytest.raises(ValueError, match="not a .npy array"):
+        tx.load_counts(tmp_path / "z.npy")
     (tmp_path / "bad.npz").write_bytes(b"this is not a zip archive")
     with pytest.raises(ValueError, match="could not read"):
         tx.load_counts(tmp_path / "bad.npz")
@@ -352,6 +367,69 @@ def test_count_file_errors(tmp_path):
         tx.save_counts(tmp_path / "out.npz", np.ones((2, 2)), vocab=["a"], vocab_path=tmp_path / "v.txt")
     with pytest.raises(ValueError, match="non-negative"):
         tx.save_counts(tmp_path / "out.npz", -np.ones((2, 2)))
+
+
+def test_counts_from_numpy_and_delimited_text(tmp_path):
+    A = np.array([[0, 2, 0], [1, 0, 3]])
+    np.save(tmp_path / "a.npy", A)
+    np.savetxt(tmp_path / "a.csv", A, fmt="%d", delimiter=",")
+    np.savetxt(tmp_path / "a.tsv", A, fmt="%d", delimiter="\t", header="a comment line")
+    for name in ("a.npy", "a.csv", "a.tsv"):
+        X, vocab = tx.load_counts(tmp_path / name)
+        assert sp.isspmatrix_csr(X) and X.dtype == np.int32 and vocab is None
+        np.testing.assert_array_equal(X.toarray(), A)
+    np.savetxt(tmp_path / "one_row.csv", A[:1], fmt="%d", delimiter=",")
+    assert tx.load_counts(tmp_path / "one_row.csv")[0].shape == (1, 3)
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "a.npy", transpose=True)[0].toarray(), A.T)
+    np.save(tmp_path / "vec.npy", np.arange(3))
+    with pytest.raises(ValueError, match="2-D"):
+        tx.load_counts(tmp_path / "vec.npy")
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".npz"])
+def test_save_counts_to_a_missing_folder_raises(tmp_path, suffix):
+    with pytest.raises(FileNotFoundError):
+        tx.save_counts(tmp_path / "missing" / f"x{suffix}", np.ones((2, 2)))
+    assert not (tmp_path / "missing").exists()
+    # and the file that is written is complete (Matrix Market given a file handle)
+    path = tx.save_counts(tmp_path / f"x{suffix}", np.array([[1, 0], [0, 4]]))
+    np.testing.assert_array_equal(tx.load_counts(path)[0].toarray(), [[1, 0], [0, 4]])
+
+
+def test_utf8_byte_order_mark_is_dropped(tmp_path):
+    import io
+
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "v.txt").write_bytes(bom + b"arcade\nboard\n")
+    assert tx.read_vocab(tmp_path / "v.txt") == ["arcade", "board"]
+    (tmp_path / "d.txt").write_bytes(bom + b"first doc\nsecond\n")
+    assert tx.read_lines(tmp_path / "d.txt") == ["first doc", "second"]
+    assert tx.read_lines(io.BytesIO(bom + b"x\n"), encoding="UTF8") == ["x"]
+    assert tx.read_folder(tmp_path, pattern="d.txt")[1] == ["first doc\nsecond\n"]
+    # other encodings keep the bytes as they decode; offsets of decode errors count the BOM
+    assert tx.read_lines(io.BytesIO(bom + b"x\n"), encoding="latin-1") == ["\xef\xbb\xbfx"]
+    with pytest.raises(tx.DecodeError) as info:
+        tx.read_lines(io.BytesIO(bom + b"ab\xff\n"))
+    assert info.value.position == 5
+
+
+def test_stop_word_files_and_case(tmp_path):
+    from pygbn.text.files import _read_stop_words
+
+    (tmp_path / "s.txt").write_bytes("\ufeffThe\n\n# comment\n  AND \nthe\n".encode("utf-8"))
+    assert _read_stop_words(tmp_path / "s.txt") == ["the", "and"]
+    (tmp_path / "none.txt").write_text("\n\n")
+    assert _read_stop_words(tmp_path / "none.txt") == []
+    # stop words match case-insensitively, as the text is lowercased before tokenising
+    assert tx.CountVectorizer(stop_words=["CAT", "Sat"]).fit(["The cat sat on mats"]).vocab_ == ["mats", "the"]
+    (tmp_path / "l.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    with pytest.raises(tx.DecodeError, match="stop-word file") as info:
+        _read_stop_words(tmp_path / "l.txt")
+    assert "errors=" not in str(info.value)
+    with pytest.raises(tx.DecodeError, match="vocabulary file") as info:
+        tx.read_vocab(tmp_path / "l.txt")
+    assert "errors=" not in str(info.value)  # read_vocab has no errors= argument
+    assert tx.read_vocab(tmp_path / "l.txt", encoding="latin-1") == ["café"]
 
 
 def test_vocab_files(tmp_path):

@@ -3,8 +3,9 @@
 Subcommands (``pygbn <command> --help`` for the options of each):
 
 ``fit``
-    Fit a GBN to a count matrix (``.mtx``/``.npz``) or to raw text (one
-    document per line, or a folder of files) and save it to one ``.npz``.
+    Fit a GBN to a count matrix (``.mtx``, ``.npz``, ``.npy``, ``.csv``) or to
+    raw text (one document per line, or a folder of files) and save it to one
+    ``.npz``.
 ``topics``
     Top words of every node of each layer of a saved model, most popular
     node first.

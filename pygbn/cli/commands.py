@@ -20,6 +20,9 @@ from pygbn.datasets import load_demo
 from pygbn.estimator import GBN, SPLIT_SEED_TAG, load
 from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, split_tokens,
                               trace_diagnostics)
+from pygbn.explore._nodes import clean_text
+from pygbn.inference import Schedule
+from pygbn.text.files import _COUNT_FORMATS, _read_stop_words
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
@@ -36,7 +39,9 @@ DEMO_N_COMPONENTS = 50
 DEMO_BURN_IN = (400, 150)
 DEMO_COLLECT = 150
 
-_COUNT_SUFFIXES = (".mtx", ".mtx.gz", ".mtx.bz2", ".mm", ".npz")
+#: INPUT suffixes read as a count matrix (pygbn.text.load_counts); any other file is text
+_COUNT_SUFFIXES = tuple(suffix for suffixes in _COUNT_FORMATS.values() for suffix in suffixes)
+#: -o suffixes of the matrices the commands write (.txt is written like .csv, but read back as text)
 _MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".npz", ".mtx")
 
 #: what the command line adds when data do not suit the link
@@ -76,6 +81,11 @@ def _check_matrix_suffix(path: str, allowed=_MATRIX_SUFFIXES) -> None:
 def _check_output(path: str, allowed=_MATRIX_SUFFIXES) -> None:
     """Check an output file before any work: its suffix, and a writable folder to put it in."""
     _check_matrix_suffix(path, allowed)
+    _check_output_folder(path)
+
+
+def _check_output_folder(path: str) -> None:
+    """Check before any work that ``path`` names a file in an existing, writable folder."""
     if os.path.isdir(path):
         raise CLIError(f"output {path!r} is a folder: give a file name")
     folder = os.path.dirname(os.path.abspath(path))
@@ -141,6 +151,16 @@ def _read_documents(path: str, kind: str, args) -> List[str]:
     return docs
 
 
+def _read_vocab(path: str) -> List[str]:
+    """A --vocab file (always UTF-8), with command-line advice when it cannot be decoded."""
+    try:
+        return text.read_vocab(path)
+    except text.DecodeError as exc:
+        raise CLIError(f"could not decode the --vocab file {exc.name!r} as UTF-8: {exc.reason} at byte "
+                       f"{exc.position}; vocabulary files are read as UTF-8 (--encoding applies to "
+                       "text input only): re-save it as UTF-8") from None
+
+
 def _stop_words(value: str):
     if value == "english":
         return "english"
@@ -148,7 +168,28 @@ def _stop_words(value: str):
         return None
     if not os.path.isfile(value):
         raise CLIError(f"--stop-words must be 'english', 'none' or a file of words, got {value!r}")
-    return text.read_vocab(value)
+    try:
+        return _read_stop_words(value)
+    except text.DecodeError as exc:
+        raise CLIError(f"could not decode the --stop-words file {exc.name!r} as UTF-8: {exc.reason} at "
+                       f"byte {exc.position}; stop-word files are read as UTF-8 (--encoding applies to "
+                       "text input only): re-save it as UTF-8") from None
+
+
+#: the vectoriser's parameter names as the command line spells them
+_VECTORIZER_OPTIONS = {"min_df=": "--min-df ", "max_df=": "--max-df ", "max_features=": "--max-features "}
+
+
+def _vectorize(vec, docs: List[str], path: str):
+    """``vec.fit_transform(docs)``; a vocabulary the options leave empty is a CLIError in their words."""
+    try:
+        return vec.fit_transform(docs)
+    except ValueError as exc:
+        msg = str(exc)
+        for name, option in _VECTORIZER_OPTIONS.items():
+            msg = msg.replace(name, option)
+        msg = msg.replace("lower min_df", "lower --min-df").replace("and stop words", "and --stop-words")
+        raise CLIError(f"{path!r}: {msg}") from None
 
 
 def _check_for_link(X: sp.csr_matrix, link: str, binarize: bool, what: str) -> sp.csr_matrix:
@@ -164,6 +205,17 @@ def _check_for_link(X: sp.csr_matrix, link: str, binarize: bool, what: str) -> s
         raise CLIError(f"{exc}; {hint}" if hint else str(exc)) from None
 
 
+def _is_model_file(path: str) -> bool:
+    """Whether ``path`` is an .npz written by pygbn.save (it holds a ``__meta__`` entry)."""
+    if not path.lower().endswith(".npz"):
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return "__meta__" in z.files
+    except Exception:  # not an archive (a .npy renamed, a damaged file): load_counts says so
+        return False
+
+
 def _load_data(path: str, args, link: str, fixed_vocab: Optional[Sequence[str]] = None,
                fit_vocab: bool = False):
     """Read ``path`` (counts or text) as a documents x terms matrix.
@@ -175,12 +227,22 @@ def _load_data(path: str, args, link: str, fixed_vocab: Optional[Sequence[str]] 
     kind = _input_kind(path)
     vocab_path = getattr(args, "vocab", None)
     if kind == "counts":
-        X, vocab = text.load_counts(path, vocab_path, transpose=getattr(args, "transpose", False),
-                                    integer=False)
+        if _is_model_file(path):
+            raise CLIError(f"{path!r} is a pygbn model file, not a count matrix: give the data "
+                           "(a count matrix, text or a folder)")
+        transpose = getattr(args, "transpose", False)
+        X, _ = text.load_counts(path, transpose=transpose, integer=False)
+        vocab = None
+        if vocab_path is not None:
+            vocab = _read_vocab(vocab_path)
+            if len(vocab) != X.shape[1]:
+                raise CLIError(f"--vocab {vocab_path!r} has {len(vocab)} terms but the counts in {path!r} "
+                               f"have {X.shape[1]} columns (documents x terms"
+                               + (")" if transpose else "; give --transpose if the file is terms x documents)"))
     else:
         docs = _read_documents(path, kind, args)
         if fixed_vocab is None and vocab_path is not None:
-            fixed_vocab = text.read_vocab(vocab_path)
+            fixed_vocab = _read_vocab(vocab_path)
         if fixed_vocab is not None:
             vec = text.CountVectorizer(vocabulary=list(fixed_vocab))
         elif fit_vocab:
@@ -188,11 +250,9 @@ def _load_data(path: str, args, link: str, fixed_vocab: Optional[Sequence[str]] 
                                        max_df=args.max_df, max_features=args.max_features)
         else:
             raise CLIError("this model has no vocabulary, so it cannot read text: give a count "
-                           "matrix (.mtx or .npz) or a --vocab file")
-        X = vec.fit_transform(docs)
+                           "matrix (.mtx, .npz, .npy, .csv or .tsv) or a --vocab file")
+        X = _vectorize(vec, docs, path)
         vocab = list(vec.vocab_)
-        if X.shape[1] == 0:
-            raise CLIError(f"no term left in the vocabulary of {path!r}: lower --min-df or raise --max-df")
         logger.debug("read %d documents from %s: %d terms, %d tokens", X.shape[0], path, X.shape[1],
                     int(X.sum()))
     X = _check_for_link(X, link, getattr(args, "binarize", False), repr(path))
@@ -204,8 +264,9 @@ def _align_to_model(X: sp.csr_matrix, vocab: Optional[List[str]], net: Network, 
     if vocab is not None and net.vocabulary is not None and list(vocab) != list(net.vocabulary):
         return text.align_vocabulary(X, vocab, net.vocabulary, name=repr(path))
     if X.shape[1] != net.n_features:
-        raise CLIError(f"{path!r} has {X.shape[1]} columns but the model has {net.n_features} features"
-                       + ("" if vocab is not None else " (pass --vocab to match terms by name)"))
+        # matching by name needs names on both sides: the hint only when the model has them
+        hint = " (pass --vocab to match terms by name)" if vocab is None and net.vocabulary is not None else ""
+        raise CLIError(f"{path!r} has {X.shape[1]} columns but the model has {net.n_features} features{hint}")
     return X
 
 
@@ -263,15 +324,38 @@ def _test_chain_model(model: Union[GBN, Network], args) -> GBN:
     return model
 
 
-def _vocab_for(net, args) -> Optional[List[str]]:
+def _vocab_for(net, args, vocab_used: bool = False) -> Optional[List[str]]:
+    """The terms that label the model's features: its own vocabulary, else the --vocab file.
+
+    --vocab never replaces a vocabulary saved in the model (it would relabel
+    every node); it is then ignored with a warning, unless ``vocab_used`` says
+    the command reads it for something else (the columns of a count matrix).
+    """
     path = getattr(args, "vocab", None)
-    if path is not None:
-        vocab = text.read_vocab(path)
-        if len(vocab) != net.n_features:
-            raise CLIError(f"--vocab {path!r} has {len(vocab)} terms but the model has "
-                           f"{net.n_features} features")
-        return vocab
-    return None if net.vocabulary is None else list(net.vocabulary)
+    if net.vocabulary is not None:
+        if path is not None and not vocab_used:
+            logger.warning("--vocab %r is not used: the model has its own vocabulary", path)
+        return list(net.vocabulary)
+    if path is None:
+        return None
+    vocab = _read_vocab(path)
+    if len(vocab) != net.n_features:
+        raise CLIError(f"--vocab {path!r} has {len(vocab)} terms but the model has "
+                       f"{net.n_features} features")
+    return vocab
+
+
+def _clean_term(term: str) -> str:
+    """A term as printed on one line: line breaks and tabs become spaces, control characters go
+    (:func:`clean_text`, as in ``pygbn tree``); a term left empty is shown as its repr."""
+    return clean_text(term).strip() or repr(term)
+
+
+def _term(vocab: Optional[Sequence[str]], i) -> str:
+    """Feature ``i`` as printed: its term (:func:`_clean_term`), or its index without a vocabulary."""
+    if vocab is None:
+        return str(int(i))
+    return _clean_term(vocab[i])
 
 
 # ---------------------------------------------------------------------------
@@ -354,18 +438,22 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
             header += "; mean coherence " + ", ".join(f"{m} {v.mean():.4f}" for m, v in scores.items()) \
                 + f"; diversity {div:.3f} (top {diversity_words})"
         lines.append(header + ":")
-        wmax = float(w.max()) if w.size else 1.0
+        wmax = float(w.max()) if w.size else 0.0
         for k in range(shown):
-            words = " ".join(vocab[i] if vocab is not None else str(int(i)) for i in idx[k])
+            words = " ".join(_term(vocab, i) for i in idx[k])
             coh = "".join(f" {m}={v[k]:<7.4f}" for m, v in scores.items())
-            lines.append(f"  #{k + 1:<3d} w={w[k]:<9.4g} ({w[k] / wmax:5.3f}){coh}  {words}")
+            # weight relative to the layer's largest (0 when every weight is 0)
+            rel_w = w[k] / wmax if wmax > 0 else 0.0
+            lines.append(f"  #{k + 1:<3d} w={w[k]:<9.4g} ({rel_w:5.3f}){coh}  {words}")
     return lines
 
 
 def cmd_topics(args) -> int:
     model = _load_model(args.model)
     net, _ = _network(model, args.depth)
-    vocab = _vocab_for(net, args)
+    # with --coherence, --vocab may name the columns of a count-matrix reference corpus
+    reads_vocab = args.coherence is not None and _input_kind(args.coherence) == "counts"
+    vocab = _vocab_for(net, args, vocab_used=reads_vocab)
     if args.layer is not None and not 1 <= args.layer <= net.depth:
         raise CLIError(f"--layer must be between 1 and {net.depth}, got {args.layer}")
     layers = [args.layer] if args.layer is not None else list(range(1, net.depth + 1))
@@ -385,6 +473,23 @@ def cmd_topics(args) -> int:
     return 0
 
 
+def _why_no_traces(m: GBN) -> str:
+    """Why a fitted GBN recorded no trace point, as far as its parameters tell."""
+    every = m.trace_every
+    if isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every == 0:
+        return "it was fitted with --trace-every 0 (trace_every=0)"
+    try:
+        sched = Schedule.for_layers(m.n_layers, burn_in=m.burn_in, n_collect=m.n_collect)
+        lengths = [b + c for b, c in zip(sched.burn_in, sched.n_collect)][:len(m.networks_)]
+        every = int(every)
+    except (TypeError, ValueError):  # parameters this pygbn cannot read: say what is possible
+        return "it was fitted with trace_every=0, or saved by a pygbn without traces"
+    if max(lengths) < every:
+        return (f"no trace point was recorded, as each depth's stage had fewer iterations (at most "
+                f"{max(lengths)}) than --trace-every {every}: refit with a smaller --trace-every")
+    return "it was saved by a pygbn that did not record traces"
+
+
 def cmd_trace(args) -> int:
     if args.output:
         _check_output(args.output, (".svg",))
@@ -393,8 +498,7 @@ def cmd_trace(args) -> int:
         if not isinstance(m, GBN):
             raise CLIError(f"{path!r} holds a bare network, which has no traces: save the fitted GBN")
         if not any(m.loglikelihoods_):
-            raise CLIError(f"{path!r} has no convergence traces (fitted with trace_every=0, or saved by "
-                           "a pygbn without them)")
+            raise CLIError(f"{path!r} has no convergence traces: {_why_no_traces(m)}")
     for path, m in zip(args.model, models):
         _out(f"{path}: training log-likelihood per token, every {m.trace_every} iterations")
         for d, (ll, its) in enumerate(zip(m.loglikelihoods_, m.trace_iterations_), start=1):
@@ -440,6 +544,9 @@ def _tree_format(args) -> str:
 
 
 def cmd_tree(args) -> int:
+    fmt = _tree_format(args)  # before any work, as the output folder
+    if args.output not in (None, "-"):
+        _check_output_folder(args.output)
     model = _load_model(args.model)
     net, _ = _network(model, args.depth)
     vocab = _vocab_for(net, args)
@@ -455,7 +562,6 @@ def cmd_tree(args) -> int:
         raise CLIError(f"--tau takes one value or one per layer ({net.depth}), got {len(tau)}")
     rel = net.relabel_by_popularity()
     sub = rel.tree(layer, args.node - 1, tau=tau, n_terms=args.n_words, vocab=vocab)
-    fmt = _tree_format(args)
     if fmt == "text":
         content = sub.to_text(n_terms=args.n_words)
     elif fmt == "dot":
@@ -469,18 +575,18 @@ def cmd_tree(args) -> int:
 
 
 def cmd_generate(args) -> int:
+    if args.output is not None:
+        _check_output(args.output)
     model = _load_model(args.model)
     net, _ = _network(model, args.depth)
     vocab = _vocab_for(net, args)
-    if args.output is not None:
-        _check_matrix_suffix(args.output)
     X = net.generate(args.n, random_state=args.seed)
     is_text = vocab is not None and net.link.name == "poisson"
     if args.output is not None:
         _write_matrix(args.output, X)
     if is_text:
         for j, words in enumerate(explore.generated_top_terms(X, vocab, n=args.n_words), start=1):
-            _out(f"{j}: {' '.join(words) if words else '(empty document)'}")
+            _out(f"{j}: {' '.join(_clean_term(w) for w in words) if words else '(empty document)'}")
     elif args.output is None:
         _write_matrix_stdout(X)
     if args.output is not None:
@@ -489,17 +595,18 @@ def cmd_generate(args) -> int:
 
 
 def cmd_transform(args) -> int:
+    _check_output(args.output, (".npy", ".csv", ".tsv", ".txt"))
     model = _load_model(args.model)
     net, depth = _network(model, args.depth)
-    _check_output(args.output, (".npy", ".csv", ".tsv", ".txt"))
     X, vocab = _load_data(args.input, args, net.link.name, fixed_vocab=net.vocabulary)
     X = _align_to_model(X, vocab, net, args.input)
     feats = _test_chain_model(model, args).transform(X, depth=depth)
     _, perms = net.relabel_by_popularity(return_perms=True)
     feats = feats[:, perms[0]]
     _write_matrix(args.output, feats)
+    topics = "pygbn topics" + ("" if args.depth is None else f" --depth {args.depth}") + " --layer 1"
     _out(f"wrote {feats.shape[0]} x {feats.shape[1]} features to {args.output} "
-         "(column k is layer-one node #k+1 as ranked by 'pygbn topics --layer 1')")
+         f"(column k is layer-one node #k+1 as ranked by '{topics}')")
     return 0
 
 

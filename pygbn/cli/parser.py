@@ -157,13 +157,14 @@ def _add_test_chain_options(p) -> None:
                    help="burn-in iterations (default: the model's, 500)")
     g.add_argument("--collect", type=_pos_int, default=None, metavar="N",
                    help="collected iterations (default: the model's, 500)")
-    g.add_argument("--seed", type=int, default=None,
+    g.add_argument("--seed", type=_nonneg_int, default=None,
                    help=f"random seed (default: the model's, or {DEFAULT_TEST_SEED} if it has none)")
     g.add_argument("--jobs", type=_n_jobs, default=1, metavar="N", help="threads (-1: all cores; default: 1)")
 
 
-INPUT_HELP = ("a count matrix (.mtx, .mtx.gz, .npz; documents x terms), a text file with one "
-              "document per line ('-': standard input), or a folder with one document per file")
+INPUT_HELP = ("a count matrix (.mtx, .mtx.gz, .npz, .npy, .csv, .tsv; documents x terms), any other "
+              "file: text with one document per line ('-': standard input), or a folder with one "
+              "document per file")
 
 
 def build_parser(width: Optional[int] = None) -> argparse.ArgumentParser:
@@ -228,13 +229,15 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                    help="Dirichlet concentration of Phi, one value or one per layer (default: 0.05)")
     g.add_argument("--method", choices=("auto", "collapsed", "blocked", "partial"), default="auto",
                    help="layer-one update (default: auto = collapsed for counts with --jobs 1, "
-                        "partial with more)")
+                        "partial with any other --jobs; blocked for --link bernoulli and prg)")
     g.add_argument("--min-width", type=_nonneg_int, default=4, metavar="K",
                    help="stop adding layers once a width is at most K (default: %(default)s)")
-    g.add_argument("--seed", type=int, default=None, help="random seed (default: fresh entropy)")
+    g.add_argument("--seed", type=_nonneg_int, default=None, help="random seed (default: fresh entropy)")
     g.add_argument("--jobs", type=_n_jobs, default=1, metavar="N",
-                   help="threads for the document-parallel kernels, -1 for all cores; results do not "
-                   "depend on it (default: 1)")
+                   help="threads for the document-parallel kernels, -1 for all cores (default: 1). With "
+                   "the default --method auto it also picks the layer-one update (collapsed for --jobs 1, "
+                   "partial for any other value, -1 included), so the result changes with it; with an "
+                   "explicit --method it does not")
     g.add_argument("--heldout-fraction", type=_open_fraction, default=None, metavar="F",
                    help="hold out this fraction of each document's tokens (the paper uses 0.7), fit "
                    "on the rest and report the held-out perplexity of each depth")
@@ -254,7 +257,9 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     p.add_argument("--n-topics", type=_pos_int, default=None, metavar="N",
                    help="only the N most popular nodes of each layer (default: all)")
     p.add_argument("--depth", type=_pos_int, default=None, help="network depth to show (default: the deepest)")
-    p.add_argument("--vocab", metavar="FILE", help="vocabulary file, if the model has none")
+    p.add_argument("--vocab", metavar="FILE",
+                   help="vocabulary file, one term per line: labels the nodes if the model has no "
+                   "vocabulary of its own, and names the columns of a count-matrix --coherence corpus")
     g = p.add_argument_group("topic quality")
     g.add_argument("--coherence", metavar="REFERENCE", default=None,
                    help="score every node's top words on this reference corpus (usually the training "
@@ -290,7 +295,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                     "document; otherwise write the matrix (CSV on stdout without -o).")
     p.add_argument("model", help="model file written by 'pygbn fit'")
     p.add_argument("-n", type=_nonneg_int, default=10, help="number of samples (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh entropy)")
+    p.add_argument("--seed", type=_nonneg_int, default=None, help="random seed (default: fresh entropy)")
     p.add_argument("--n-words", type=_pos_int, default=10, metavar="N",
                    help="words shown per generated document (default: %(default)s)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
@@ -302,7 +307,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     p = add_command("transform", cmd_transform, help="features of new documents",
                     description="Features of new documents: the average of theta_j^(1) / "
                     "theta_.j^(1) over a test-time chain with the network fixed. Columns are the "
-                    "layer-one nodes in the order of 'pygbn topics --layer 1'.")
+                    "layer-one nodes in the order of 'pygbn topics --layer 1' (with the same --depth).")
     p.add_argument("model", help="model file written by 'pygbn fit'")
     p.add_argument("input", help=INPUT_HELP)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="features file (.npy, .csv, .tsv or .txt)")
@@ -346,8 +351,10 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                    help=f"burn-in B1 [Bt] (default: {DEMO_BURN_IN[0]} {DEMO_BURN_IN[1]})")
     p.add_argument("--collect", type=_nonneg_int, default=DEMO_COLLECT, metavar="C",
                    help="iterations after pruning, per layer (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    p.add_argument("--jobs", type=_n_jobs, default=1, metavar="N", help="threads (-1: all cores; default: %(default)s)")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default: %(default)s)")
+    p.add_argument("--jobs", type=_n_jobs, default=1, metavar="N",
+                   help="threads (-1: all cores; default: %(default)s); any value but 1 fits with the "
+                   "partial instead of the collapsed layer-one update, so the result differs")
     p.add_argument("--n-topics", type=_pos_int, default=5, metavar="N",
                    help="topics shown per layer (default: %(default)s)")
     p.add_argument("--n-words", type=_pos_int, default=8, metavar="N", help="words per topic (default: %(default)s)")

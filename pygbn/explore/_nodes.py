@@ -95,9 +95,10 @@ def terms_for(nd: Node, n_terms) -> tuple:
 
 
 def clean_text(s: str) -> str:
-    """Replace line breaks/tabs by spaces and drop other control characters."""
-    s = re.sub(r"[\r\n\t\v\f]+", " ", str(s))
-    return re.sub(r"[\x00-\x08\x0e-\x1f\x7f]", "", s)
+    """Replace line breaks and tabs (the Unicode ones too: NEL, U+2028, U+2029) by spaces
+    and drop the other control characters (C0, DEL and C1)."""
+    s = re.sub("[\r\n\t\v\f\x85\u2028\u2029]+", " ", str(s))
+    return re.sub("[\x00-\x08\x0e-\x1f\x7f-\x9f]", "", s)
 
 
 def label_lines(nd: Node, n_terms, words_per_line: int) -> list[str]:

@@ -19,9 +19,9 @@ the orientation every pygbn estimator takes.
 
 Readers and writers: :func:`read_lines` (one document per line),
 :func:`read_folder` (one document per file), :func:`read_documents` (either),
-:func:`load_counts` / :func:`save_counts` (Matrix Market ``.mtx`` or scipy
-``.npz``), :func:`read_vocab` / :func:`write_vocab` (one term per line);
-:func:`align_vocabulary` moves counts onto another vocabulary (e.g. a
+:func:`load_counts` (Matrix Market ``.mtx``, ``.npz``, ``.npy``, ``.csv``,
+``.tsv``) / :func:`save_counts` (``.mtx`` or ``.npz``), :func:`read_vocab` /
+:func:`write_vocab` (one term per line); :func:`align_vocabulary` moves counts onto another vocabulary (e.g. a
 fitted model's); they live in :mod:`pygbn.text.files`.
 """
 from __future__ import annotations
@@ -149,7 +149,8 @@ class CountVectorizer:
     ----------
     stop_words : "english", None or iterable of str, default "english"
         Words removed before counting: the shipped list
-        (:func:`english_stop_words`), none, or your own.
+        (:func:`english_stop_words`), none, or your own (matched
+        case-insensitively: they are lowercased like the text).
     min_df : int or float, default 1
         Keep terms in at least this many documents (int) or this proportion
         of documents (float in [0, 1]).
@@ -223,7 +224,8 @@ class CountVectorizer:
         for w in words:
             if not isinstance(w, str):
                 raise ValueError(f"stop_words must hold str, got {w!r}")
-        return frozenset(words)
+        # tokens are lowercase (the text is lowercased before tokenising): so are stop words
+        return frozenset(w.lower() for w in words)
 
     def _fixed_vocab(self) -> list[str] | None:
         if self.vocabulary is None:
@@ -265,6 +267,11 @@ class CountVectorizer:
         n_docs = len(tokens)
         min_c = _doc_count(self.min_df, n_docs, "min_df")
         max_c = _doc_count(self.max_df, n_docs, "max_df")
+        if min_c > n_docs:
+            raise ValueError(
+                f"min_df={self.min_df!r} is more than the number of documents ({n_docs}): no term can "
+                f"be in that many; lower min_df (an int counts documents, a float is a proportion)"
+            )
         if max_c < min_c:
             raise ValueError(
                 f"max_df={self.max_df!r} corresponds to fewer documents ({max_c:g}) than "

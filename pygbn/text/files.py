@@ -4,11 +4,13 @@ Everything here is re-exported by :mod:`pygbn.text` (use it from there):
 :func:`read_lines` (one document per line, from a file or a stream),
 :func:`read_folder` (one document per file), :func:`read_documents` (either),
 :class:`DecodeError`, :func:`read_vocab` / :func:`write_vocab` (one term per
-line), :func:`load_counts` / :func:`save_counts` (Matrix Market ``.mtx`` or
-scipy ``.npz``) and :func:`align_vocabulary`.
+line), :func:`load_counts` (Matrix Market ``.mtx``, ``.npz``, ``.npy``,
+``.csv`` or ``.tsv``) / :func:`save_counts` (``.mtx`` or ``.npz``) and
+:func:`align_vocabulary`.
 """
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import logging
 import os
@@ -49,14 +51,26 @@ class DecodeError(ValueError):
         Offset of the first undecodable byte.
     """
 
-    def __init__(self, name: str, encoding: str, reason: str, position: int):
+    def __init__(self, name: str, encoding: str, reason: str, position: int,
+                 advice: str = "pass encoding= or errors='replace'"):
         self.name, self.encoding, self.reason, self.position = name, encoding, reason, position
-        super().__init__(f"could not decode {name!r} as {encoding}: {reason} at byte {position}; "
-                         f"pass encoding= or errors='replace'")
+        super().__init__(f"could not decode {name!r} as {encoding}: {reason} at byte {position}; {advice}")
+
+
+def _is_utf8(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _decode(data, encoding: str, errors: str, name: str) -> str:
-    """Bytes (or str) as text with universal newlines (``\\r\\n`` and ``\\r`` become ``\\n``)."""
+    """Bytes (or str) as text with universal newlines (``\\r\\n`` and ``\\r`` become ``\\n``).
+
+    A byte order mark at the start of UTF-8 bytes is dropped (as the
+    ``utf-8-sig`` codec does), so that it never becomes part of the first
+    document or term; byte offsets in a :class:`DecodeError` still count it.
+    """
     if isinstance(data, bytes):
         try:
             data = data.decode(encoding, errors)
@@ -65,6 +79,8 @@ def _decode(data, encoding: str, errors: str, name: str) -> str:
         except LookupError:
             raise ValueError(f"unknown encoding or errors handler: encoding={encoding!r}, "
                              f"errors={errors!r}") from None
+        if data.startswith("\ufeff") and _is_utf8(encoding):
+            data = data[1:]
     return data.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -193,18 +209,41 @@ def read_documents(path, **kwargs) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------------------
 
 
+def _read_word_file(path, encoding: str, what: str) -> list[str]:
+    """The lines of a word-list file (``what`` names it in errors), decoded strictly."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{what} file not found: {path!r}")
+    if os.path.isdir(path):
+        raise ValueError(f"{what} path must be a text file, got the folder {path!r}")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text = _decode(data, encoding, "strict", path)
+    except DecodeError as exc:
+        raise DecodeError(exc.name, exc.encoding, exc.reason, exc.position,
+                          advice=f"a {what} file is read strictly: pass its encoding= "
+                          "(or re-save it as UTF-8)") from None
+    return text.split("\n")
+
+
 def read_vocab(path, *, encoding: str = "utf-8") -> list[str]:
     """Read a vocabulary file: one term per line, in column order.
 
     Surrounding whitespace is stripped; empty lines and repeated terms are
-    errors (a final line break is fine).
+    errors (a final line break is fine).  A UTF-8 byte order mark at the
+    start of the file is dropped.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is a folder, cannot be decoded with ``encoding``
+        (:class:`DecodeError`), is empty, or has an empty or repeated line.
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"vocabulary file not found: {path!r}")
-    if os.path.isdir(path):
-        raise ValueError(f"vocabulary path must be a text file, got the folder {path!r}")
-    lines = _read_text(path, encoding, "strict").split("\n")
+    lines = _read_word_file(path, encoding, "vocabulary")
     if lines and lines[-1] == "":
         lines.pop()
     seen: dict = {}
@@ -220,6 +259,21 @@ def read_vocab(path, *, encoding: str = "utf-8") -> list[str]:
     if not vocab:
         raise ValueError(f"the vocabulary file {path!r} is empty")
     return vocab
+
+
+def _read_stop_words(path, *, encoding: str = "utf-8") -> list[str]:
+    """Read a stop-word file: one word per line, lowercased like the tokeniser's tokens.
+
+    Surrounding whitespace is stripped; blank lines, lines starting with
+    ``#`` (comments, as in the shipped list) and repeated words are skipped.
+    Returns the words in file order (empty for a file without words).
+    """
+    words: dict = {}
+    for line in _read_word_file(path, encoding, "stop-word"):
+        word = line.strip().lower()
+        if word and not word.startswith("#"):
+            words.setdefault(word, None)
+    return list(words)
 
 
 def write_vocab(path, vocab: Sequence[str]) -> str:
@@ -244,16 +298,48 @@ def write_vocab(path, vocab: Sequence[str]) -> str:
 _MTX_SUFFIXES = (".mtx", ".mtx.gz", ".mtx.bz2", ".mm")
 
 
+#: the suffixes :func:`load_counts` reads, by format
+_COUNT_FORMATS = {"mtx": _MTX_SUFFIXES, "npz": (".npz",), "npy": (".npy",), "csv": (".csv",),
+                  "tsv": (".tsv",)}
+
+
 def _format_of(path: str) -> str:
     low = path.lower()
-    if low.endswith(_MTX_SUFFIXES):
-        return "mtx"
-    if low.endswith(".npz"):
-        return "npz"
+    for fmt, suffixes in _COUNT_FORMATS.items():
+        if low.endswith(suffixes):
+            return fmt
     raise ValueError(
-        f"unsupported counts file {path!r}: expected a Matrix Market file (.mtx, .mtx.gz) or a "
-        f".npz archive (scipy.sparse.save_npz, or numpy.savez of one 2-D array)"
+        f"unsupported counts file {path!r}: expected a Matrix Market file (.mtx, .mtx.gz, .mtx.bz2, .mm), "
+        f"a .npz archive (scipy.sparse.save_npz, or numpy.savez of one 2-D array), a .npy array "
+        f"(numpy.save) or a delimited text matrix (.csv, .tsv)"
     )
+
+
+def _load_npy(path: str):
+    try:
+        a = np.load(path, allow_pickle=False)
+    except Exception as exc:  # bad magic, pickled objects, truncated data
+        raise ValueError(f"could not read {path!r} as a .npy array: {exc}") from None
+    if not isinstance(a, np.ndarray):
+        a.close()
+        raise ValueError(f"{path!r} is a .npz archive, not a .npy array: name it .npz")
+    return a
+
+
+def _load_delimited(path: str, delimiter: str):
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy warns on an empty file; it is an error below
+            a = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#")
+    except Exception as exc:  # non-numeric fields, ragged rows, undecodable bytes
+        sep = "tab" if delimiter == "\t" else "comma"
+        raise ValueError(f"could not read {path!r} as a numeric matrix ({sep}-separated, one document "
+                         f"per row): {' '.join(str(exc).split())}") from None
+    if a.size == 0:
+        raise ValueError(f"{path!r} holds no numbers")
+    return a
 
 
 def _load_npz(path: str, key: str | None):
@@ -280,8 +366,9 @@ def _load_npz(path: str, key: str | None):
                 name = "counts"
             else:
                 raise ValueError(
-                    f"{path!r} holds several arrays {sorted(files)} and none is a scipy.sparse matrix; "
-                    f"pass key= to pick one"
+                    f"{path!r} holds several arrays {sorted(files)}, none of them a scipy.sparse matrix "
+                    f"or named 'X' or 'counts': save the counts as 'X' (numpy.savez(path, X=...)), or "
+                    f"name the array to read with load_counts(..., key=)"
                 )
             try:
                 return np.asarray(z[name])
@@ -339,10 +426,14 @@ def load_counts(
     Parameters
     ----------
     path : str or path-like
-        ``.mtx`` / ``.mtx.gz`` (Matrix Market, read with
-        :func:`scipy.io.mmread`) or ``.npz`` (written by
+        ``.mtx`` / ``.mtx.gz`` / ``.mtx.bz2`` / ``.mm`` (Matrix Market, read
+        with :func:`scipy.io.mmread`), ``.npz`` (written by
         :func:`scipy.sparse.save_npz`, or by :func:`numpy.savez` with one 2-D
-        array, or with arrays named ``X`` or ``counts``, or any ``key``).
+        array, or with arrays named ``X`` or ``counts``, or any ``key``),
+        ``.npy`` (a 2-D array written by :func:`numpy.save`, read without
+        pickle) or ``.csv`` / ``.tsv`` (a dense matrix of numbers, one row
+        per line, comma- or tab-separated, as :func:`numpy.savetxt` writes
+        it; lines starting with ``#`` are skipped).
     vocab_path : str or path-like, optional
         Text file with one term per line, one per column.
     transpose : bool, default False
@@ -380,8 +471,12 @@ def load_counts(
             mat = scipy.io.mmread(path)
         except Exception as exc:
             raise ValueError(f"could not read {path!r} as a Matrix Market file: {exc}") from None
-    else:
+    elif fmt == "npz":
         mat = _load_npz(path, key)
+    elif fmt == "npy":
+        mat = _load_npy(path)
+    else:
+        mat = _load_delimited(path, "," if fmt == "csv" else "\t")
     X = _validated_counts(mat, integer, f"the counts in {path!r}")
     if transpose:
         X = X.T.tocsr()
@@ -418,6 +513,15 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
     -------
     str
         ``path``.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be written (e.g. its folder does not exist:
+        ``FileNotFoundError``).
+    ValueError
+        Unknown suffix, negative or non-finite values, or a ``vocab`` whose
+        length differs from the number of columns.
     """
     path = os.fspath(path)
     low = path.lower()
@@ -433,10 +537,13 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
         terms = list(vocab)
         if len(terms) != X.shape[1]:
             raise ValueError(f"vocab has {len(terms)} terms but counts have {X.shape[1]} columns")
-    if low.endswith(".mtx"):
-        scipy.io.mmwrite(path, X.tocoo(), field="integer" if is_int else "real")
-    else:
-        sp.save_npz(path, X, compressed=True)
+    # open the file here, so that a missing folder or a permission error raises (scipy.io.mmwrite
+    # given a path ignores a file it cannot open)
+    with open(path, "wb") as fh:
+        if low.endswith(".mtx"):
+            scipy.io.mmwrite(fh, X.tocoo(), field="integer" if is_int else "real")
+        else:
+            sp.save_npz(fh, X, compressed=True)
     if vocab is not None:
         write_vocab(vocab_path, terms)
     return path
