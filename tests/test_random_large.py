@@ -341,3 +341,66 @@ def test_truncated_bessel_huge_binned_slow(alpha):
     m, sd = S.truncated_bessel_mean(alpha), np.sqrt(S.truncated_bessel_var(alpha))
     cdf = summed_cdf(lambda k: S.truncated_bessel_logpmf(k, alpha), int(m - 8 * sd), int(m + 8 * sd))
     assert_gof_binned(x, int_edges(m, sd, width=4.5), cdf, alpha=ALPHA)
+
+
+# --- rounding at the ends of the weights' and counts' ranges (review, 2026-11-28) ---------
+def test_dirichlet_overflowing_concentrations():
+    """Gammas that overflow their sum (concentrations near 1e308) are normalised by their
+    largest first: rows finite and on the simplex (all zeros before)."""
+    x = R.dirichlet([9e307, 9e307], size=50, random_state=3)
+    np.testing.assert_allclose(x, 0.5, rtol=1e-12)
+    y = R.dirichlet([1e308, 1e308, 1e308], random_state=3)
+    np.testing.assert_allclose(y, 1 / 3, rtol=1e-12)
+
+
+def test_dirichlet_vertex_limit_with_subnormal_concentrations():
+    """The one-vertex limit picks vertex i with probability alpha_i / sum(alpha) even where
+    u * sum(alpha) is subnormal (alphas of 5e-324 and 1e-323 gave 0.75 / 0.25 odds, not 1/3)."""
+    x = R.dirichlet([5e-324, 1e-323], size=40000, random_state=seed("dirsub"))
+    assert np.all(np.isin(x, [0.0, 1.0]))
+    assert_gof_discrete(x[:, 1].astype(np.int64), lambda k: np.log(np.where(k == 1, 2 / 3, 1 / 3)),
+                        alpha=ALPHA)
+
+
+@pytest.mark.parametrize("n", [1, 10**5])
+def test_multinomial_split_subnormal_weights(n):
+    """Rows whose sum is subnormal keep their proportions (both the sorted and the
+    binomial paths; the sorted one gave 0.75 / 0.25 for equal weights of 5e-324)."""
+    x = R.multinomial_split(n, [5e-324, 1e-323, 0.0], size=40000 if n == 1 else 20,
+                            random_state=seed("splitsub", n))
+    assert np.all(x[:, 2] == 0) and np.all(x.sum(axis=1) == n)
+    share = x[:, 1].sum() / x.sum()
+    sd = np.sqrt(2 / 9 / x.sum())
+    assert abs(share - 2 / 3) < 6 * sd, (share, sd)
+
+
+@pytest.mark.parametrize("order", ["huge_first", "huge_last"])
+def test_multinomial_split_cells_beside_a_huge_weight(order):
+    """Cells of weight 1 beside one of 1e16, with n = 1e18: each gets about 100 (the
+    running remainder rounded to 0 after the huge cell, and 1 - ratio above 1/2 was
+    11% off: 0 or 111 per cell before)."""
+    w = [1e16, 1, 1, 1, 1] if order == "huge_first" else [1, 1, 1, 1, 1e16]
+    x = R.multinomial_split(10**18, w, size=4000, random_state=seed("splithuge", order))
+    small = x[:, 1:] if order == "huge_first" else x[:, :4]
+    mean = 1e18 / (1e16 + 4)
+    assert_moments(small.ravel(), mean, mean, alpha=ALPHA)
+
+
+@pytest.mark.parametrize("n,mean", [(2**31 + 7, 100.0), (10**16, 100.0), (10**18, 100.0),
+                                    (2**63 - 1, 1e4), (10**18, 3e17)])
+def test_binomial_huge_n_moments(n, mean):
+    """numpy's BTPE is biased for huge n (mean 49 standard errors off at n = 1e18, p = 1e-16
+    in 4e5 draws): above 2^30 the order-statistic recursion halves n first."""
+    p = mean / n
+    x = _kernel("binomial", n, p, size=4 * N, random_state=seed("binhuge", n, mean))
+    assert_moments(x.astype(np.float64) - round(n * p), n * p - round(n * p), n * p * (1 - p),
+                   alpha=ALPHA)
+
+
+def test_crt_large_n_above_the_complement_line_takes_the_cheaper_method():
+    """For r > 16 n + 1024 the complement costs ~n^2 / (2 r) points: from n = 2^20 on the
+    blocks take over where they cost less (n = 1e11, r = 1.7e12 ran for minutes)."""
+    for n, r, kernel in [(10**11, 1.7e12, "crt_blocks"), (10**9, 1e15, "crt_complement"),
+                         (10**6, 1e9, "crt_complement")]:
+        got = R.crt(n, r, size=3, random_state=5)
+        np.testing.assert_array_equal(got, _kernel(kernel, n, r, size=3, random_state=5))

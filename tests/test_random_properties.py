@@ -414,3 +414,23 @@ def test_golden_values():
             np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-300, err_msg=name)
         else:
             assert got.tolist() == expected, name
+
+
+def test_messages_name_the_arguments_and_plain_indices():
+    with pytest.raises(ValueError, match=r"shapes do not broadcast: r \(2,\), p \(3,\)"):
+        R.negative_binomial([1, 2], [0.5, 0.1, 0.2])
+    with pytest.raises(ValueError, match=r"more than one array can hold"):
+        R.crt(5, 1.0, size=(2**40, 2**40))
+    with pytest.raises(ValueError, match=r"row \(1,\) sums to 0"):
+        R.multinomial_split([5, 3], [[1, 1], [0, 0]])
+    with pytest.raises(ValueError, match=r"row \(1,\) is all zero"):
+        R.dirichlet([[1, 1], [0, 0]])
+    with pytest.raises(ValueError, match=r"size \(3,\) is not compatible"):
+        R.crt(5, [1.0, 2.0], size=(3,))
+
+
+def test_overflowing_weight_rows_beside_all_zero_rows_warn_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = R.multinomial_split([5, 0], [[1e308, 1e308], [0, 0]], random_state=0)
+    assert x.sum(axis=1).tolist() == [5, 0]

@@ -28,6 +28,10 @@ __all__ = [
 
 #: Largest Poisson-type mean accepted (keeps int64 draws far from overflow).
 LAM_MAX = 1e18
+#: multinomial_split divides a row of weights by its max when their sum is below this:
+#: the kernels compare u * sum with running sums, which would lose bits where
+#: u * sum is subnormal (u >= 2^-100 keeps it normal)
+_SPLIT_TINY_SUM = 2.0 ** -900
 
 _COMMON = """size : int or tuple of ints, optional
         Output shape.  Default: the broadcast shape of the parameters.
@@ -346,9 +350,9 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
         if not _nb_too_big(rv, pv, math.sqrt):
             return np.int64(draw_one(_gen.one_i_dd, random_state, n_jobs, "negative_binomial",
                                      rv, pv))
+    shape = broadcast(["r", "p"], [r_a, p_a], None)
     with np.errstate(over="ignore"):             # an infinite bound is too big, not a warning
-        too_big = np.broadcast_to(_nb_too_big(r_a, p_a, np.sqrt),
-                                  np.broadcast_shapes(r_a.shape, p_a.shape))
+        too_big = np.broadcast_to(_nb_too_big(r_a, p_a, np.sqrt), shape)
     if too_big.any():
         i = np.unravel_index(int(np.flatnonzero(too_big.ravel())[0]), too_big.shape)
         rv, pv = np.broadcast_to(r_a, too_big.shape)[i], np.broadcast_to(p_a, too_big.shape)[i]
@@ -408,8 +412,12 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     k = w_a.shape[-1]
     with np.errstate(over="ignore"):         # an overflowed sum is rescaled, not a warning
         sums = w_a.sum(axis=-1)
-    if np.isinf(sums).any():   # a row sum overflowed: rescale those rows by their max
-        w_a = np.where(np.isinf(sums)[..., None], w_a / w_a.max(axis=-1, keepdims=True), w_a)
+    # rows whose sum overflowed, or is so small that u * sum loses bits (subnormal
+    # products), are divided by their max: the same proportions, in a safe range
+    rescale = np.isinf(sums) | ((sums > 0) & (sums < _SPLIT_TINY_SUM))
+    if rescale.any():
+        with np.errstate(invalid="ignore"):  # 0 / 0 in all-zero rows that keep their weights
+            w_a = np.where(rescale[..., None], w_a / w_a.max(axis=-1, keepdims=True), w_a)
         sums = w_a.sum(axis=-1)
     if size is None and n_a.ndim == 0 and w_a.ndim == 1 and (sums > 0 or n_a == 0):
         out = np.empty(k, dtype=np.int64)         # one row: its kernel call, no blocks
@@ -423,7 +431,7 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     bad = (total <= 0) & (nf > 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        idx = np.unravel_index(i, shape) if shape else ()
+        idx = tuple(int(v) for v in np.unravel_index(i, shape)) if shape else ()
         raise ValueError(f"weights must have a positive sum in every row with n > 0; "
                          f"row {idx} sums to 0 (n={int(nf[i])})")
     out = np.empty((nf.shape[0], k), dtype=np.int64)
@@ -474,7 +482,8 @@ def dirichlet(alpha, size=None, random_state=None, n_jobs=None):
     k = a.shape[-1]
     zero_rows = ~(a > 0).any(axis=-1)
     if zero_rows.any():
-        idx = np.unravel_index(int(np.flatnonzero(zero_rows.ravel())[0]), zero_rows.shape)
+        idx = tuple(int(v) for v in np.unravel_index(int(np.flatnonzero(zero_rows.ravel())[0]),
+                                                     zero_rows.shape))
         raise ValueError(f"alpha must have a positive entry in every row; row {idx} is all zero")
     if size is None and a.ndim == 1:          # one row: its kernel call on the generator
         out = np.empty(k, dtype=np.float64)

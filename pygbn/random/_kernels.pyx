@@ -7,9 +7,10 @@ algorithms, their sources and the numerics that needed care are described
 in ``docs/samplers.md``; the thresholds below select between exact
 algorithms for speed only (every branch samples the exact distribution).
 """
-from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY, isinf, lgamma, M_LN2
+from libc.math cimport log, log1p, exp, expm1, sqrt, floor, ceil, fabs, INFINITY, isinf, lgamma, M_LN2, ldexp
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int64_t, uint64_t, INT64_MAX
+from libc.string cimport memcpy
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport (
     random_poisson, random_binomial, binomial_t, random_standard_exponential,
@@ -66,6 +67,10 @@ cdef double CRT_COST_SKIP_R = 25.0
 # 0.45 ns a customer: level at r = 30 n for n = 65 and at 16 n from n = 1,000 on)
 cdef double CRT_COMPLEMENT_R_PER_N = 16.0
 cdef double CRT_COMPLEMENT_R0 = 1024.0
+# ... as long as its expected points, ~n^2 / (2 r), cost (about this many ns each) less
+# than the blocks (checked from this n up: below it the complement always costs less)
+cdef double CRT_COST_COMPLEMENT = 14.0
+cdef int64_t CRT_COMPLEMENT_CHECK_N = 1 << 20
 cdef double CRT_COST_BLOCK = 230.0
 # CRT block method: expected number of thinning candidates per block
 cdef double CRT_BLOCK_C = 4.0
@@ -76,6 +81,11 @@ cdef double TPOIS_INV_LAM = 1.5
 # docs/benchmarks.md, "Twentieth session")
 # binomial: inversion (ours, with log1p) when n * min(p, 1-p) is below this
 cdef double BINOM_INV_MEAN = 30.0
+# binomial: numpy's BTPE up to this n.  Its last acceptance test forms
+# (n - m + 1/2) log(z / w) with z, w near n, an error of about n 2^-52 in the log of the
+# acceptance ratio (at n = 1e16-1e18 its means are 3-50 standard errors off in 4e5
+# draws); above, the order-statistic recursion halves n first (_binomial_halving)
+cdef int64_t BINOM_BTPE_MAX_N = 1 << 30
 # negative binomial: inversion for means r p / (1 - p) up to this with p <= NB_INV_P (past
 # the mode its terms shrink at rate about p: a u that rounding exhausts meets a zero term
 # within some 70,000 steps), the gamma-Poisson mixture otherwise (the two cost the same
@@ -234,7 +244,8 @@ cdef int64_t random_binomial_exact(bitgen_t *bitgen, int64_t n, double p,
     """Bin(n, p) for ``n >= 0`` and ``p`` clipped to [0, 1].
 
     Our inversion (with ``log1p``) when ``n min(p, 1 - p) < 30``, numpy's
-    BTPE (Kachitvichyanukul & Schmeiser 1988) otherwise.  For ``p > 1/2``
+    BTPE (Kachitvichyanukul & Schmeiser 1988) otherwise, after
+    :c:func:`_binomial_halving` has brought n down to 2^30.  For ``p > 1/2``
     it draws ``n - Bin(n, 1 - p)``; callers that know ``1 - p`` more
     accurately than ``1 - p`` computed in floating point should pass the
     complement themselves.  ``state`` is numpy's per-thread BTPE cache.
@@ -247,7 +258,37 @@ cdef int64_t random_binomial_exact(bitgen_t *bitgen, int64_t n, double p,
         return n - random_binomial_exact(bitgen, n, 1.0 - p, state)
     if <double> n * p < BINOM_INV_MEAN:
         return _binomial_inversion(bitgen, n, p)
+    if n > BINOM_BTPE_MAX_N:
+        return _binomial_halving(bitgen, n, p, state)
     return random_binomial(bitgen, p, n, state)
+
+
+cdef int64_t _binomial_halving(bitgen_t *bitgen, int64_t n, double p,
+                               binomial_t *state) noexcept nogil:
+    """Bin(n, p) for large n by the order-statistic recursion (Knuth, TAOCP 2, 3.4.1 F).
+
+    Bin(n, p) counts n uniforms below p.  The a-th smallest, a = 1 + n // 2, is
+    X ~ Beta(a, n + 1 - a) (two gammas); if X >= p the uniforms below p are among the
+    a - 1 below X, uniform on (0, X): Bin(a - 1, p / X); else the a below X count,
+    and the n - a above are uniform on (X, 1): a + Bin(n - a, (p - X) / (1 - X)).  Each
+    step halves n, down to BINOM_BTPE_MAX_N, where :c:func:`random_binomial_exact`
+    takes over.  Exact: only ratios of the draws are formed.
+    """
+    cdef int64_t acc = 0, a
+    cdef double ga, gb, x
+    while n > BINOM_BTPE_MAX_N:
+        a = 1 + n // 2
+        ga = random_gamma_exact(bitgen, <double> a)
+        gb = random_gamma_exact(bitgen, <double> (n + 1 - a))
+        x = ga / (ga + gb)
+        if x >= p:
+            n = a - 1
+            p = p / x
+        else:
+            acc += a
+            n = n - a
+            p = (p - x) / (1.0 - x)
+    return acc + random_binomial_exact(bitgen, n, p, state)
 
 
 # ---------------------------------------------------------------------------
@@ -415,7 +456,8 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     ~16 r) and the skips after them (:c:func:`_crt_sum_skip`); the skips alone
     for the rest of r <= 1; binomial blocks (large r and n), by the cost model;
     for r > 16 n + 1024, n less the customers who join a table, by skips
-    (:c:func:`_crt_complement`).  So the expected time is
+    (:c:func:`_crt_complement`), unless its ~n^2 / (2 r) points would cost more than
+    the blocks (from n = 2^20 on).  So the expected time is
     O(min(n, log n + r log n, sqrt(r) log n, 1 + n^2 / r)).
     """
     if n <= 0:
@@ -427,7 +469,9 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     if n <= CRT_SMALL_N:
         return crt_small(bitgen, n, r)
     if r > CRT_COMPLEMENT_R_PER_N * <double> n + CRT_COMPLEMENT_R0:
-        return _crt_complement(bitgen, n, r)
+        if n < CRT_COMPLEMENT_CHECK_N or _crt_complement_cheaper(n, r):
+            return _crt_complement(bitgen, n, r)
+        return _crt_by_cost(bitgen, n, r)
     if r <= 1.0:
         if CRT_SUM_SKIP_MIN_R <= r < CRT_SUM_SKIP_R1:
             return _crt_sum_skip(bitgen, n, r)
@@ -440,6 +484,18 @@ cdef int64_t random_crt(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     return _crt_by_cost(bitgen, n, r)
 
 
+cdef inline double _crt_blocks_cost(int64_t n, double r) noexcept nogil:
+    """Expected cost of :c:func:`_crt_blocks` by the cost model: ~sqrt(r / C) (2 + log(1 + n/r)) blocks."""
+    return CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + log1p(<double> n / r)))
+
+
+cdef bint _crt_complement_cheaper(int64_t n, double r) noexcept nogil:
+    """Whether :c:func:`_crt_complement` (about ``1 + n^2 / (2 r)`` points) is expected to
+    cost less than the blocks for this large n (r > 16 n: the sum then skips costs more)."""
+    cdef double fn = <double> n
+    return CRT_COST_COMPLEMENT * (1.0 + fn * fn / (2.0 * r)) <= _crt_blocks_cost(n, r)
+
+
 cdef int64_t _crt_by_cost(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     """:c:func:`random_crt` for r > 20 and n > 860: the cheaper, by expected cost, of the
     sum then skips (m customers of the sum and ~1 + r log(n / m) points of the skips after
@@ -448,7 +504,7 @@ cdef int64_t _crt_by_cost(bitgen_t *bitgen, int64_t n, double r) noexcept nogil:
     cdef double c_sum = CRT_COST_SUM * <double> m
     if m < n - 1:
         c_sum += CRT_COST_SKIP_R * (1.0 + r * log(<double> n / <double> m))
-    if c_sum <= CRT_COST_BLOCK * (1.0 + sqrt(r / CRT_BLOCK_C) * (2.0 + log1p(<double> n / r))):
+    if c_sum <= _crt_blocks_cost(n, r):
         return _crt_sum_skip(bitgen, n, r)
     return _crt_blocks(bitgen, n, r)
 
@@ -1027,33 +1083,53 @@ cdef void _split_sorted(bitgen_t *bitgen, int64_t n, const double *w, Py_ssize_t
 
 cdef void _split_binomial(bitgen_t *bitgen, int64_t n, const double *w, Py_ssize_t k,
                           double total, int64_t *out) noexcept nogil:
-    """Conditional binomials: ``out[i] ~ Bin(left, w[i] / rest)`` with the ratio clipped to [0, 1]."""
-    cdef Py_ssize_t i, last = k - 1
+    """Conditional binomials: ``out[i] ~ Bin(left, w[i] / rest_i)``, ``rest_i = sum_{j>=i} w[j]``;
+    needs ``out`` zeroed (``total`` is not read).
+
+    The ``rest_i`` are summed from the last cell (positive terms, no cancellation), each
+    held in the 8 bytes of ``out[i]`` until that cell is drawn: taking the weights off a
+    total one by one would lose the cells after a huge weight (``rest`` rounds to 0).  A
+    ratio above 1/2 is drawn as ``left - Bin(left, rest_{i+1} / rest_i)``, not through
+    ``1 - ratio``, which rounding makes up to 11% wrong for cells of weight 1 after 1e16.
+    """
+    cdef Py_ssize_t i, j, last = k - 1
     cdef int64_t left = n, x
-    cdef double rest = total, pr
+    cdef double rest = 0.0, after
     cdef binomial_t state
     state.has_binomial = 0
     while last > 0 and not w[last] > 0.0:
         last -= 1
+    for i in range(last, -1, -1):
+        if w[i] > 0.0:
+            rest += w[i]
+        memcpy(&out[i], &rest, sizeof(double))
     for i in range(last):
+        memcpy(&rest, &out[i], sizeof(double))
+        out[i] = 0
         if left == 0:
+            for j in range(i + 1, last + 1):
+                out[j] = 0
             return
         if w[i] > 0.0:
-            pr = 1.0 if rest <= w[i] else w[i] / rest
-            x = random_binomial_exact(bitgen, left, pr, &state)
+            memcpy(&after, &out[i + 1], sizeof(double))
+            if w[i] <= after:
+                x = random_binomial_exact(bitgen, left, w[i] / rest, &state)
+            else:   # the ratio above 1/2: its complement from the cells after, not 1 - ratio
+                x = left - random_binomial_exact(bitgen, left, after / rest, &state)
             out[i] = x
             left -= x
-            rest -= w[i]
-    out[last] += left
+    out[last] = left
 
 
 cdef void random_multinomial_split(bitgen_t *bitgen, int64_t n, const double *w,
                                    Py_ssize_t k, double total, int64_t *out) noexcept nogil:
     """``out ~ Multinomial(n, w / total)``; writes all k cells (sum == n).
 
-    Sorted categorical draws when ``n <= k``, conditional binomials otherwise.
-    Cells with ``w[i] <= 0`` get 0; mass lost to rounding goes to the last
-    cell with positive weight.  Needs ``total > 0`` unless ``n == 0``.
+    Sorted categorical draws when ``n <= k`` (against ``u * total``), conditional
+    binomials otherwise (which sum the weights themselves).  Cells with
+    ``w[i] <= 0`` get 0; mass lost to rounding goes to the last cell with
+    positive weight.  Needs ``total = sum(w) > 0`` unless ``n == 0``, and not so
+    small that ``u * total`` is subnormal (the Python sampler rescales such rows).
     """
     cdef Py_ssize_t i
     for i in range(k):
@@ -1086,7 +1162,9 @@ cdef void random_dirichlet(bitgen_t *bitgen, const double *alpha, Py_ssize_t k,
     Normalised gammas; if their sum is below 1e-280 (tiny concentrations make
     gammas underflow) it redraws in log space with :c:func:`random_log_gamma`
     and normalises by log-sum-exp.  Redrawing is exact: ``G / sum(G)`` is
-    independent of ``sum(G)`` (Lukacs 1955).  Components with alpha = 0 are 0.
+    independent of ``sum(G)`` (Lukacs 1955).  If the sum overflows (concentrations
+    near 1e308) the gammas are divided by their largest before they are normalised.
+    Components with alpha = 0 are 0.
     """
     cdef Py_ssize_t i, j
     cdef double s = 0.0, mx, atot
@@ -1094,6 +1172,16 @@ cdef void random_dirichlet(bitgen_t *bitgen, const double *alpha, Py_ssize_t k,
         out[i] = random_gamma_exact(bitgen, alpha[i])
         s += out[i]
     if s >= 1e-280:
+        if isinf(s):
+            # the sum overflowed (concentrations near 1e308): divide by the largest first
+            mx = 0.0
+            for i in range(k):
+                if out[i] > mx:
+                    mx = out[i]
+            s = 0.0
+            for i in range(k):
+                out[i] /= mx
+                s += out[i]
         for i in range(k):
             out[i] /= s
         return
@@ -1103,12 +1191,14 @@ cdef void random_dirichlet(bitgen_t *bitgen, const double *alpha, Py_ssize_t k,
         if out[i] > mx:
             mx = out[i]
     if mx == -INFINITY:
-        # every log-gamma overflowed to -inf (alpha ~ 1e-300): the limit puts all
-        # mass on one vertex, chosen with probability alpha[i] / sum(alpha)
+        # every log-gamma overflowed to -inf (alpha below ~1e-306): the limit puts all
+        # mass on one vertex, chosen with probability alpha[i] / sum(alpha), from the
+        # alphas times 2^1000 (exact; u * sum must not be subnormal, which loses bits)
         atot = 0.0
         for i in range(k):
-            atot += alpha[i]
-        i = random_categorical(bitgen, alpha, k, atot)
+            out[i] = ldexp(alpha[i], 1000)
+            atot += out[i]
+        i = random_categorical(bitgen, out, k, atot)
         for j in range(k):
             out[j] = 0.0
         out[i] = 1.0

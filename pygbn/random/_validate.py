@@ -123,10 +123,14 @@ def check_size(size) -> tuple:
     """
     dims = size if isinstance(size, tuple) else (size,)
     try:
-        return tuple(check_int(d, "size", 0) for d in dims)
+        shape = tuple(check_int(d, "size", 0) for d in dims)
     except ValueError:
         raise ValueError("size must be None, a non-negative int or a tuple of them "
                          f"(Python or numpy ints); got {size!r}") from None
+    if math.prod(shape) > np.iinfo(np.intp).max:
+        raise ValueError(f"size {shape} asks for {math.prod(shape)} draws, more than one array "
+                         "can hold")
+    return shape
 
 
 def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
@@ -140,11 +144,7 @@ def broadcast(names: list[str], arrays: list[np.ndarray], size) -> tuple:
     if size is None:
         return shape
     size = check_size(size)
-    try:
-        full = np.broadcast_shapes(size, shape)
-    except ValueError:
-        full = None
-    if full != size:
+    if len(shape) > len(size) or any(s != 1 and s != z for s, z in zip(shape[::-1], size[::-1])):
         desc = ", ".join(f"{n} {s}" for n, s in zip(names, shapes))
         raise ValueError(f"size {size} is not compatible with the parameter shapes {desc}")
     return size
