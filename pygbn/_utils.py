@@ -364,3 +364,24 @@ class verbose_logging:
                 lg.removeHandler(self.handler)
             lg.setLevel(self.old_level)
         return False
+
+
+def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
+    """Expand a per-layer setting to a list of ``n_layers`` values.
+
+    A scalar is used for every layer; a sequence gives one value per layer
+    (extra values are ignored).  With ``first_and_rest``, a pair
+    ``(v_1, v_t)`` means ``v_1`` for the first layer and ``v_t`` for every later
+    one (the ``burn_in=(B_1, B_t)`` convention).  Anything shorter raises
+    ValueError naming ``name``.
+    """
+    if np.ndim(value) == 0:
+        return [value] * n_layers
+    vals = list(value)
+    if first_and_rest and len(vals) == 2:
+        return [vals[0]] + [vals[1]] * (n_layers - 1)
+    if len(vals) < n_layers:
+        extra = ", (first, rest)" if first_and_rest else ""
+        raise ValueError(f"{name} must be one value{extra} or one value per layer "
+                         f"({n_layers}), got {value!r}")
+    return vals[:n_layers]

@@ -18,15 +18,13 @@ import time
 from typing import Callable, List, Optional, Sequence, Union
 
 import numpy as np
-import scipy.sparse as sp
 
 from pygbn import io
 from pygbn._utils import (Progress, check_array, check_feature_names, check_int, check_random_state,
-                          effective_n_jobs, verbose_logging)
-from pygbn.evaluation import split_tokens
+                          effective_n_jobs, per_layer, verbose_logging)
+from pygbn.evaluation.heldout import SPLIT_SEED_TAG, score_split  # noqa: F401 (SPLIT_SEED_TAG: its old home)
 from pygbn.inference import Schedule, fit_layerwise, infer_local
-from pygbn.inference.layerwise import per_layer
-from pygbn.model.links import BernoulliPoissonLink, Link, PoissonLink, get_link
+from pygbn.model.links import Link, PoissonLink, get_link
 from pygbn.model.network import Hyperparameters, Network
 
 logger = logging.getLogger("pygbn")
@@ -37,9 +35,6 @@ __all__ = ["GBN", "NotFittedError", "save", "load"]
 METHODS = ("collapsed", "blocked", "partial")
 #: fraction of each sample's tokens observed by :meth:`GBN.score` (the rest is held out)
 SCORE_TRAIN_FRACTION = 0.3
-#: mixed into an int ``random_state`` to seed the token split of ``score`` (as ``pygbn
-#: perplexity --seed`` does), so that the split and the chain draw from different streams
-SPLIT_SEED_TAG = 0x5EED
 
 
 def resolve_auto(link: Link, n_jobs) -> str:
@@ -578,8 +573,7 @@ class GBN:
                              f"got {train_fraction!r}")
         net = self._network(depth)
         Y = self._check_input(X, net)
-        observed, held = _split_for_score(Y, net.link, train_fraction,
-                                          _split_generator(self.random_state))
+        observed, held = score_split(Y, net.link, train_fraction, self.random_state)
         if held.nnz == 0:
             raise ValueError("no sample of X has two or more tokens (non-zero entries for link='prg'): "
                              "nothing to hold out, so X cannot be scored alone")
@@ -731,33 +725,6 @@ def _check_data(X, link: Link, name: str, min_samples: int = 0):
     requirement = {"counts": "nonnegative counts", "binary": "binary (0/1)"}.get(link.data_kind, "nonnegative")
     M, names = check_array(X, name, min_samples=min_samples, who="GBN", requirement=requirement)
     return link.check_data(M, name), names
-
-
-def _split_generator(random_state) -> np.random.Generator:
-    """The generator of :meth:`GBN.score`'s token split: an int seed ``s`` gives
-    ``default_rng([s, SPLIT_SEED_TAG])``; a Generator is used (and advanced) as is."""
-    rng = check_random_state(random_state)  # validates
-    if isinstance(random_state, (numbers.Integral, np.integer)):
-        return np.random.default_rng([int(random_state), SPLIT_SEED_TAG])
-    if isinstance(random_state, np.random.SeedSequence):
-        return np.random.default_rng(np.random.SeedSequence(
-            random_state.entropy, spawn_key=tuple(random_state.spawn_key) + (SPLIT_SEED_TAG,)))
-    if isinstance(random_state, (list, tuple, np.ndarray)):
-        return np.random.default_rng([int(v) for v in np.ravel(random_state)] + [SPLIT_SEED_TAG])
-    return rng
-
-
-def _split_for_score(Y: sp.csr_matrix, link: Link, train_fraction: float, rng):
-    """Observed and held-out parts of ``Y`` for :meth:`GBN.score` (tokens; whole
-    entries for real-valued data)."""
-    if isinstance(link, (PoissonLink, BernoulliPoissonLink)):
-        observed, held = split_tokens(Y, train_fraction, rng)
-    else:
-        pattern = Y.copy()
-        pattern.data[:] = 1.0
-        obs_mask, held_mask = split_tokens(pattern, train_fraction, rng)
-        observed, held = Y.multiply(obs_mask), Y.multiply(held_mask)
-    return link.check_data(observed, "X"), link.check_data(held, "X")
 
 
 def _differs(a, b) -> bool:

@@ -414,17 +414,17 @@ def test_utf8_byte_order_mark_is_dropped(tmp_path):
 
 
 def test_stop_word_files_and_case(tmp_path):
-    from pygbn.text.files import _read_stop_words
+    from pygbn.text import read_stop_words
 
     (tmp_path / "s.txt").write_bytes("\ufeffThe\n\n# comment\n  AND \nthe\n".encode("utf-8"))
-    assert _read_stop_words(tmp_path / "s.txt") == ["the", "and"]
+    assert read_stop_words(tmp_path / "s.txt") == ["the", "and"]
     (tmp_path / "none.txt").write_text("\n\n")
-    assert _read_stop_words(tmp_path / "none.txt") == []
+    assert read_stop_words(tmp_path / "none.txt") == []
     # stop words match case-insensitively, as the text is lowercased before tokenising
     assert tx.CountVectorizer(stop_words=["CAT", "Sat"]).fit(["The cat sat on mats"]).vocab_ == ["mats", "the"]
     (tmp_path / "l.txt").write_bytes("caf\xe9\n".encode("latin-1"))
     with pytest.raises(tx.DecodeError, match="stop-word file") as info:
-        _read_stop_words(tmp_path / "l.txt")
+        read_stop_words(tmp_path / "l.txt")
     assert "errors=" not in str(info.value)
     with pytest.raises(tx.DecodeError, match="vocabulary file") as info:
         tx.read_vocab(tmp_path / "l.txt")

@@ -17,12 +17,11 @@ import scipy.sparse as sp
 
 from pygbn import explore, text
 from pygbn.datasets import load_demo
-from pygbn.estimator import GBN, SPLIT_SEED_TAG, load
+from pygbn.estimator import GBN, load
+from pygbn.evaluation import SPLIT_SEED_TAG
 from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, split_tokens,
                               trace_diagnostics)
-from pygbn.explore._nodes import clean_text
 from pygbn.inference import Schedule
-from pygbn.text.files import _COUNT_FORMATS, _read_stop_words
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
@@ -40,7 +39,7 @@ DEMO_BURN_IN = (400, 150)
 DEMO_COLLECT = 150
 
 #: INPUT suffixes read as a count matrix (pygbn.text.load_counts); any other file is text
-_COUNT_SUFFIXES = tuple(suffix for suffixes in _COUNT_FORMATS.values() for suffix in suffixes)
+_COUNT_SUFFIXES = text.COUNT_SUFFIXES
 #: -o suffixes of the matrices the commands write (.txt is written like .csv, but read back as text)
 _MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".npz", ".mtx")
 
@@ -169,7 +168,7 @@ def _stop_words(value: str):
     if not os.path.isfile(value):
         raise CLIError(f"--stop-words must be 'english', 'none' or a file of words, got {value!r}")
     try:
-        return _read_stop_words(value)
+        return text.read_stop_words(value)
     except text.DecodeError as exc:
         raise CLIError(f"could not decode the --stop-words file {exc.name!r} as UTF-8: {exc.reason} at "
                        f"byte {exc.position}; stop-word files are read as UTF-8 (--encoding applies to "
@@ -347,8 +346,8 @@ def _vocab_for(net, args, vocab_used: bool = False) -> Optional[List[str]]:
 
 def _clean_term(term: str) -> str:
     """A term as printed on one line: line breaks and tabs become spaces, control characters go
-    (:func:`clean_text`, as in ``pygbn tree``); a term left empty is shown as its repr."""
-    return clean_text(term).strip() or repr(term)
+    (:func:`pygbn.explore.clean_text`, as in ``pygbn tree``); a term left empty is shown as its repr."""
+    return explore.clean_text(term).strip() or repr(term)
 
 
 def _term(vocab: Optional[Sequence[str]], i) -> str:

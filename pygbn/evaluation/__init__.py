@@ -16,10 +16,10 @@ from pygbn.evaluation.coherence import (DEFAULT_WINDOWS, EPSILON, MEASURES, Cooc
                                         coherence, coherence_from_counts, cooccurrence, diversity,
                                         window_for)
 from pygbn.evaluation.convergence import effective_sample_size, rhat, trace_chains, trace_diagnostics
-from pygbn.evaluation.heldout import (heldout_log_terms, perplexity_from_sums, perplexity_from_terms,
-                                      split_tokens)
+from pygbn.evaluation.heldout import (SPLIT_SEED_TAG, heldout_log_terms, perplexity_from_sums,
+                                      perplexity_from_terms, score_split, split_tokens)
 
-__all__ = ["split_tokens", "perplexity_from_sums", "heldout_log_terms", "perplexity_from_terms",
+__all__ = ["split_tokens", "score_split", "SPLIT_SEED_TAG", "perplexity_from_sums", "heldout_log_terms", "perplexity_from_terms",
            "coherence", "coherence_from_counts", "diversity", "cooccurrence", "Cooccurrence", "MEASURES", "DEFAULT_WINDOWS",
            "EPSILON", "window_for", "check_topics",
            "rhat", "effective_sample_size", "trace_chains", "trace_diagnostics"]

@@ -36,6 +36,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from pygbn._utils import per_layer
+
 __all__ = ["rhat", "effective_sample_size", "trace_chains", "trace_diagnostics"]
 
 
@@ -164,8 +166,6 @@ def trace_chains(models: Sequence, depth: Optional[int] = None, discard=0.5) -> 
     ndarray of shape (n_models, n)
         Chains cut to the length of the shortest one (its last n draws).
     """
-    from pygbn.inference.layerwise import per_layer
-
     models = list(models)
     if not models or not all(hasattr(g, "loglikelihoods_") for g in models):
         raise ValueError("models must be fitted GBN estimators with loglikelihoods_ (fit with trace_every)")

@@ -6,10 +6,17 @@ from typing import Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_random_state
-from pygbn.model.links import PoissonLink
+import numbers
 
-__all__ = ["split_tokens", "perplexity_from_sums", "heldout_log_terms", "perplexity_from_terms"]
+from pygbn._utils import check_random_state
+from pygbn.model.links import BernoulliPoissonLink, Link, PoissonLink
+
+__all__ = ["split_tokens", "score_split", "SPLIT_SEED_TAG", "perplexity_from_sums", "heldout_log_terms",
+           "perplexity_from_terms"]
+
+#: mixed into an int ``random_state`` to seed :func:`score_split` (``GBN.score``'s split, and
+#: ``pygbn perplexity --seed``'s), so that the split and the chain draw from different streams
+SPLIT_SEED_TAG = 0x5EED
 
 
 def split_tokens(X, train_fraction: float = 0.3, random_state=None) -> Tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -56,6 +63,55 @@ def split_tokens(X, train_fraction: float = 0.3, random_state=None) -> Tuple[sp.
     X_train.eliminate_zeros()
     X_held.eliminate_zeros()
     return X_train, X_held
+
+
+def _split_generator(random_state) -> np.random.Generator:
+    """The generator of :func:`score_split`: an int seed ``s`` gives
+    ``default_rng([s, SPLIT_SEED_TAG])`` (a SeedSequence or a list of ints gets the tag
+    appended); a Generator is used (and advanced) as is."""
+    rng = check_random_state(random_state)  # validates
+    if isinstance(random_state, (numbers.Integral, np.integer)):
+        return np.random.default_rng([int(random_state), SPLIT_SEED_TAG])
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(np.random.SeedSequence(
+            random_state.entropy, spawn_key=tuple(random_state.spawn_key) + (SPLIT_SEED_TAG,)))
+    if isinstance(random_state, (list, tuple, np.ndarray)):
+        return np.random.default_rng([int(v) for v in np.ravel(random_state)] + [SPLIT_SEED_TAG])
+    return rng
+
+
+def score_split(Y: sp.csr_matrix, link: Link, train_fraction: float,
+                random_state=None) -> Tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The observed and held-out parts of ``Y`` that :meth:`pygbn.GBN.score` scores.
+
+    Counts and binary data are split by tokens (:func:`split_tokens`); for
+    real-valued data (``link="prg"``) each non-zero entry is observed or held
+    out whole.  The split draws from a stream of its own: an int seed ``s``
+    gives ``numpy.random.default_rng([s, SPLIT_SEED_TAG])`` (as ``pygbn
+    perplexity --seed s``), so the chain can use ``s`` itself.
+
+    Parameters
+    ----------
+    Y : csr_matrix
+        Data already validated by ``link``.
+    link : Link
+    train_fraction : float in (0, 1]
+    random_state : None, int, array of ints, SeedSequence, BitGenerator or Generator
+
+    Returns
+    -------
+    observed, heldout : csr_matrix
+        Both validated by ``link``; ``observed + heldout == Y``.
+    """
+    rng = _split_generator(random_state)
+    if isinstance(link, (PoissonLink, BernoulliPoissonLink)):
+        observed, held = split_tokens(Y, train_fraction, rng)
+    else:
+        pattern = Y.copy()
+        pattern.data[:] = 1.0
+        obs_mask, held_mask = split_tokens(pattern, train_fraction, rng)
+        observed, held = Y.multiply(obs_mask), Y.multiply(held_mask)
+    return link.check_data(observed, "X"), link.check_data(held, "X")
 
 
 def perplexity_from_sums(heldout_values: np.ndarray, indptr: np.ndarray, rate_sums: np.ndarray,

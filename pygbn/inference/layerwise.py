@@ -18,7 +18,7 @@ from typing import Callable, List, Optional, Protocol, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int, effective_n_jobs
+from pygbn._utils import check_int, effective_n_jobs, per_layer  # noqa: F401 (per_layer: its old home)
 from pygbn.inference.gibbs import GibbsSampler
 from pygbn.inference.invariants import check_invariants
 from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive, check_heldout
@@ -33,27 +33,6 @@ __all__ = ["Schedule", "FitResult", "fit_layerwise", "run_layerwise", "Layerwise
 #: default of ``trace_every``: the training log-likelihood is recorded every this many
 #: iterations (its cost, about that of one split of the data, is then a few percent)
 TRACE_EVERY = 25
-
-
-def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> List:
-    """Expand a per-layer setting to a list of ``n_layers`` values.
-
-    A scalar is used for every layer; a sequence gives one value per layer
-    (extra values are ignored).  With ``first_and_rest``, a pair
-    ``(v_1, v_t)`` means ``v_1`` for the first layer and ``v_t`` for every later
-    one (the ``burn_in=(B_1, B_t)`` convention).  Anything shorter raises
-    ValueError naming ``name``.
-    """
-    if np.ndim(value) == 0:
-        return [value] * n_layers
-    vals = list(value)
-    if first_and_rest and len(vals) == 2:
-        return [vals[0]] + [vals[1]] * (n_layers - 1)
-    if len(vals) < n_layers:
-        extra = ", (first, rest)" if first_and_rest else ""
-        raise ValueError(f"{name} must be one value{extra} or one value per layer "
-                         f"({n_layers}), got {value!r}")
-    return vals[:n_layers]
 
 
 @dataclass(frozen=True)

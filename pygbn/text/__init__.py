@@ -38,8 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import check_int
-from pygbn.text.files import (DecodeError, align_vocabulary, load_counts, read_documents, read_folder,
-                              read_lines, read_vocab, save_counts, write_vocab)
+from pygbn.text.files import (COUNT_SUFFIXES, DecodeError, align_vocabulary, load_counts, read_documents,
+                              read_folder, read_lines, read_stop_words, read_vocab, save_counts, write_vocab)
 
 logger = logging.getLogger("pygbn")
 
@@ -54,8 +54,10 @@ __all__ = [
     "read_documents",
     "read_vocab",
     "write_vocab",
+    "read_stop_words",
     "load_counts",
     "save_counts",
+    "COUNT_SUFFIXES",
     "align_vocabulary",
 ]
 

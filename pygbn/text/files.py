@@ -4,7 +4,7 @@ Everything here is re-exported by :mod:`pygbn.text` (use it from there):
 :func:`read_lines` (one document per line, from a file or a stream),
 :func:`read_folder` (one document per file), :func:`read_documents` (either),
 :class:`DecodeError`, :func:`read_vocab` / :func:`write_vocab` (one term per
-line), :func:`load_counts` (Matrix Market ``.mtx``, ``.npz``, ``.npy``,
+line), :func:`read_stop_words`, :func:`load_counts` (Matrix Market ``.mtx``, ``.npz``, ``.npy``,
 ``.csv`` or ``.tsv``) / :func:`save_counts` (``.mtx`` or ``.npz``) and
 :func:`align_vocabulary`.
 """
@@ -23,7 +23,7 @@ import scipy.sparse as sp
 logger = logging.getLogger("pygbn")
 
 __all__ = ["read_lines", "read_folder", "DecodeError", "read_documents", "read_vocab", "write_vocab",
-           "load_counts", "save_counts", "align_vocabulary"]
+           "read_stop_words", "load_counts", "save_counts", "COUNT_SUFFIXES", "align_vocabulary"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -261,7 +261,7 @@ def read_vocab(path, *, encoding: str = "utf-8") -> list[str]:
     return vocab
 
 
-def _read_stop_words(path, *, encoding: str = "utf-8") -> list[str]:
+def read_stop_words(path, *, encoding: str = "utf-8") -> list[str]:
     """Read a stop-word file: one word per line, lowercased like the tokeniser's tokens.
 
     Surrounding whitespace is stripped; blank lines, lines starting with
@@ -301,6 +301,10 @@ _MTX_SUFFIXES = (".mtx", ".mtx.gz", ".mtx.bz2", ".mm")
 #: the suffixes :func:`load_counts` reads, by format
 _COUNT_FORMATS = {"mtx": _MTX_SUFFIXES, "npz": (".npz",), "npy": (".npy",), "csv": (".csv",),
                   "tsv": (".tsv",)}
+
+
+#: every file-name ending :func:`load_counts` reads as a count matrix (lower case)
+COUNT_SUFFIXES = tuple(suffix for suffixes in _COUNT_FORMATS.values() for suffix in suffixes)
 
 
 def _format_of(path: str) -> str:
