@@ -14,8 +14,8 @@ from scipy import stats as st
 import pygbn.random as R
 from pygbn import stats as S
 from pygbn.testing import (
-    GofResult, assert_gof_discrete, assert_moments, gof_binned, gof_discrete, moment_test,
-    pooled_chisquare,
+    GofResult, MomentResult, _check, assert_gof_discrete, assert_moments, gof_binned, gof_discrete,
+    moment_test, pooled_chisquare,
 )
 
 ALPHA = 1e-5
@@ -124,3 +124,146 @@ def test_moment_test():
         assert_moments(x, 2e6, 1e6)
     with pytest.raises(AssertionError, match="goodness of fit"):
         assert_gof_discrete(np.ones(100, dtype=int) * 5, lambda k: S.truncated_poisson_logpmf(k, 1.0))
+
+
+# --- draws of probability 0, invalid inputs, NaN (review fixes) ----------------------
+
+def _bernoulli_logpmf(p):
+    return lambda k: st.bernoulli.logpmf(k, p)
+
+
+@pytest.mark.parametrize("extra", [[2], [-1], [2] * 100, [-1, 2]])
+def test_impossible_draws_fail_when_one_value_holds_the_mass(extra):
+    # P(0) = 0.995 > concentration: the binomial branch; 2 and -1 have probability 0
+    x = np.r_[np.zeros(995, dtype=np.int64), np.ones(4, dtype=np.int64), extra]
+    res = gof_discrete(x, _bernoulli_logpmf(0.005))
+    assert res.pvalue == 0.0 and "probability 0" in res.detail
+    with pytest.raises(AssertionError, match="goodness of fit"):
+        assert_gof_discrete(x, _bernoulli_logpmf(0.005))
+    # and with an explicit support that leaves them outside, where the law has no mass
+    res = gof_discrete(x, _bernoulli_logpmf(0.005), support=(0, 1))
+    assert res.pvalue == 0.0 and "probability 0" in res.detail
+    # the same draws without the impossible ones pass
+    assert gof_discrete(x[:999], _bernoulli_logpmf(0.005)).pvalue > 0.5
+
+
+def test_impossible_draws_fail_in_the_chi_square_branch_too():
+    x = np.r_[np.random.default_rng(0).binomial(1, 0.3, 1000), [2]]
+    assert gof_discrete(x, _bernoulli_logpmf(0.3)).pvalue == 0.0
+    assert gof_discrete(x, _bernoulli_logpmf(0.3), support=(0, 1)).pvalue == 0.0
+
+
+def test_nan_p_values_never_pass():
+    assert np.isnan(MomentResult(np.nan, 0.0, np.nan, 0.3).pvalue)
+    assert np.isnan(MomentResult(0.0, np.nan, 0.3, np.nan).pvalue)
+    for res in (MomentResult(np.nan, 0.0, np.nan, 0.3), GofResult(np.nan, 0.0, 1, "chi2", 2)):
+        with pytest.raises(AssertionError, match="NaN"):
+            _check(res, 1e-6, "check")
+
+
+def test_moment_test_rejects_bad_input():
+    x = np.random.default_rng(21).normal(size=1000)
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match="sample"):
+            assert_moments(np.r_[x, bad], 0.0, 1.0)
+        with pytest.raises(ValueError, match="mean"):
+            assert_moments(x, bad, 1.0)
+        with pytest.raises(ValueError, match="var"):
+            assert_moments(x, 0.0, bad)
+    with pytest.raises(ValueError, match="var must be >= 0"):
+        moment_test(x, 0.0, -1.0)
+    assert moment_test(x, 0.0, 1.0).pvalue > 0.01
+
+
+def test_gof_discrete_rejects_bad_logpmf():
+    x = np.random.default_rng(8).poisson(3.0, 1000)
+    with pytest.raises(ValueError, match="logpmf"):
+        gof_discrete(x, lambda k: np.full(k.shape, np.nan))
+    with pytest.raises(ValueError, match="logpmf"):
+        gof_discrete(x, lambda k: np.where(k == 2, np.nan, st.poisson.logpmf(k, 3.0)))
+    with pytest.raises(ValueError, match="logpmf"):
+        gof_discrete(x, lambda k: np.where(k == 2, np.inf, st.poisson.logpmf(k, 3.0)))
+    with pytest.raises(ValueError, match="logpmf"):
+        gof_discrete(x, lambda k: st.poisson.logpmf(k, 3.0)[:-1])
+
+
+def test_gof_discrete_rejects_bad_sample_and_support():
+    lp = lambda k: st.poisson.logpmf(k, 3.0)     # noqa: E731
+    x = np.random.default_rng(9).poisson(3.0, 1000)
+    with pytest.raises(ValueError, match="sample"):
+        gof_discrete(np.r_[x, np.nan], lp)
+    with pytest.raises(ValueError, match="sample"):
+        gof_discrete(np.r_[x, np.inf], lp)
+    with pytest.raises(ValueError, match="sample must hold integers"):
+        gof_discrete(np.r_[x, 2.5], lp)
+    with pytest.raises(ValueError, match="sample is empty"):
+        gof_discrete([], lp)
+    # integer-valued floats, bools and unsigned ints are taken as they are
+    assert gof_discrete(x.astype(np.float64), lp) == gof_discrete(x, lp)
+    assert gof_discrete(x.astype(np.uint16), lp) == gof_discrete(x, lp)
+    assert gof_discrete(x > 2, lambda k: np.log(np.where(k == 1, st.poisson.sf(2, 3.0),
+                                                         st.poisson.cdf(2, 3.0)))).pvalue > 0.01
+    for support in [(5, 0), (0.5, 6), (0, np.nan), 5, (1, 2, 3)]:
+        with pytest.raises(ValueError, match="support"):
+            gof_discrete(x, lp, support=support)
+
+
+def test_gof_binned_rejects_bad_input():
+    x = np.random.default_rng(10).normal(size=2000)
+    e = np.linspace(-2, 2, 9)
+    assert gof_binned(x, e, st.norm.cdf).pvalue > 0.01
+    with pytest.raises(ValueError, match="cdf"):
+        gof_binned(x, e, lambda z: np.full(z.shape, np.nan))
+    with pytest.raises(ValueError, match="cdf"):
+        gof_binned(x, e, lambda z: np.where(z == 0, np.nan, st.norm.cdf(z)))
+    with pytest.raises(ValueError, match="cdf must be non-decreasing"):
+        gof_binned(x, e, st.norm.sf)
+    with pytest.raises(ValueError, match="cdf"):
+        gof_binned(x, e, lambda z: 2 * st.norm.cdf(z))
+    with pytest.raises(ValueError, match="edges"):
+        gof_binned(x, [-1.0, np.nan, 1.0], st.norm.cdf)
+    with pytest.raises(ValueError, match="edges"):
+        gof_binned(x, [-1.0, np.inf], st.norm.cdf)
+    with pytest.raises(ValueError, match="edges"):
+        gof_binned(x, [], st.norm.cdf)
+    with pytest.raises(ValueError, match="sample is empty"):
+        gof_binned([], e, st.norm.cdf)
+    with pytest.raises(ValueError, match="sample"):
+        gof_binned(np.r_[x, np.nan], e, st.norm.cdf)
+    # infinities fall in the outer bins
+    y = np.r_[np.full(50, -np.inf), np.full(50, np.inf)]
+    assert gof_binned(y, [0.0], lambda z: np.full(z.shape, 0.5)).pvalue == 1.0
+    assert gof_binned(y, [0.0], lambda z: np.full(z.shape, 0.9)).pvalue < 1e-10
+
+
+def test_pooled_chisquare_rejects_bad_input():
+    with pytest.raises(ValueError, match="expected"):
+        pooled_chisquare([10, 10], [np.nan, 10.0])
+    with pytest.raises(ValueError, match="observed"):
+        pooled_chisquare([np.nan, 10], [10.0, 10.0])
+    with pytest.raises(ValueError, match="expected must be >= 0"):
+        pooled_chisquare([10, 10, 10], [12.0, -2.0, 10.0])
+    with pytest.raises(ValueError, match="observed must be >= 0"):
+        pooled_chisquare([10, -1], [10.0, 10.0])
+    with pytest.raises(ValueError, match="labels"):
+        pooled_chisquare([10, 10, 10], [10.0, 10.0, 10.0], labels=["a"])
+    with pytest.raises(ValueError, match="min_expected"):
+        pooled_chisquare([10, 10], [10.0, 10.0], min_expected=0)
+    res = pooled_chisquare([10, 1], [11.0, 0.0], labels=["a", "b"])
+    assert res.pvalue == 0.0 and "'b'" in res.detail
+
+
+def test_default_support_range_test_is_valid():
+    """With the default support the range is the sample's own, so no draw lies outside
+    it; what is tested is the law's mass outside it, ``T <= Beta(2, n - 1)`` under the
+    law.  The exact binomial test of 0 draws against ``T`` used before rejected exact
+    samples about twice as often as its level (0.096 at 0.05 here)."""
+    m = 2000
+    lp = lambda k: np.where((k >= 0) & (k < m), -np.log(m), -np.inf)     # noqa: E731
+    xs = np.random.default_rng(12).integers(0, m, size=(1000, 20))
+    p = np.array([gof_discrete(x, lp).pvalue for x in xs])
+    assert np.mean(p < 0.05) <= 0.065 and np.mean(p < 0.01) <= 0.02
+    # and it still catches a sampler that misses a tail (8% of the mass above 5)
+    x = np.random.default_rng(13).poisson(3.0, 10**4)
+    res = gof_discrete(x[x <= 5], lambda k: st.poisson.logpmf(k, 3.0))
+    assert res.method == "chi2+range" and res.pvalue < 1e-100
