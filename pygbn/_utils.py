@@ -385,3 +385,15 @@ def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> 
         raise ValueError(f"{name} must be one value{extra} or one value per layer "
                          f"({n_layers}), got {value!r}")
     return vals[:n_layers]
+
+
+def positive_per_layer(value, n_layers: int, name: str) -> List[float]:
+    """:func:`per_layer` of a positive finite setting (a layer's eta): floats, or
+    ValueError naming ``name`` and the value."""
+    out = []
+    for v in per_layer(value, n_layers, name):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.floating, np.integer)) \
+                or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"{name} must be positive and finite, got {value!r}")
+        out.append(float(v))
+    return out

@@ -21,7 +21,7 @@ import numpy as np
 
 from pygbn import io
 from pygbn._utils import (Progress, check_array, check_feature_names, check_int, check_random_state,
-                          effective_n_jobs, per_layer, verbose_logging)
+                          effective_n_jobs, positive_per_layer, verbose_logging)
 from pygbn.evaluation.heldout import SPLIT_SEED_TAG, score_split  # noqa: F401 (SPLIT_SEED_TAG: its old home)
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.model.links import Link, PoissonLink, get_link
@@ -83,7 +83,8 @@ class GBN:
         Dirichlet concentration of each layer's connection weights (one value,
         or one per layer).
     burn_in : int or sequence of int, default=(1000, 500)
-        Burn-in iterations ``B_T`` before the new top layer is pruned.
+        Burn-in iterations ``B_T`` before the new top layer is pruned (a depth
+        with ``B_T = 0`` is not pruned).
         ``(B_1, B_t)`` gives ``B_1`` for the first layer and ``B_t`` for all
         later ones; a sequence of length ``n_layers`` gives each layer its own.
     n_collect : int or sequence of int, default=500
@@ -217,7 +218,7 @@ class GBN:
         link = get_link(self.link)
         K = check_int(self.n_components, "n_components", 1)
         T = check_int(self.n_layers, "n_layers", 1)
-        etas = _check_positive_seq(self.eta, "eta", T)
+        etas = positive_per_layer(self.eta, T, "eta")
         schedule = Schedule.for_layers(T, burn_in=self.burn_in, n_collect=self.n_collect,
                                        prune=self.prune, min_width=self.min_width,
                                        trace_every=self.trace_every)
@@ -732,16 +733,6 @@ def _differs(a, b) -> bool:
         return bool(np.any(np.asarray(a, dtype=object) != np.asarray(b, dtype=object)))
     except Exception:  # pragma: no cover
         return a is not b
-
-
-def _check_positive_seq(value, name: str, n: int) -> List[float]:
-    out = []
-    for v in per_layer(value, n, name):
-        if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)) \
-                or not np.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be positive and finite, got {value!r}")
-        out.append(float(v))
-    return out
 
 
 def save(obj, path: Union[str, os.PathLike]) -> None:

@@ -118,7 +118,7 @@ def test_sampler_refuses_data_of_another_width(Y, fitted):
     net = fitted.network_
     with pytest.raises(ValueError, match="Y has 7 columns but the network has 12 features"):
         GibbsSampler(_live(net, Y.shape[0]), Y[:, :7].tocsr(), method="blocked")
-    with pytest.raises(ValueError, match="X has 7 features"):
+    with pytest.raises(ValueError, match="Y has 7 features"):
         GibbsSampler.for_inference(net, Y[:, :7].tocsr())
     with pytest.raises(ValueError, match="CSR"):
         GibbsSampler(_live(net, Y.shape[0]), Y.toarray(), method="blocked")
@@ -178,7 +178,7 @@ def test_heldout_must_match_the_data(Y, fitted):
     with pytest.raises(ValueError, match="heldout"):
         fit_layerwise(Y, sched, n_components=3, heldout=Y[:5])
     with pytest.raises(ValueError, match="heldout"):
-        fit_layerwise(Y, sched, n_components=3, heldout=Y.toarray())
+        fit_layerwise(Y, sched, n_components=3, heldout=Y.toarray()[:, :5])
     with pytest.raises(ValueError, match="heldout"):
         infer_local(fitted.network_, Y, burn_in=1, n_collect=1, heldout=Y[:, :4])
 
@@ -189,3 +189,74 @@ def test_hand_built_network_against_data():
     assert m.transform(np.ones((3, 6))).shape == (3, 2)
     with pytest.raises(ValueError, match="X has 5 features, but GBN is expecting 6"):
         m.transform(np.ones((3, 5)))
+
+
+# ------------------------------------------- held-out counts, eta, K, snapshots (review, 2026-11-28)
+def test_heldout_in_any_format_is_canonical_counts(Y):
+    """A CSC heldout had its column pointers read as row pointers (out of bounds: a crash),
+    a COO one failed on .indptr, negative counts passed: all are now converted or refused."""
+    H = sp.csr_matrix(np.random.default_rng(1).poisson(1.0, size=Y.shape))
+    sched = Schedule.for_layers(1, burn_in=3, n_collect=5)
+    ref = fit_layerwise(Y, sched, n_components=4, random_state=0, heldout=H).perplexity
+    for fmt in (H.tocsc(), H.tocoo(), H.toarray()):
+        got = fit_layerwise(Y, sched, n_components=4, random_state=0, heldout=fmt).perplexity
+        assert got == ref and np.isfinite(got).all()
+    with pytest.raises(ValueError, match="heldout"):
+        fit_layerwise(Y, sched, n_components=4, heldout=-H)
+    with pytest.raises(ValueError, match="heldout"):
+        fit_layerwise(Y, sched, n_components=4, heldout=H[:, :5])
+    with pytest.raises(ValueError, match="counts"):
+        fit_layerwise((Y > 0).astype(float), sched, link="bernoulli", method="blocked",
+                      n_components=4, heldout=H)
+
+
+def test_heldout_predictive_checks_its_samples(fitted, Y):
+    from pygbn.inference.testchain import HeldoutPredictive
+
+    pred = HeldoutPredictive(sp.csr_matrix(Y), 1)
+    phi = fitted.network_.layers[0].phi
+    with pytest.raises(ValueError, match="phi must be"):
+        pred.add(phi[:3], np.ones((Y.shape[0], phi.shape[1])))
+    with pytest.raises(ValueError, match="phi must be"):
+        pred.add(phi, np.ones((5, phi.shape[1])))
+    with pytest.raises(ValueError, match="canonical CSR"):
+        HeldoutPredictive(sp.csc_matrix(Y), 1)
+
+
+@pytest.mark.parametrize("eta", [(0.05, float("nan")), (0.05, -1.0), 0.0])
+def test_eta_is_checked_before_the_chain_starts(Y, eta):
+    """eta = nan at a later layer hung in the Dirichlet kernel (GIL released) after the first
+    depth had trained; now every layer's value is checked up front."""
+    with pytest.raises(ValueError, match="eta must be positive"):
+        fit_layerwise(Y, Schedule.for_layers(2, burn_in=3, n_collect=2), n_components=4, eta=eta)
+
+
+@pytest.mark.parametrize("K", [2.5, True, "5", 0, -1])
+def test_n_components_is_a_positive_int(Y, K):
+    with pytest.raises(ValueError, match="n_components"):
+        GibbsSampler.for_training(Y, K)
+
+
+def test_schedule_prune_must_be_a_bool_and_callbacks_may_return_numpy_false(Y):
+    with pytest.raises(ValueError, match="prune must be True or False"):
+        Schedule.for_layers(1, prune="False")
+    calls = []
+
+    def stop(info):
+        calls.append(info["iteration"])
+        return np.False_
+
+    fit_layerwise(Y, Schedule.for_layers(2, burn_in=3, n_collect=2), n_components=4, callback=stop)
+    assert calls == [1]
+
+
+def test_snapshot_checks_c_and_refuses_a_released_sampler(Y):
+    res = fit_layerwise(Y, Schedule.for_layers(2, burn_in=3, n_collect=2, min_width=0), n_components=4,
+                        random_state=0, method="collapsed")
+    sampler = res.sampler
+    with pytest.raises(ValueError, match="one 1-d array per layer"):
+        sampler.snapshot(c=[sampler.network.layers[0].c])
+    sampler.snapshot(release=True)
+    for call in (sampler.snapshot, lambda: sampler.sweep(True)):
+        with pytest.raises(ValueError, match="released"):
+            call()

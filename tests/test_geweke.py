@@ -38,7 +38,7 @@ CONFIGS = [
     # T = 3: the only depth with a c_j^(t), t >= 3, below the top and a Phi^(t) between two hidden layers
     ("collapsed", [3, 2, 2], "poisson"),
     ("blocked", [3, 2, 2], "poisson"),
-    # the partially collapsed layer one: exact at T = 1, Metropolis-Hastings steps below a hidden layer
+    # the partially collapsed layer one: exact draws of each label, at T = 1 and below a hidden layer
     ("partial", [3], "poisson"),
     ("partial", [3, 2], "poisson"),
     ("partial", [3, 2, 2], "poisson"),
@@ -207,3 +207,25 @@ def test_geweke_detects_a_broken_partial_urn(widths, n, monkeypatch):
     monkeypatch.setattr(PartialState, "IGNORE_PHI", True)
     z = _run("partial", widths, "poisson", n, seed=7)
     assert max(abs(v) for v in z.values()) > Z_MAX, z
+
+
+def test_compare_refuses_what_it_cannot_judge():
+    """NaN draws gave z = nan (|nan| > 4.5 is False: a pass) or 0, and a chain shorter than
+    n_batches a z of 0; constant sets of draws apart now give an infinite z."""
+    rng = np.random.default_rng(0)
+    a = {"s": rng.normal(size=200)}
+    bad = rng.normal(size=200)
+    bad[7] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        geweke.compare(a, {"s": bad})
+    with pytest.raises(ValueError, match="at least 50 draws"):
+        geweke.compare(a, {"s": rng.normal(size=30) + 5}, se="batch")
+    with pytest.raises(ValueError, match="n_batches"):
+        geweke.compare(a, {"s": rng.normal(size=200)}, n_batches=0, se="batch")
+    z = geweke.compare({"s": np.zeros(10)}, {"s": np.ones(10)})
+    assert z["s"] == -np.inf
+    assert geweke.compare({"s": np.ones(10)}, {"s": np.ones(10)})["s"] == 0.0
+    with pytest.raises(ValueError, match="thin"):
+        geweke.successive_conditional(5, 0, thin=0)
+    with pytest.raises(ValueError, match="n_draws"):
+        geweke.marginal_conditional(0, 0)

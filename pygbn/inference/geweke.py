@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_random_state
+from pygbn._utils import check_int, check_random_state
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
 from pygbn.inference.partial import PartialState
@@ -131,7 +131,8 @@ def statistics(draw: PriorDraw) -> Dict[str, float]:
 
 
 def marginal_conditional(n_draws: int, random_state, **kw) -> Dict[str, np.ndarray]:
-    """Statistics of ``n_draws`` independent draws from the prior and likelihood."""
+    """Statistics of ``n_draws`` (at least 1) independent draws from the prior and likelihood."""
+    n_draws = check_int(n_draws, "n_draws", 1)
     rng = check_random_state(random_state)
     rows = [statistics(sample_prior(rng, **kw)) for _ in range(n_draws)]
     return {k: np.array([r[k] for r in rows]) for k in rows[0]}
@@ -187,8 +188,11 @@ def successive_conditional(n_iter: int, random_state, *, method: str = "collapse
     """Statistics along a chain alternating a Gibbs sweep and fresh data.
 
     ``sampler_hook(sampler)`` may modify the sampler before the chain starts
-    (the tests use it to plant a wrong conditional).
+    (the tests use it to plant a wrong conditional).  ``n_iter`` sweeps (at least 1);
+    every ``thin``-th (from the first) is recorded.
     """
+    n_iter = check_int(n_iter, "n_iter", 1)
+    thin = check_int(thin, "thin", 1)
     rng = check_random_state(random_state)
     hyper = kw["hyper"]
     link = get_link(kw.get("link", "poisson"))
@@ -344,7 +348,15 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
     Returns
     -------
     dict of str to float
-        ``z`` by statistic (0 where both variances are 0).
+        ``z`` by statistic; where the standard error is 0 (both sets of draws
+        constant) ``z`` is 0 if their means agree and +-inf if they differ.
+
+    Raises
+    ------
+    ValueError
+        If a statistic holds a non-finite draw, a set of draws is shorter
+        than 4 (and than ``n_batches`` for ``se="batch"``), or ``n_batches``
+        is below 2.
 
     References
     ----------
@@ -358,12 +370,24 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
     """
     if se not in SE_METHODS:
         raise ValueError(f"se must be one of {SE_METHODS}, got {se!r}")
+    n_batches = check_int(n_batches, "n_batches", 2)
+    missing = set(marginal) - set(successive)
+    if missing:
+        raise ValueError(f"successive lacks the statistics {sorted(missing)} of marginal")
     chains = {k: np.asarray(successive[k], dtype=np.float64) for k in marginal}
+    draws = {k: np.asarray(a, dtype=np.float64) for k, a in marginal.items()}
     n = len(next(iter(chains.values())))
+    least = max(4, n_batches) if se == "batch" else 4
+    for name, group in (("marginal", draws), ("successive", chains)):
+        for k, v in group.items():
+            if v.ndim != 1 or v.size < least:
+                raise ValueError(f"{name}[{k!r}] must hold at least {least} draws, got shape {v.shape}")
+            if not np.isfinite(v).all():
+                raise ValueError(f"{name}[{k!r}] holds a non-finite draw")
     tau_max = max(autocorrelation_time(b) for b in chains.values())
     size = int(max(min(4 * tau_max, n // 4), 1))
     z = {}
-    for k, a in marginal.items():
+    for k, a in draws.items():
         b = chains[k]
         var_a, var_b = a.var(ddof=1), b.var()
         if se == "batch":
@@ -374,5 +398,9 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
             tau = overlapping_batch_means(b, size) / var_b if var_b > 0 else 1.0
             var_mean_b = var_a * max(tau, 1.0) / n
         se2 = var_a / len(a) + var_mean_b
-        z[k] = float((a.mean() - b.mean()) / np.sqrt(se2)) if se2 > 0 else 0.0
+        diff = a.mean() - b.mean()
+        if se2 > 0:
+            z[k] = float(diff / np.sqrt(se2))
+        else:   # both constant: equal, or apart with no spread at all
+            z[k] = 0.0 if diff == 0 else float(np.copysign(np.inf, diff))
     return z

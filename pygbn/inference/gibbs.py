@@ -37,7 +37,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import BlockStreams, block_bounds, check_random_state, effective_n_jobs, spawn_generators, trim_heap
+from pygbn._utils import (BlockStreams, block_bounds, check_int, check_random_state, effective_n_jobs,
+                          spawn_generators, trim_heap)
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
@@ -175,6 +176,8 @@ class GibbsSampler:
         self.method = method
         self.n_jobs = int(n_jobs)
         self.update_globals = bool(update_globals)
+        #: set by snapshot(release=True): the per-document state is gone
+        self.released = False
         # random streams: one private serial stream, per-block streams for documents
         # and for Phi columns, and separate streams for evaluation draws (so that
         # measuring held-out perplexity does not change the chain)
@@ -216,7 +219,7 @@ class GibbsSampler:
         rng = check_random_state(random_state)
         link = get_link(link)
         hyper = hyper or Hyperparameters()
-        K = int(n_components)
+        K = check_int(n_components, "n_components", 1)
         V = Y.shape[1]
         init_rng = spawn_generators(rng, 1)[0]
         if method == "collapsed":
@@ -274,7 +277,7 @@ class GibbsSampler:
         J = Y.shape[0]
         if Y.shape[1] != network.n_features:
             raise ValueError(
-                f"X has {Y.shape[1]} features but the network was fitted with {network.n_features}"
+                f"Y has {Y.shape[1]} features but the network was fitted with {network.n_features}"
             )
         live = network.summary()
         for layer in live.layers:
@@ -295,6 +298,7 @@ class GibbsSampler:
         ``c`` (J,); ``m[t-1]`` is (J, K_t); a collapsed chain needs its
         token labels and a link with per-sample parameters their J values.
         """
+        self._check_not_released()
         check_chain_input(self.network, self.Y, values=False)
         J = self.n_docs
         for t, layer in enumerate(self.network.layers, start=1):
@@ -536,7 +540,10 @@ class GibbsSampler:
 
         ``theta_j^(t) ~ Gam(prior_j + m^(t)(t+1)_j, 1/(c_j^(t+1) - ln(1 - p_j^(t))))``
         with ``prior_j = r`` at the top and ``Phi^(t+1) theta_j^(t+1)`` below.
-        Parallel over document blocks.
+        The rate's ``-ln(1 - p_j^(t))`` is ``L_j^(t)`` of the augmented layer
+        ``x_j^(t) ~ Pois(Phi^(t) theta_j^(t) L_j^(t))`` (eq:deepPFA_aug; its
+        split, eq:PoAug, and the counts' NB marginal, eq:NBAug, give the
+        conditional).  Parallel over document blocks.
         """
         layer = self.network.layers[t - 1]
         rate = np.ascontiguousarray(layer.c + self.log_rates()[t - 1])
@@ -725,8 +732,13 @@ class GibbsSampler:
         posterior means are made, so that they do not add to it; the network
         is the same, and the sampler cannot sweep again.
         """
+        self._check_not_released()
         net = self.network
-        c = [layer.c for layer in net.layers] if c is None else c
+        if c is None:
+            c = [layer.c for layer in net.layers]
+        elif len(c) != net.depth or any(c_t is not None and np.ndim(c_t) != 1 for c_t in c):
+            raise ValueError(f"c must hold one 1-d array per layer ({net.depth}), got "
+                             f"{[np.shape(c_t) for c_t in c]}")
         phi_one = self._release() if release and self.update_globals else None
         layers = []
         for t, (layer, c_t) in enumerate(zip(net.layers, c)):
@@ -749,6 +761,7 @@ class GibbsSampler:
         labels once their counts are gone (:func:`~pygbn.inference.layer_one.phi_from_labels`),
         else None."""
         net = self.network
+        self.released = True
         tokens, self.tokens = self.tokens, None
         self.m = []
         self._theta_sums, self._log_rates = {}, None
@@ -767,6 +780,11 @@ class GibbsSampler:
             layer.phi = _placeholder(layer.phi.shape)
         trim_heap()
         return None
+
+    def _check_not_released(self) -> None:
+        if self.released:
+            raise ValueError("this sampler's per-document state was released by snapshot(release=True) "
+                             "(the chain's last snapshot): it cannot sweep or snapshot again")
 
     def layer_one_sample(self, streams: Optional[BlockStreams] = None,
                          col_streams: Optional[BlockStreams] = None):

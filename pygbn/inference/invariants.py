@@ -24,6 +24,7 @@ def check_invariants(sampler: "GibbsSampler") -> None:
     (``1 <= CRT(m) <= m``); the collapsed counts agree with the labels.
     :func:`check_global_invariants` then :func:`check_local_invariants`.
     """
+    sampler._check_not_released()
     check_global_invariants(sampler)
     check_local_invariants(sampler)
 

@@ -18,7 +18,7 @@ from typing import Callable, List, Optional, Protocol, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int, effective_n_jobs, per_layer  # noqa: F401 (per_layer: its old home)
+from pygbn._utils import check_int, effective_n_jobs, per_layer, positive_per_layer
 from pygbn.inference.gibbs import GibbsSampler
 from pygbn.inference.invariants import check_invariants
 from pygbn.inference.testchain import HELDOUT_EVERY, HeldoutPredictive, check_heldout
@@ -52,7 +52,8 @@ class Schedule:
         ``B_T + C_T`` must be at least 1 at every depth (a depth without an
         iteration would keep an untrained layer).
     prune : bool, default=True
-        Prune the inactive factors of each new top layer at iteration ``B_T``.
+        Prune the inactive factors of each new top layer at iteration ``B_T``
+        (a depth with ``B_T = 0`` has no such iteration and is not pruned).
     min_width : int, default=4
         Stop adding layers once the top layer's width is at most this.
     pc_start : int, default=10
@@ -89,6 +90,8 @@ class Schedule:
                                  f"layer {t} has burn_in={b} and n_collect={c}")
         object.__setattr__(self, "burn_in", burn)
         object.__setattr__(self, "n_collect", coll)
+        if not isinstance(self.prune, (bool, np.bool_)):
+            raise ValueError(f"prune must be True or False, got {self.prune!r}")
         object.__setattr__(self, "prune", bool(self.prune))
         object.__setattr__(self, "min_width", check_int(self.min_width, "min_width", 0))
         object.__setattr__(self, "pc_start", check_int(self.pc_start, "pc_start", 0))
@@ -205,8 +208,8 @@ def fit_layerwise(Y: sp.csr_matrix, schedule: Optional[Schedule] = None, *, link
     if not isinstance(sched, Schedule):
         raise ValueError(f"schedule must be a Schedule (Schedule.for_layers(...)), got {schedule!r}")
     n_jobs = effective_n_jobs(n_jobs)
-    check_heldout(heldout, Y)
-    etas = per_layer(eta, sched.n_layers, "eta")
+    heldout = check_heldout(heldout, Y, link)
+    etas = positive_per_layer(eta, sched.n_layers, "eta")
     sampler = GibbsSampler.for_training(Y, n_components, link=link, eta=float(etas[0]), hyper=hyper,
                                         method=method, n_jobs=n_jobs, random_state=random_state)
     chain = SamplerChain(sampler, heldout, release_at=None if keep_state else sched.n_layers)
@@ -386,7 +389,7 @@ def run_layerwise(chain: LayerwiseChain, schedule: Schedule, etas: List[float], 
                 ret = callback({"depth": T, "iteration": it, "n_iterations": n_iter,
                                 "widths": chain.widths, "seconds": time.perf_counter() - t0,
                                 "sampler": result.sampler, "loglikelihood": ll})
-                if ret is False:
+                if ret is False or ret is np.False_:
                     stop = True
                     break
         result.seconds_per_iteration.append((time.perf_counter() - t_start) / max(n_done, 1))

@@ -23,6 +23,7 @@ from pygbn.evaluation import heldout_log_terms, perplexity_from_sums
 from pygbn.inference import _blocked
 from pygbn.inference.fixed import FeatureAverage, sweep_fixed
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
+from pygbn.model.links import PoissonLink, get_link
 from pygbn.model.network import Network
 
 __all__ = ["HELDOUT_EVERY", "HeldoutPredictive", "LocalInference", "infer_local", "check_heldout"]
@@ -32,12 +33,23 @@ __all__ = ["HELDOUT_EVERY", "HeldoutPredictive", "LocalInference", "infer_local"
 HELDOUT_EVERY = 5
 
 
-def check_heldout(heldout, Y) -> None:
-    """Raise ValueError unless ``heldout`` is None or a sparse matrix of the shape of ``Y``
-    (the held-out counts of the same samples and features)."""
-    if heldout is not None and (not sp.issparse(heldout) or heldout.shape != Y.shape):
-        raise ValueError(f"heldout must be a sparse matrix of the shape of Y {Y.shape}, got "
-                         f"{getattr(heldout, 'shape', type(heldout).__name__)}")
+def check_heldout(heldout, Y, link=None) -> Optional[sp.csr_matrix]:
+    """``heldout`` as canonical CSR counts of the shape of ``Y`` (None stays None).
+
+    The held-out counts of the same samples and features: any sparse format or
+    array of nonnegative integer counts (:meth:`PoissonLink.check_data`).
+    ValueError for another shape, other values, or a ``link`` (the chain's)
+    other than the Poisson link, for which the held-out perplexity is defined.
+    """
+    if heldout is None:
+        return None
+    if link is not None and not isinstance(get_link(link), PoissonLink):
+        raise ValueError(f"heldout perplexity is defined for counts (link='poisson'), not "
+                         f"link={get_link(link).name!r}")
+    H = PoissonLink().check_data(heldout, "heldout")
+    if H.shape != Y.shape:
+        raise ValueError(f"heldout must have the shape of Y {Y.shape}, got {H.shape}")
+    return H
 
 
 class HeldoutPredictive:
@@ -52,6 +64,9 @@ class HeldoutPredictive:
     """
 
     def __init__(self, heldout: sp.csr_matrix, n_threads: int = 1):
+        if not (sp.issparse(heldout) and heldout.format == "csr" and heldout.has_canonical_format):
+            raise ValueError("heldout must be a canonical CSR matrix (see check_heldout)")
+        self.shape = heldout.shape
         self.indptr, self.indices, self.values = _as_kernel_csr(heldout)
         self.rate_sums = np.zeros(self.values.size)
         self.norm_sums = np.zeros(heldout.shape[0])
@@ -61,6 +76,11 @@ class HeldoutPredictive:
 
     def add(self, phi: np.ndarray, theta: np.ndarray) -> None:
         """Add one sample of Phi^(1) (terms x K) and theta^(1) (documents x K)."""
+        J, V = self.shape
+        if np.ndim(phi) != 2 or np.ndim(theta) != 2 or phi.shape[0] != V or theta.shape[0] != J \
+                or phi.shape[1] != theta.shape[1]:
+            raise ValueError(f"phi must be ({V}, K) and theta ({J}, K) with one K, got {np.shape(phi)} "
+                             f"and {np.shape(theta)}")
         _blocked.heldout_accumulate(self.indptr, self.indices, phi, theta, self.rate_sums,
                                     self.norm_sums, self.n_threads)
         self.n_samples += 1
@@ -137,7 +157,7 @@ def infer_local(network: Network, Y: sp.csr_matrix, *, burn_in: int, n_collect: 
     n_collect = check_int(n_collect, "n_collect", 1)
     heldout_every = check_int(heldout_every, "heldout_every", 1)
     n_jobs = effective_n_jobs(n_jobs)
-    check_heldout(heldout, Y)
+    heldout = check_heldout(heldout, Y, network.link)
     rng = check_random_state(random_state)
     J, K1 = Y.shape[0], network.layers[0].width
     if J == 0:

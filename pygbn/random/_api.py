@@ -71,7 +71,9 @@ def crt(n, r, size=None, random_state=None, n_jobs=None):
 
     The number of tables occupied by ``n`` customers of a Chinese restaurant
     process with concentration ``r``; the same law as
-    ``sum(u[i] < r / (r + i) for i in range(n))`` (paper, Section 2.1).
+    ``sum(u[i] < r / (r + i) for i in range(n))`` (paper, Section 2.1: with
+    n ~ NB(r, p), l ~ CRT(n, r) is l ~ Pois(-r ln(1 - p)) with n a sum of l
+    Log(p) variates, eq:CompoundPo and eq:Po-log).
 
     .. math:: P(l) = \frac{\Gamma(r)}{\Gamma(n + r)} |s(n, l)| r^l,
               \quad 1 \le l \le n,
