@@ -11,6 +11,7 @@ import logging
 import numbers
 import os
 import sys
+from collections.abc import Mapping, Set, Sized
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -32,6 +33,18 @@ __all__ = [
     "Progress",
     "verbose_logging",
 ]
+
+# Ranges shared by the object model, the explorers and the model files (pygbn.io
+# re-exports them): a network that can be built can be explored, saved and loaded.
+#: how far a column sum of Phi^(t) may be from 1
+SIMPLEX_TOLERANCE = 1e-6
+#: largest value of a positive parameter (eta, gamma0, c0, the hyper-parameters, a
+#: link's parameters, each r_k) in a network; c_median only needs to be finite (a
+#: fit where most samples are empty has medians of 1e20 and more)
+MAX_PARAMETER = 1e12
+#: largest expected latent count per sample under the prior, ``sum(r) / prod(c_median)``
+#: (where the test-time chain starts); a fitted model's is about the mean sample size
+MAX_PRIOR_MASS = 1e12
 
 
 def check_random_state(random_state=None) -> np.random.Generator:
@@ -397,3 +410,23 @@ def positive_per_layer(value, n_layers: int, name: str) -> List[float]:
             raise ValueError(f"{name} must be positive and finite, got {value!r}")
         out.append(float(v))
     return out
+
+
+def check_vocab(vocab, n_terms: int, name: str = "vocab") -> list[str]:
+    """Return ``vocab`` as a list after checking it holds ``n_terms`` strings."""
+    if vocab is None:
+        raise ValueError(f"{name} must be a sequence of {n_terms} strings, got None")
+    if isinstance(vocab, (str, bytes)):
+        raise ValueError(f"{name} must be a sequence of strings, got a single {type(vocab).__name__}")
+    if isinstance(vocab, (Set, Mapping)) or not isinstance(vocab, Sized):
+        raise ValueError(f"{name} must be an ordered sequence of {n_terms} strings (a list, tuple or "
+                         f"1-D array, in column order), got a {type(vocab).__name__}")
+    if isinstance(vocab, np.ndarray) and vocab.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {vocab.shape}")
+    words = list(vocab)
+    if len(words) != n_terms:
+        raise ValueError(f"{name} must hold {n_terms} terms (one per data dimension), got {len(words)}")
+    for i, w in enumerate(words):
+        if not isinstance(w, str):
+            raise ValueError(f"{name}[{i}] must be a str, got {w!r}")
+    return words

@@ -25,7 +25,7 @@ from pygbn._utils import (Progress, check_array, check_feature_names, check_int,
 from pygbn.evaluation.heldout import SPLIT_SEED_TAG, score_split  # noqa: F401 (SPLIT_SEED_TAG: its old home)
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.model.links import Link, PoissonLink, get_link
-from pygbn.model.network import Hyperparameters, Network
+from pygbn.model.network import Network, as_hyperparameters
 
 logger = logging.getLogger("pygbn")
 
@@ -235,16 +235,7 @@ class GBN:
             raise ValueError(
                 f"method={method!r} needs count data (link='poisson'); link={link.name!r} "
                 "is sampled with method='blocked'")
-        hyper = self.hyperparameters
-        if hyper is None:
-            hyper = Hyperparameters()
-        elif isinstance(hyper, dict):
-            unknown = set(hyper) - {"a0", "b0", "e0", "f0"}
-            if unknown:
-                raise ValueError(f"hyperparameters has unknown keys {sorted(unknown)}; valid: a0, b0, e0, f0")
-            hyper = Hyperparameters(**hyper)
-        elif not isinstance(hyper, Hyperparameters):
-            raise ValueError(f"hyperparameters must be a dict or Hyperparameters, got {hyper!r}")
+        hyper = as_hyperparameters(self.hyperparameters, "hyperparameters")
         ti = self.transform_iter
         if np.ndim(ti) != 1 or len(ti) != 2:
             raise ValueError(f"transform_iter must be (burn_in, n_collect), got {ti!r}")

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from pygbn._utils import MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE
 from pygbn._version import __version__
 from pygbn.model.layer import Layer
 from pygbn.model.links import get_link
@@ -37,14 +38,6 @@ FORMAT_VERSION = 1
 MAX_META_BYTES = 1 << 22
 #: deepest nesting of JSON arrays and objects :func:`read_model` parses
 MAX_META_DEPTH = 32
-#: how far a column sum of Phi^(t) may be from 1
-SIMPLEX_TOLERANCE = 1e-6
-#: largest value of a positive parameter (eta, c_median, gamma0, c0, the
-#: hyper-parameters, a link's parameters, each r_k) in a model file
-MAX_PARAMETER = 1e12
-#: largest expected latent count per sample under the prior, ``sum(r) / prod(c_median)``
-#: (where the test-time chain starts); a fitted model's is about the mean sample size
-MAX_PRIOR_MASS = 1e12
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
@@ -75,11 +68,14 @@ def _need(ok: bool, msg: str) -> None:
         raise _Bad(msg)
 
 
-def _positive(value, what: str) -> float:
-    """A JSON number (not a bool) in (0, MAX_PARAMETER], else _Bad naming it."""
+def _positive(value, what: str, bounded: bool = True) -> float:
+    """A JSON number (not a bool) in (0, MAX_PARAMETER] (``bounded``) or (0, inf), else _Bad
+    naming it."""
+    top = MAX_PARAMETER if bounded else np.inf
     _need(isinstance(value, (int, float)) and not isinstance(value, bool)
-          and bool(np.isfinite(value)) and 0 < value <= MAX_PARAMETER,
-          f"{what} must be a finite positive number (at most {MAX_PARAMETER:g}), got {value!r}")
+          and bool(np.isfinite(value)) and 0 < value <= top,
+          f"{what} must be a finite positive number" + (f" (at most {MAX_PARAMETER:g})" if bounded else "")
+          + f", got {value!r}")
     return float(value)
 
 
@@ -125,7 +121,8 @@ def _network_from(meta, prefix: str, arrays: dict) -> Network:
         except ValueError as exc:
             raise _Bad(str(exc)) from None
         layers.append(Layer(phi=phi, eta=_positive(lm.get("eta"), f"{where}: layer {t}'s eta"),
-                            c_median=_positive(lm.get("c_median"), f"{where}: layer {t}'s c_median")))
+                            c_median=_positive(lm.get("c_median"), f"{where}: layer {t}'s c_median",
+                                               bounded=False)))
     r = np.array(_array(arrays, f"{prefix}r", 1), dtype=np.float64)
     _need(r.shape == (layers[-1].width,), f"{where}: r has {r.size} entries but the top layer has width "
           f"{layers[-1].width}")
@@ -409,8 +406,9 @@ def read_model(path: Union[str, os.PathLike]) -> ModelFile:
     :data:`MAX_META_BYTES` bytes of JSON nested at most
     :data:`MAX_META_DEPTH` levels, checked before it is parsed), each
     network's entries against its arrays (depth, shapes that chain, the
-    vocabulary's length; eta, c_median, gamma0, c0, the hyper-parameters and
-    the link's parameters positive and at most :data:`MAX_PARAMETER`, r
+    vocabulary's length; eta, gamma0, c0, the hyper-parameters and the
+    link's parameters positive and at most :data:`MAX_PARAMETER`, c_median
+    positive and finite, r
     nonnegative and at most that, the prior's expected count per sample
     ``sum(r) / prod(c_median)`` at most :data:`MAX_PRIOR_MASS`, Phi columns
     on the simplex) and no array the metadata does not describe.

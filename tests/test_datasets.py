@@ -41,6 +41,32 @@ def test_shape_and_types(demo):
     assert "3314 documents" in repr(demo)
 
 
+def test_bunch_like_access(demo):
+    keys = ["counts", "vocab", "labels", "names", "split", "label_names", "target", "descr", "info"]
+    assert demo.keys() == keys and list(demo) == keys
+    assert "counts" in demo and "vocab" in demo and "nope" not in demo and 0 not in demo
+    assert [k for k, _ in demo.items()] == keys and all(v is demo[k] for k, v in demo.items())
+    assert all(v is getattr(demo, k) for k, v in zip(keys, demo.values()))
+    assert dict(demo.items())["labels"] is demo.labels
+    with pytest.raises(KeyError):
+        demo[0]
+    assert len(demo) == demo.counts.shape[0]  # documents, not keys
+
+
+def test_equality(demo):
+    train = demo.subset("train")
+    assert train == demo.subset("train") and not (train != demo.subset("train"))
+    assert train != demo.subset("test") and train != demo
+    assert demo == ds.load_demo() and ds.load_demo("test") == demo.subset("test")
+    assert demo != "demo"
+    other = ds.load_demo("train")
+    object.__setattr__(other, "labels", other.labels.copy())
+    other.labels[0] = "zzz"
+    assert other != train
+    with pytest.raises(TypeError):
+        hash(demo)
+
+
 def test_content_follows_the_recipe(demo):
     X = demo.counts
     lengths = np.asarray(X.sum(axis=1)).ravel()

@@ -205,9 +205,9 @@ def test_heldout_in_any_format_is_canonical_counts(Y):
         fit_layerwise(Y, sched, n_components=4, heldout=-H)
     with pytest.raises(ValueError, match="heldout"):
         fit_layerwise(Y, sched, n_components=4, heldout=H[:, :5])
-    with pytest.raises(ValueError, match="counts"):
+    with pytest.raises(ValueError, match="heldout must be binary"):
         fit_layerwise((Y > 0).astype(float), sched, link="bernoulli", method="blocked",
-                      n_components=4, heldout=H)
+                      n_components=4, heldout=H * 2)
 
 
 def test_heldout_predictive_checks_its_samples(fitted, Y):

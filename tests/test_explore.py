@@ -757,3 +757,73 @@ def test_top_indices_equal_stable_argsort(n_rows, n_cols, n, levels, seed):
     mat = np.random.default_rng(seed).integers(0, levels, size=(n_rows, n_cols)).astype(float)
     got = top_indices_of_columns(mat, n)
     np.testing.assert_array_equal(got, np.argsort(-mat, axis=0, kind="stable")[: min(n, n_rows)].T)
+
+
+# ---------------------------------------------------------------------------
+# review fixes: tolerance shared with model files, tau, vocab, images
+# ---------------------------------------------------------------------------
+
+
+def test_column_sum_tolerance_is_the_model_files():
+    from pygbn.io import SIMPLEX_TOLERANCE
+
+    phis, r = random_network(6, [3])
+    off = phis[0].copy()
+    off[:, 0] *= 1 + 20 * SIMPLEX_TOLERANCE   # within the old 1e-4, beyond the files' 1e-6
+    with pytest.raises(ValueError, match="sum to 1"):
+        ex.project([off], 1)
+    near = phis[0].copy()
+    near[:, 0] *= 1 + SIMPLEX_TOLERANCE / 10
+    ex.project([near], 1)
+
+
+def test_tau_as_a_zero_dimensional_array():
+    phis, r = hand_network()
+    assert ex.tree(phis, r, 3, 0, tau=np.array(2.0)).tau == (2.0, 2.0, 2.0)
+    assert ex.tree(phis, r, 3, 0, tau=np.array(2.0)) == ex.tree(phis, r, 3, 0, tau=2.0)
+    with pytest.raises(ValueError, match="tau"):
+        ex.tree(phis, r, 3, 0, tau=np.array(-1.0))
+
+
+@pytest.mark.parametrize("vocab", [set(VOCAB6), frozenset(VOCAB6), {w: i for i, w in enumerate(VOCAB6)},
+                                   (w for w in VOCAB6), np.array(VOCAB6).reshape(2, 3)])
+def test_unordered_vocabularies_are_refused(vocab):
+    phis, r = hand_network()
+    with pytest.raises(ValueError, match="vocab must be"):
+        ex.top_terms(phis, 1, vocab)
+    # ordered ones are accepted
+    assert ex.top_terms(phis, 1, tuple(VOCAB6)) == ex.top_terms(phis, 1, np.array(VOCAB6))
+
+
+def test_integer_images_are_pixel_values(tmp_path):
+    img = np.array([[0, 128, 255]])
+    for dtype in (np.int64, np.int32, np.uint16, np.uint8):
+        np.testing.assert_array_equal(decode_png(ex.encode_png(img.astype(dtype))), [[0, 128, 255]])
+    path = ex.write_png(tmp_path / "i.png", img)
+    np.testing.assert_array_equal(decode_png(open(path, "rb").read()), [[0, 128, 255]])
+    assert ex.encode_svg_image(img).count("#808080") == 1
+    for bad in (np.array([[0, 256]]), np.array([[-1, 3]])):
+        with pytest.raises(ValueError, match="image .*0..255"):
+            ex.encode_png(bad)
+    # floats and bools are still scaled from [0, 1]
+    np.testing.assert_array_equal(decode_png(ex.encode_png(np.array([[0.0, 1.0]]))), [[0, 255]])
+    np.testing.assert_array_equal(decode_png(ex.encode_png(np.array([[False, True]]))), [[0, 255]])
+    with pytest.raises(ValueError, match="image must hold numbers"):
+        ex.encode_png(np.array([["a", "b"]]))
+
+
+@pytest.mark.parametrize("nodes", [[], 3, np.int64(2), "ab", [1.5], [[0, 1]], [True]])
+def test_factor_images_bad_nodes(nodes):
+    phis, r = random_network(12, [5, 3], seed=6)
+    with pytest.raises(ValueError, match="nodes must"):
+        ex.factor_images(phis, 1, (3, 4), nodes=nodes)
+
+
+def test_save_factor_grid_accepts_bytes_paths(tmp_path):
+    phis, r = random_network(12, [5], seed=6)
+    path = ex.save_factor_grid(phis, 1, (3, 4), bytes(tmp_path / "grid.png"))
+    assert path == str(tmp_path / "grid.png")
+    assert open(path, "rb").read().startswith(b"\x89PNG")
+    svg = ex.save_factor_grid(phis, 1, (3, 4), bytes(tmp_path / "grid.svg"), nodes=[2, 0])
+    ET.parse(svg)
+    assert ex.write_png(bytes(tmp_path / "w.png"), np.zeros((2, 2))) == str(tmp_path / "w.png")

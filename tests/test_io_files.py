@@ -277,7 +277,8 @@ def _write_bytes(tmp_path, data: bytes, name="copy.npz"):
 
 
 def test_networks_off_the_simplex_are_not_written(tmp_path):
-    net = Network(layers=[Layer(np.full((3, 2), 0.5))], r=np.ones(2))
+    net = Network(layers=[Layer(np.full((3, 2), 1 / 3))], r=np.ones(2))
+    net.layers[0].phi = np.full((3, 2), 0.5)      # changed after the network was checked
     with pytest.raises(ValueError, match="simplex"):
         pygbn.save(net, tmp_path / "bad.npz")
     assert not os.listdir(tmp_path)
@@ -365,3 +366,16 @@ def test_fuzz_arrays(files, tmp_path, name, data):
     if a is not None:
         arrays[key] = a
     _loads_or_value_error(_write(tmp_path, meta, arrays))
+
+
+def test_a_fit_on_mostly_empty_samples_saves_and_loads(tmp_path):
+    """Where most samples are empty their c_j^(2) run up to 1e300, and the median kept for
+    the test-time chain passed 1e12: such a fit saved a file that load refused."""
+    rng = np.random.default_rng(0)
+    Y = rng.poisson(2.0, size=(200, 30))
+    Y[:160] = 0
+    m = GBN(n_components=4, n_layers=1, random_state=0, burn_in=30, n_collect=10).fit(Y)
+    m.save(tmp_path / "m.npz")
+    back = pygbn.load(tmp_path / "m.npz")
+    assert back.network_.layers[0].c_median == m.network_.layers[0].c_median
+    np.testing.assert_array_equal(back.transform(Y[150:]), m.transform(Y[150:]))

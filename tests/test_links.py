@@ -41,6 +41,25 @@ def test_link_names_and_aliases():
         get_link("normal")
 
 
+@pytest.mark.parametrize("a_median", [-1, 0, 0.0, np.nan, np.inf, 1e13, True, "2", None])
+def test_prg_a_median_is_checked(a_median):
+    with pytest.raises(ValueError, match="a_median must be a finite positive number"):
+        PoissonRandomizedGammaLink(a_median=a_median)
+    with pytest.raises(ValueError, match="a_median must be"):
+        PoissonRandomizedGammaLink.from_dict({"name": "prg", "a_median": a_median})
+
+
+def test_prg_a_median_accepts_positive_numbers():
+    for v in (2, 2.0, np.float32(2.0), np.int64(2)):
+        link = PoissonRandomizedGammaLink(a_median=v)
+        assert link.a_median == 2.0 and type(link.a_median) is float
+    assert PoissonRandomizedGammaLink.from_dict(link.to_dict()) == link
+    assert PoissonRandomizedGammaLink.from_dict({"name": "prg"}).a_median == 1.0
+    # a network with a PRG link generates positive reals with it
+    X = _truth(PoissonRandomizedGammaLink(a_median=0.5), V=8).generate(5, random_state=0)
+    assert X.dtype == np.float64 and (X >= 0).all()
+
+
 @pytest.mark.parametrize("link,X,match", [
     ("bernoulli", np.array([[0, 2], [1, 0]]), "binary"),
     ("bernoulli", np.array([[0, 0.5], [1, 0]]), "binary"),

@@ -146,3 +146,177 @@ def test_methods_on_a_fitted_network():
     assert len(top) == net.widths[-1] and all(w in vocab for row in top for w in row)
     sub = rel.tree(net.depth, 0, tau=0.0, n_terms=3)
     assert sub.layer_sizes[0] == net.widths[0]  # tau = 0 keeps every edge with phi > 0
+
+
+# ---------------------------------------------------------------------------
+# construction checks: a Network that can be built explores, generates and saves
+# ---------------------------------------------------------------------------
+
+
+def _phi(V=5, K=3, seed=0):
+    return np.random.default_rng(seed).dirichlet(np.ones(V), size=K).T
+
+
+def test_phi_columns_must_lie_on_the_simplex(tmp_path):
+    from pygbn.io import SIMPLEX_TOLERANCE
+
+    with pytest.raises(ValueError, match=r"Phi\^\(1\) column 0 sums to 2.*simplex"):
+        Network([Layer(_phi() * 2)], r=np.ones(3))
+    off = _phi()
+    off[:, 1] *= 1 + 20 * SIMPLEX_TOLERANCE
+    with pytest.raises(ValueError, match=r"Phi\^\(1\) column 1 .*simplex"):
+        Network([Layer(off)], r=np.ones(3))
+    two = [Layer(_phi()), Layer(_phi(3, 2) * 0.5)]
+    with pytest.raises(ValueError, match=r"Phi\^\(2\) column 0"):
+        Network(two, r=np.ones(2))
+    for bad in (np.nan, np.inf, -0.1):
+        p = _phi()
+        p[0, 0] = bad
+        with pytest.raises(ValueError, match=r"Phi\^\(1\) must be finite and nonnegative"):
+            Network([Layer(p)], r=np.ones(3))
+    # within the files' tolerance: built, explored and saved (the same tolerance everywhere)
+    near = _phi()
+    near[:, 0] *= 1 + SIMPLEX_TOLERANCE / 10
+    net = Network([Layer(near)], r=np.ones(3))
+    net.project(1)
+    pygbn.save(net, tmp_path / "near.npz")
+    assert pygbn.load(tmp_path / "near.npz").widths == [3]
+    # check() sees a Phi changed after construction
+    net.layers[0].phi = _phi() * 3
+    with pytest.raises(ValueError, match="simplex"):
+        net.check()
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(eta=-1), "eta must be a finite positive number"),
+    (dict(eta=0), "eta must be"),
+    (dict(eta=np.nan), "eta must be"),
+    (dict(eta=1e13), "eta must be .*at most 1e\\+12"),
+    (dict(eta=True), "eta must be"),
+    (dict(eta="0.1"), "eta must be"),
+    (dict(c_median=0), "c_median must be a finite positive number"),
+    (dict(c_median=-1), "c_median must be"),
+    (dict(c_median=np.nan), "c_median must be"),
+    (dict(c_median=np.inf), "c_median must be"),
+])
+def test_layer_scalars_are_checked(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Layer(_phi(), **kwargs)
+
+
+def test_layer_phi_is_converted_and_checked():
+    layer = Layer(_phi().tolist(), eta=np.float32(0.5), c_median=2)
+    assert layer.phi.dtype == np.float64 and layer.width == 3 and "width=3" in repr(layer)
+    assert type(layer.eta) is float and type(layer.c_median) is float
+    assert Layer(np.eye(3, dtype=int)).phi.dtype == np.float64
+    for bad, match in [(np.zeros((0, 3)), r"phi must be non-empty, got shape \(0, 3\)"),
+                       (np.zeros((5, 0)), r"phi must be non-empty, got shape \(5, 0\)"),
+                       (np.ones(3) / 3, "phi must be 2-D"),
+                       ([[0.5, 0.5], [0.5]], "phi must be a 2-D array"),
+                       (np.array([["a"]]), "phi must be a 2-D array of numbers")]:
+        with pytest.raises(ValueError, match=match):
+            Layer(bad)
+    # a fitted c_median may be huge (most samples empty): positive and finite is enough
+    assert Layer(_phi(), c_median=1e30).c_median == 1e30
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(gamma0=-1), "gamma0 must be a finite positive number"),
+    (dict(gamma0=0), "gamma0 must be"),
+    (dict(gamma0=np.nan), "gamma0 must be"),
+    (dict(c0=0), "c0 must be a finite positive number"),
+    (dict(c0=np.inf), "c0 must be"),
+    (dict(hyper={"a0": 1.0, "z0": 2.0}), r"hyper has unknown keys \['z0'\]"),
+    (dict(hyper={"a0": -1.0}), "hyper-parameter a0 must be a positive"),
+    (dict(hyper=[1, 2, 3, 4]), "hyper must be a Hyperparameters, a dict or None"),
+    (dict(r=np.ones((3, 1))), r"r must have shape \(3,\)"),
+    (dict(r=np.array([1.0, np.nan, 1.0])), "r must be finite and nonnegative"),
+    (dict(r=np.array([1.0, 2e12, 1.0])), "r must be finite and nonnegative .at most 1e\\+12"),
+    (dict(r=["a", "b", "c"]), "r must be an array of numbers"),
+    (dict(r=np.full(3, 1e6), c_median=1e-7), "expected count per sample"),
+])
+def test_network_scalars_are_checked(kwargs, match):
+    kw = dict(r=np.ones(3))
+    c_median = kwargs.pop("c_median", 1.0)
+    kw.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        Network([Layer(_phi(), c_median=c_median)], **kw)
+
+
+def test_hyper_given_as_a_dict_is_converted(tmp_path):
+    net = Network([Layer(_phi())], r=np.ones(3), hyper={"a0": 0.5, "f0": 2})
+    assert net.hyper == pygbn.Hyperparameters(a0=0.5, f0=2.0)
+    assert Network([Layer(_phi())], r=np.ones(3), hyper=None).hyper == pygbn.Hyperparameters()
+    pygbn.save(net, tmp_path / "h.npz")
+    assert pygbn.load(tmp_path / "h.npz").hyper == net.hyper
+
+
+def test_bad_link_parameters_are_refused_by_the_network():
+    link = PoissonRandomizedGammaLink(2.0)
+    net = Network([Layer(_phi())], r=np.ones(3), link=link)
+    link.a_median = -1.0          # changed after construction: check() sees it
+    with pytest.raises(ValueError, match="the link's a_median must be a finite positive number"):
+        net.check()
+
+
+@pytest.mark.parametrize("vocabulary,match", [
+    (["a", "b"], "vocabulary must hold 5 terms"),
+    (list("abcdef"), "vocabulary must hold 5 terms"),
+    ("abcde", "vocabulary must be a sequence of strings, got a single str"),
+    (["a", "b", 3, "d", "e"], r"vocabulary\[2\] must be a str"),
+    (set("abcde"), "vocabulary must be an ordered sequence"),
+])
+def test_vocabulary_is_checked(vocabulary, match):
+    with pytest.raises(ValueError, match=match):
+        Network([Layer(_phi())], r=np.ones(3), vocabulary=vocabulary)
+
+
+def test_good_vocabularies_are_accepted():
+    for words in (list("abcde"), tuple("abcde"), np.array(list("abcde"))):
+        net = Network([Layer(_phi())], r=np.ones(3), vocabulary=words)
+        assert net.top_terms(1, n=2)
+
+
+def test_layers_must_be_layer_objects():
+    with pytest.raises(ValueError, match=r"layers\[0\] must be a Layer .*got ndarray"):
+        Network([_phi()], r=np.ones(3))
+    with pytest.raises(ValueError, match=r"layers\[1\] must be a Layer"):
+        Network([Layer(_phi()), "Phi2"], r=np.ones(3))
+    with pytest.raises(ValueError, match="layers must be a list of Layer objects"):
+        Network(_phi(), r=np.ones(3))
+    with pytest.raises(ValueError, match="at least one layer"):
+        Network([], r=np.ones(3))
+    net = Network((Layer(_phi()),), r=np.ones(3))   # a tuple becomes a list
+    assert isinstance(net.layers, list) and net.widths == [3]
+
+
+def test_sample_hidden_rates_are_checked():
+    net = make_network(V=12, widths=(6, 4), seed=8)
+    for c, match in [([0.0, 1.0], r"c\[0\] .* must be finite and positive, got .*0\.0"),
+                     ([-1.0, 1.0], r"c\[0\] .* must be finite and positive"),
+                     ([1.0, np.nan], r"c\[1\] .* must be finite and positive, got .*nan"),
+                     ([1.0, np.inf], r"c\[1\] .* must be finite and positive"),
+                     ([np.ones(3), 1.0], r"c\[0\] .*n_samples=4 numbers, got shape \(3,\)"),
+                     ([np.ones((4, 1)), 1.0], r"c\[0\] .*got shape \(4, 1\)"),
+                     ([1.0], r"c must have one entry per layer \(2\), got 1"),
+                     ("ab", "c must be a number or a sequence of 2 rates"),
+                     (0.0, r"c\[0\] .* must be finite and positive"),
+                     (True, "c must be a number or a sequence"),
+                     ([1.0, "x"], r"c\[1\] .* must be a number or an array")]:
+        with pytest.raises(ValueError, match=match):
+            net.sample_hidden(4, 0, c=c)
+    # a positive number is every layer's rate; arrays give one rate per sample
+    a = net.sample_hidden(4, 0, c=2.0)
+    b = net.sample_hidden(4, 0, c=[2.0, 2.0])
+    d = net.sample_hidden(4, 0, c=np.array(2.0))
+    e = net.sample_hidden(4, 0, c=[np.full(4, 2.0), 2])
+    for x, y, z, w in zip(a, b, d, e):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(x, z)
+        np.testing.assert_array_equal(x, w)
+    assert [th.shape for th in a] == [(4, 6), (4, 4)]
+    # default: the training medians
+    default = net.sample_hidden(4, 0)
+    medians = net.sample_hidden(4, 0, c=[layer.c_median for layer in net.layers])
+    for x, y in zip(default, medians):
+        np.testing.assert_array_equal(x, y)

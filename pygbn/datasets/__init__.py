@@ -23,9 +23,15 @@ __all__ = ["DemoCorpus", "load_demo"]
 _FILES = ("demo_counts.npz", "demo_vocab.txt", "demo_docs.tsv", "demo_info.json", "README.md")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DemoCorpus:
     """The demo corpus, like scikit-learn's ``Bunch`` (attribute or key access).
+
+    ``demo.counts`` and ``demo["counts"]`` are the same; ``keys()``,
+    ``values()``, ``items()``, iteration and ``in`` go over the attribute
+    names below, as for a ``Bunch``, but ``len(demo)`` is the number of
+    documents.  Two corpora are equal when every attribute is (same
+    documents, counts, vocabulary, labels, split and info).
 
     Attributes
     ----------
@@ -60,15 +66,46 @@ class DemoCorpus:
     info: dict
 
     def __getitem__(self, key: str):
-        if key not in self.keys():
+        if key not in self:
             raise KeyError(key)
         return getattr(self, key)
 
     def keys(self) -> list[str]:
+        """The attribute names, in the order above."""
         return [f.name for f in fields(self)]
 
+    def values(self) -> list:
+        """The attributes, in the order of :meth:`keys`."""
+        return [getattr(self, k) for k in self.keys()]
+
+    def items(self) -> list[tuple]:
+        """``(name, attribute)`` pairs, in the order of :meth:`keys`."""
+        return [(k, getattr(self, k)) for k in self.keys()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, str) and key in self.keys()
+
     def __len__(self) -> int:
+        """The number of documents (not of keys)."""
         return self.counts.shape[0]
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, DemoCorpus):
+            return NotImplemented
+        a, b = self.counts, other.counts
+        if a.shape != b.shape or a.dtype != b.dtype or (a != b).nnz:
+            return False
+        for k in self.keys():
+            mine, theirs = getattr(self, k), getattr(other, k)
+            if k != "counts" and not (np.array_equal(mine, theirs) if isinstance(mine, np.ndarray)
+                                      else mine == theirs):
+                return False
+        return True
+
+    __hash__ = None  # compared by value; its lists, arrays and dict can change
 
     def subset(self, split: str) -> "DemoCorpus":
         """The documents of one split, ``"train"`` or ``"test"``."""

@@ -11,13 +11,21 @@ from pygbn._utils import check_int
 
 
 def to_uint8(image, scale: int, invert: bool) -> np.ndarray:
-    """``image`` as uint8 pixels (floats in [0, 1] scaled by 255), inverted and enlarged as asked."""
+    """``image`` as uint8 pixels, inverted and enlarged as asked: integers (any integer
+    dtype) are pixel values in 0..255, floats and bools in [0, 1] are scaled by 255
+    (floats clipped to [0, 1] first)."""
     a = np.asarray(image)
     if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] != 3) or a.size == 0:
         raise ValueError(f"image must have shape (height, width) or (height, width, 3), got {a.shape}")
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"image must hold numbers, got dtype {a.dtype}")
     scale = check_int(scale, "scale", 1)
-    if a.dtype == np.uint8:
-        pix = a.copy()
+    if a.dtype.kind in "iu":
+        lo, hi = int(a.min()), int(a.max())
+        if lo < 0 or hi > 255:
+            raise ValueError(f"image of integer dtype {a.dtype} must hold pixel values in 0..255, got "
+                             f"values in {lo}..{hi} (pass floats in [0, 1] to have them scaled)")
+        pix = a.astype(np.uint8)     # a copy
     else:
         f = np.asarray(a, dtype=np.float64)
         if not np.isfinite(f).all():
@@ -41,9 +49,10 @@ def encode_png(image, scale: int = 1, invert: bool = False) -> bytes:
     Parameters
     ----------
     image : array_like, shape (h, w) or (h, w, 3)
-        Floats in [0, 1] (clipped; 1 is white) or uint8 in 0..255.  A 2-D
-        image becomes 8-bit grayscale (PNG colour type 0), a 3-D one 8-bit
-        RGB (colour type 2).
+        Floats (or bools) in [0, 1] (clipped; 1 is white), or integers of any
+        integer dtype in 0..255 (255 is white; a value outside raises
+        ValueError).  A 2-D image becomes 8-bit grayscale (PNG colour type 0),
+        a 3-D one 8-bit RGB (colour type 2).
     scale : int, default 1
         Enlarge each pixel to a ``scale x scale`` block.
     invert : bool, default False
@@ -70,9 +79,10 @@ def encode_png(image, scale: int = 1, invert: bool = False) -> bytes:
 
 
 def write_png(path, image, scale: int = 1, invert: bool = False) -> str:
-    """Write ``image`` to ``path`` as PNG (see :func:`encode_png`); return the path."""
+    """Write ``image`` to ``path`` (str, bytes or path-like) as PNG (see :func:`encode_png`);
+    return the path as a str."""
     data = encode_png(image, scale=scale, invert=invert)
-    path = os.fspath(path)
+    path = os.fsdecode(os.fspath(path))
     with open(path, "wb") as fh:
         fh.write(data)
     return path
@@ -84,7 +94,8 @@ def encode_svg_image(image, scale: int = 4, invert: bool = False) -> str:
     Parameters
     ----------
     image : array_like, shape (h, w)
-        Floats in [0, 1] (1 is white) or uint8.
+        As for :func:`encode_png`: floats in [0, 1] (1 is white) or integers
+        in 0..255.
     scale : int, default 4
         Side of a pixel's square.
     invert : bool, default False

@@ -41,7 +41,7 @@ def factor_images(phis, t: int, shape, nodes: Sequence[int] | None = None, norma
         ``v`` is pixel ``(v // width, v % width)`` (row-major, as in
         ``numpy.reshape``).
     nodes : sequence of int, optional
-        Which nodes (columns) to show, in order; default all.
+        Which nodes (columns) to show, in order (at least one); default all.
     normalize : bool, default True
         Scale each image by its maximum so it spans [0, 1].
 
@@ -54,13 +54,20 @@ def factor_images(phis, t: int, shape, nodes: Sequence[int] | None = None, norma
     proj = project(phis, t)
     h, w = check_shape(shape, proj.shape[0])
     if nodes is not None:
-        idx = np.asarray(list(nodes))
-        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        if isinstance(nodes, (str, bytes)):
             raise ValueError(f"nodes must be a sequence of ints, got {nodes!r}")
-        if idx.size and (idx.min() < 0 or idx.max() >= proj.shape[1]):
+        try:
+            idx = np.asarray(list(nodes))
+        except (TypeError, ValueError):      # not iterable (nodes=3), or ragged
+            raise ValueError(f"nodes must be a sequence of ints, got {nodes!r}") from None
+        if idx.size == 0:
+            raise ValueError(f"nodes must name at least one node, got {nodes!r}")
+        if idx.ndim != 1 or idx.dtype.kind not in "iu":
+            raise ValueError(f"nodes must be a sequence of ints, got {nodes!r}")
+        if idx.min() < 0 or idx.max() >= proj.shape[1]:
             raise ValueError(f"nodes must be in 0..{proj.shape[1] - 1}, got {nodes!r}")
         proj = proj[:, idx.astype(np.int64)]
-    imgs = proj.T.reshape(-1, h, w).copy()
+    imgs = proj.T.reshape(proj.shape[1], h, w).copy()
     if normalize:
         m = imgs.reshape(imgs.shape[0], -1).max(axis=1)
         m[m <= 0] = 1.0
@@ -123,12 +130,15 @@ def save_factor_grid(
     :func:`relabel_by_popularity` first for the paper's popularity order).
     Call once per layer to see the factors grow more general with depth.
 
+    ``path`` may be a str, bytes or path-like; ``nodes`` selects the tiles
+    as in :func:`factor_images`.
+
     Returns
     -------
     str
         The path written.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(os.fspath(path))
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in (".png", ".svg"):
         raise ValueError(f"path must end in .png or .svg, got {path!r}")

@@ -13,8 +13,14 @@ from typing import Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-#: How far a column of a Phi may sum from one.
-COLUMN_SUM_ATOL = 1e-4
+from pygbn._utils import SIMPLEX_TOLERANCE
+from pygbn._utils import check_vocab  # noqa: F401 (used by the explorers from here)
+
+
+def column_sum_atol() -> float:
+    """How far a column of a Phi may sum from one: :data:`pygbn.io.SIMPLEX_TOLERANCE`,
+    the tolerance of networks and model files, so that a network that explores also saves."""
+    return SIMPLEX_TOLERANCE
 
 
 def check_phis(phis) -> list[np.ndarray]:
@@ -42,11 +48,12 @@ def check_phis(phis) -> list[np.ndarray]:
         if not np.isfinite(a).all() or (a < 0).any():
             raise ValueError(f"phis[{t - 1}] (Phi^({t})) must be finite and non-negative")
         sums = a.sum(axis=0)
-        bad = np.flatnonzero(np.abs(sums - 1.0) > COLUMN_SUM_ATOL)
+        atol = column_sum_atol()
+        bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
         if bad.size:
             raise ValueError(
-                f"every column of phis[{t - 1}] (Phi^({t})) must sum to 1; column {int(bad[0])} "
-                f"sums to {float(sums[bad[0]])!r}"
+                f"every column of phis[{t - 1}] (Phi^({t})) must sum to 1 (within {atol:g}); column "
+                f"{int(bad[0])} sums to {float(sums[bad[0]])!r}"
             )
         out.append(a)
     return out
@@ -72,21 +79,6 @@ def check_layer(t, n_layers: int, name: str = "t") -> int:
     return int(t)
 
 
-def check_vocab(vocab, n_terms: int, name: str = "vocab") -> list[str]:
-    """Return ``vocab`` as a list after checking it holds ``n_terms`` strings."""
-    if vocab is None:
-        raise ValueError(f"{name} must be a sequence of {n_terms} strings, got None")
-    if isinstance(vocab, (str, bytes)):
-        raise ValueError(f"{name} must be a sequence of strings, got a single {type(vocab).__name__}")
-    words = list(vocab)
-    if len(words) != n_terms:
-        raise ValueError(f"{name} must hold {n_terms} terms (one per data dimension), got {len(words)}")
-    for i, w in enumerate(words):
-        if not isinstance(w, str):
-            raise ValueError(f"{name}[{i}] must be a str, got {w!r}")
-    return words
-
-
 def _check_one_tau(v, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"tau{where} must be a non-negative number, got {v!r}")
@@ -104,6 +96,8 @@ def check_tau(tau, n_layers: int) -> tuple[float, ...]:
             t = check_layer(key, n_layers, name="a key of tau")
             vals[t - 1] = _check_one_tau(v, f"[{key}]")
         return tuple(vals)
+    if isinstance(tau, np.ndarray) and tau.ndim == 0:
+        tau = tau[()]   # a 0-d array is a scalar
     if isinstance(tau, (Sequence, np.ndarray)) and not isinstance(tau, (str, bytes)):
         vals = list(np.asarray(tau, dtype=object).ravel()) if isinstance(tau, np.ndarray) else list(tau)
         if len(vals) != n_layers:

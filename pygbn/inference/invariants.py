@@ -1,6 +1,7 @@
-"""Debug checks of a Gibbs chain's state (the sampler's ``debug`` mode).
+"""Checks of a Gibbs chain: its input, before any kernel runs (:func:`check_chain_input`,
+ValueError), and its state in the sampler's ``debug`` mode.
 
-Each raises AssertionError on the first violation.  :func:`check_invariants`
+Each debug check raises AssertionError on the first violation.  :func:`check_invariants`
 runs both halves; the distributed chain checks its global part
 (:func:`check_global_invariants`) and each local part
 (:func:`check_local_invariants`) where they live.
@@ -8,10 +9,49 @@ runs both halves; the distributed chain checks its global part
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from pygbn.model.links import LATENT_COUNTS
+from pygbn.model.network import Network
 
-__all__ = ["check_invariants", "check_global_invariants", "check_local_invariants"]
+__all__ = ["check_chain_input", "check_invariants", "check_global_invariants", "check_local_invariants"]
+
+
+def check_chain_input(network: Network, Y, values: bool = True) -> None:
+    """Raise ValueError unless ``network`` and the data ``Y`` fit together.
+
+    ``Y`` must be a scipy.sparse CSR matrix with ``network.n_features``
+    columns; the network's shapes must chain (:meth:`Network.check`: each
+    Phi^(t) has as many rows as layer t-1 has nodes, r one entry per top
+    node); every per-sample array present on a layer must have one row per
+    sample of ``Y`` (``theta`` (J, K_t), ``c`` (J,)) and ``counts`` the shape
+    of Phi^(t).  The message names the mismatch.  This runs before any
+    kernel, since the kernels do not check bounds.  With ``values=False``
+    only shapes are checked (not that Phi and r are finite and nonnegative).
+    """
+    if not (sp.issparse(Y) and Y.format == "csr"):
+        raise ValueError(f"Y must be a scipy.sparse CSR matrix (validated by the link's check_data), "
+                         f"got {type(Y).__name__}")
+    if values:
+        network.check()
+    else:
+        for t in range(2, network.depth + 1):
+            if network.layers[t - 1].n_inputs != network.layers[t - 2].width:
+                raise ValueError(f"Phi^({t}) has {network.layers[t - 1].n_inputs} rows but layer {t - 1} "
+                                 f"has width {network.layers[t - 2].width}")
+        if np.shape(network.r) != (network.layers[-1].width,):
+            raise ValueError(f"r must have shape ({network.layers[-1].width},), got {np.shape(network.r)}")
+    J, V = Y.shape
+    if V != network.n_features:
+        raise ValueError(f"Y has {V} columns but the network has {network.n_features} features "
+                         f"(Phi^(1) has {network.n_features} rows)")
+    for t, layer in enumerate(network.layers, start=1):
+        K = layer.width
+        for name, arr, shape in (("theta", layer.theta, (J, K)), ("c", layer.c, (J,)),
+                                 ("counts", layer.counts, (layer.n_inputs, K))):
+            if arr is not None and np.shape(arr) != shape:
+                raise ValueError(f"layer {t}'s {name} has shape {np.shape(arr)} but Y has {J} rows and the "
+                                 f"layer is {layer.n_inputs} x {K}: expected {shape}")
 
 
 

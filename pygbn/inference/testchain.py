@@ -23,7 +23,7 @@ from pygbn.evaluation import heldout_log_terms, perplexity_from_sums
 from pygbn.inference import _blocked
 from pygbn.inference.fixed import FeatureAverage, sweep_fixed
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
-from pygbn.model.links import PoissonLink, get_link
+from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
 __all__ = ["HELDOUT_EVERY", "HeldoutPredictive", "LocalInference", "infer_local", "check_heldout"]
@@ -33,20 +33,18 @@ __all__ = ["HELDOUT_EVERY", "HeldoutPredictive", "LocalInference", "infer_local"
 HELDOUT_EVERY = 5
 
 
-def check_heldout(heldout, Y, link=None) -> Optional[sp.csr_matrix]:
-    """``heldout`` as canonical CSR counts of the shape of ``Y`` (None stays None).
+def check_heldout(heldout, Y, link="poisson") -> Optional[sp.csr_matrix]:
+    """``heldout`` as the canonical CSR matrix of the shape of ``Y`` (None stays None).
 
-    The held-out counts of the same samples and features: any sparse format or
-    array of nonnegative integer counts (:meth:`PoissonLink.check_data`).
-    ValueError for another shape, other values, or a ``link`` (the chain's)
-    other than the Poisson link, for which the held-out perplexity is defined.
+    The held-out part of the same samples and features, in any sparse format
+    or as an array, validated by the chain's ``link`` as its data are
+    (:meth:`Link.check_data`: counts, 0/1 values or nonnegative reals; the
+    predictive weighs each held-out entry by its value).  ValueError for
+    another shape or other values.
     """
     if heldout is None:
         return None
-    if link is not None and not isinstance(get_link(link), PoissonLink):
-        raise ValueError(f"heldout perplexity is defined for counts (link='poisson'), not "
-                         f"link={get_link(link).name!r}")
-    H = PoissonLink().check_data(heldout, "heldout")
+    H = get_link(link).check_data(heldout, "heldout")
     if H.shape != Y.shape:
         raise ValueError(f"heldout must have the shape of Y {Y.shape}, got {H.shape}")
     return H

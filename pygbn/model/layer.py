@@ -1,10 +1,48 @@
 """One hidden layer of a gamma belief network."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+
+from pygbn._utils import MAX_PARAMETER, SIMPLEX_TOLERANCE
+
+
+def model_limits():
+    """``(SIMPLEX_TOLERANCE, MAX_PARAMETER)`` of :mod:`pygbn._utils` (re-exported by
+    :mod:`pygbn.io`): how far a column sum of a Phi may be from 1, and the largest
+    positive parameter, that a network (and so a model file) may hold."""
+    return SIMPLEX_TOLERANCE, MAX_PARAMETER
+
+
+def check_parameter(value, name: str, bounded: bool = True) -> float:
+    """``value`` as a float after checking it is a real number in ``(0, MAX_PARAMETER]``
+    (the range :func:`pygbn.io.read_model` accepts), or with ``bounded=False`` a finite
+    positive one; else ValueError naming ``name`` and the value."""
+    upper = model_limits()[1] if bounded else np.finfo(np.float64).max
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer))
+            or not (0 < float(value) <= upper)):   # NaN fails the comparison
+        limit = f" (at most {upper:g})" if bounded else ""
+        raise ValueError(f"{name} must be a finite positive number{limit}, got {value!r}")
+    return float(value)
+
+
+def as_phi(phi, name: str = "phi") -> np.ndarray:
+    """``phi`` as a float64 array after checking it is a non-empty 2-D array of numbers
+    (values are checked by :meth:`pygbn.model.Network.check`)."""
+    try:
+        a = np.asarray(phi)
+    except Exception as exc:  # ragged nested lists and the like
+        raise ValueError(f"{name} must be a 2-D array of numbers: {exc}") from None
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a 2-D array of numbers, got dtype {a.dtype}")
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (K_(t-1), K_t), got shape {a.shape}")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"{name} must be non-empty, got shape {a.shape}")
+    return np.asarray(a, dtype=np.float64)
 
 
 @dataclass(eq=False)
@@ -13,15 +51,25 @@ class Layer:
 
     Parameters
     ----------
-    phi : ndarray of shape (K_{t-1}, K_t)
-        The connection weights Phi^(t); every column lies on the simplex
-        (paper eq:Phi).  For ``t = 1``, ``K_0 = V`` is the data dimension.
+    phi : array_like of shape (K_{t-1}, K_t)
+        The connection weights Phi^(t), stored as float64; every column lies on
+        the simplex (paper eq:Phi; checked by :meth:`Network.check`).  For
+        ``t = 1``, ``K_0 = V`` is the data dimension.
     eta : float
         Concentration of the Dirichlet prior on the columns of ``phi``.
     c_median : float
         Median over the training samples of ``c_j^(t+1)``, the gamma rate of
         ``theta_j^(t)`` (``c_j^(2) = (1 - p_j^(2)) / p_j^(2)``).  Used to start
         test-time chains and to generate data.
+
+    ``eta`` must be positive and at most :data:`pygbn.io.MAX_PARAMETER` (as
+    in a model file), ``c_median`` positive and finite.
+
+    Raises
+    ------
+    ValueError
+        If ``phi`` is not a non-empty 2-D array of numbers, or ``eta`` or
+        ``c_median`` is out of range.
 
     Attributes
     ----------
@@ -43,6 +91,15 @@ class Layer:
     theta: Optional[np.ndarray] = None
     c: Optional[np.ndarray] = None
     counts: Optional[np.ndarray] = None
+
+    def __post_init__(self):
+        # shapes and scalars here; the values of phi (finite, nonnegative, columns on
+        # the simplex) are checked with the network's (Network.check)
+        self.phi = as_phi(self.phi)
+        self.eta = check_parameter(self.eta, "eta")
+        # not bounded above: where most samples are empty a fitted median is huge (the
+        # sampler keeps rates in [1e-300, 1e300])
+        self.c_median = check_parameter(self.c_median, "c_median", bounded=False)
 
     @property
     def width(self) -> int:

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from scipy.special import gammaln, ive
 
 from pygbn.model._latent import LatentMode
+from pygbn.model.layer import check_parameter
 
 __all__ = [
     "Link",
@@ -240,9 +241,10 @@ class PoissonRandomizedGammaLink(Link):
 
     Parameters
     ----------
-    a_median : float
+    a_median : float, default 1.0
         Median of the training samples' ``a_j`` (set by fitting); new samples
-        start from it and generated data use it.
+        start from it and generated data use it.  Positive and at most
+        :data:`pygbn.io.MAX_PARAMETER` (as in a model file), else ValueError.
     """
 
     name = "prg"
@@ -251,7 +253,7 @@ class PoissonRandomizedGammaLink(Link):
     data_kind = "real"
 
     def __init__(self, a_median: float = 1.0):
-        self.a_median = float(a_median)
+        self.a_median = check_parameter(a_median, "a_median")
 
     def check_data(self, X, name: str = "X") -> sp.csr_matrix:
         M = as_csr(X, name)
@@ -298,7 +300,7 @@ class PoissonRandomizedGammaLink(Link):
 
     @classmethod
     def from_dict(cls, d):
-        return cls(a_median=float(d.get("a_median", 1.0)))
+        return cls(a_median=d.get("a_median", 1.0))
 
     def __repr__(self):
         return f"PoissonRandomizedGammaLink(a_median={self.a_median:g})"

@@ -1,6 +1,7 @@
 """The gamma belief network: an ordered stack of layers under a top-layer shape r."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional, Sequence
 
@@ -9,8 +10,8 @@ import numpy as np
 from pygbn import explore
 from pygbn.evaluation.coherence import coherence_from_counts, cooccurrence, window_for
 from pygbn.evaluation.coherence import diversity as topic_diversity
-from pygbn._utils import check_random_state
-from pygbn.model.layer import Layer
+from pygbn._utils import check_random_state, check_vocab
+from pygbn.model.layer import Layer, as_phi, check_parameter, model_limits
 from pygbn.model.links import Link, PoissonLink, get_link
 
 _TINY = np.finfo(np.float64).tiny
@@ -38,6 +39,21 @@ class Hyperparameters:
             object.__setattr__(self, k, float(v))   # a Python float (numpy scalars too)
 
 
+def as_hyperparameters(hyper, name: str = "hyper") -> Hyperparameters:
+    """``hyper`` as :class:`Hyperparameters`: one as is, None as the defaults, or a dict
+    with keys among a0, b0, e0, f0 (as ``GBN(hyperparameters=...)`` takes them)."""
+    if hyper is None:
+        return Hyperparameters()
+    if isinstance(hyper, Hyperparameters):
+        return hyper
+    if isinstance(hyper, dict):
+        unknown = set(hyper) - {"a0", "b0", "e0", "f0"}
+        if unknown:
+            raise ValueError(f"{name} has unknown keys {sorted(map(str, unknown))}; valid: a0, b0, e0, f0")
+        return Hyperparameters(**hyper)
+    raise ValueError(f"{name} must be a Hyperparameters, a dict or None, got {hyper!r}")
+
+
 @dataclass(eq=False)
 class Network:
     """A gamma belief network with ``T = len(layers)`` hidden layers (paper eq:PGBN).
@@ -55,10 +71,18 @@ class Network:
         Gamma shapes of the top layer's hidden units.
     gamma0, c0 : float
         ``r_k ~ Gam(gamma0 / K_T, 1 / c0)``.
-    hyper : Hyperparameters
-    link : Link
+    hyper : Hyperparameters or dict
+        A dict (keys among a0, b0, e0, f0, as ``GBN(hyperparameters=...)``
+        takes them) is converted.
+    link : Link or str
     vocabulary : sequence of str, optional
-        Names of the data features (terms), for exploration.
+        Names of the data features (terms), for exploration: one per row of
+        Phi^(1), in order.
+
+    Raises
+    ------
+    ValueError
+        From :meth:`check`, for anything a model file could not hold.
     """
 
     layers: List[Layer]
@@ -70,8 +94,16 @@ class Network:
     vocabulary: Optional[Sequence[str]] = None
 
     def __post_init__(self):
+        if isinstance(self.layers, tuple):
+            self.layers = list(self.layers)
         self.link = get_link(self.link)
-        self.r = np.asarray(self.r, dtype=np.float64)
+        self.hyper = as_hyperparameters(self.hyper)
+        r = np.asarray(self.r)
+        if r.dtype.kind not in "biuf":
+            raise ValueError(f"r must be an array of numbers, got {self.r!r}")
+        self.r = r.astype(np.float64, copy=False)
+        self.gamma0 = check_parameter(self.gamma0, "gamma0")
+        self.c0 = check_parameter(self.c0, "c0")
         self.check()
 
     # ------------------------------------------------------------------ shape
@@ -96,26 +128,76 @@ class Network:
         return [layer.phi for layer in self.layers]
 
     def check(self) -> None:
-        """Raise ValueError if the shapes do not chain or a parameter is invalid."""
-        if not self.layers:
+        """Raise ValueError unless the network could be written to a model file and read back.
+
+        Checks what :func:`pygbn.io.read_model` checks of a network: ``layers``
+        a non-empty list of :class:`Layer`; each Phi^(t) a non-empty 2-D array
+        of finite nonnegative numbers whose columns sum to 1 within
+        :data:`pygbn.io.SIMPLEX_TOLERANCE` (paper eq:Phi), with as many rows as
+        layer t-1 has nodes; ``r`` one finite nonnegative entry per top node;
+        each layer's ``eta``, ``gamma0``, ``c0``, the hyper-parameters and the
+        link's parameters positive and at most :data:`pygbn.io.MAX_PARAMETER`
+        (r at most that too); each layer's ``c_median`` positive and finite
+        (a fitted one is huge where most samples are empty); the prior's
+        expected count per sample ``sum(r) / prod(c_median)`` at most
+        :data:`pygbn.io.MAX_PRIOR_MASS`; the vocabulary, if any, a sequence of
+        ``n_features`` strings.  Called when a network is built and where a
+        chain starts (not per iteration): it reads each Phi three times.
+        """
+        from pygbn._utils import MAX_PRIOR_MASS
+
+        tolerance, max_parameter = model_limits()
+        layers = self.layers
+        if not isinstance(layers, list):
+            raise ValueError(f"layers must be a list of Layer objects, got {type(layers).__name__}")
+        if not layers:
             raise ValueError("a Network needs at least one layer")
-        for t, layer in enumerate(self.layers, start=1):
-            phi = np.asarray(layer.phi)
-            if phi.ndim != 2:
-                raise ValueError(f"Phi^({t}) must be 2-D, got shape {phi.shape}")
-            if t > 1 and phi.shape[0] != self.layers[t - 2].width:
+        for t, layer in enumerate(layers, start=1):
+            if not isinstance(layer, Layer):
+                raise ValueError(f"layers[{t - 1}] must be a Layer (e.g. Layer(phi=...)), got "
+                                 f"{type(layer).__name__}")
+        for t, layer in enumerate(layers, start=1):
+            phi = as_phi(layer.phi, f"Phi^({t})")
+            if t > 1 and phi.shape[0] != layers[t - 2].width:
                 raise ValueError(
                     f"Phi^({t}) has {phi.shape[0]} rows but layer {t - 1} has width "
-                    f"{self.layers[t - 2].width}"
+                    f"{layers[t - 2].width}"
                 )
-            # min and max are reductions: no (K_{t-1}, K_t) temporary (a freed one stays resident);
+            # reductions only: no (K_{t-1}, K_t) temporary (a freed one stays resident);
             # a NaN fails both comparisons
-            if phi.size and not (phi.min() >= 0 and phi.max() < np.inf):
+            if not (phi.min() >= 0 and phi.max() < np.inf):
                 raise ValueError(f"Phi^({t}) must be finite and nonnegative")
-        if self.r.shape != (self.layers[-1].width,):
-            raise ValueError(f"r must have shape ({self.layers[-1].width},), got {self.r.shape}")
-        if not np.isfinite(self.r).all() or (self.r < 0).any():
-            raise ValueError("r must be finite and nonnegative")
+            sums = phi.sum(axis=0)
+            off = np.flatnonzero(np.abs(sums - 1.0) > tolerance)
+            if off.size:
+                raise ValueError(f"Phi^({t}) column {int(off[0])} sums to {sums[off[0]]:.17g}, not 1: "
+                                 f"the columns must lie on the simplex (paper eq:Phi; tolerance "
+                                 f"{tolerance:g})")
+            check_parameter(layer.eta, f"layer {t}'s eta")
+            check_parameter(layer.c_median, f"layer {t}'s c_median", bounded=False)
+        r = np.asarray(self.r)
+        if r.shape != (layers[-1].width,):
+            raise ValueError(f"r must have shape ({layers[-1].width},), got {r.shape}")
+        if not (np.isfinite(r).all() and (r >= 0).all() and (r <= max_parameter).all()):
+            raise ValueError(f"r must be finite and nonnegative (at most {max_parameter:g})")
+        check_parameter(self.gamma0, "gamma0")
+        check_parameter(self.c0, "c0")
+        if not isinstance(self.hyper, Hyperparameters):
+            raise ValueError(f"hyper must be a Hyperparameters, got {self.hyper!r}")
+        for k, v in asdict(self.hyper).items():
+            check_parameter(v, f"hyper-parameter {k}")
+        if not isinstance(self.link, Link):
+            raise ValueError(f"link must be a Link, got {self.link!r}")
+        for k, v in self.link.to_dict().items():
+            if k != "name":
+                check_parameter(v, f"the link's {k}")
+        medians = np.array([layer.c_median for layer in layers], dtype=np.float64)
+        mass = float(np.exp(np.log(max(float(r.sum()), _TINY)) - np.log(medians).sum()))
+        if mass > MAX_PRIOR_MASS:
+            raise ValueError(f"the prior's expected count per sample, sum(r) / prod(c_median) = {mass:.3g}, "
+                             f"exceeds {MAX_PRIOR_MASS:g} (r too large or c_median too small)")
+        if self.vocabulary is not None:
+            check_vocab(self.vocabulary, self.n_features, "vocabulary")
 
     def summary(self) -> "Network":
         """A copy without per-sample state, as kept in a fitted estimator."""
@@ -133,26 +215,71 @@ class Network:
     def sample_hidden(self, n_samples: int, random_state=None, c=None) -> List[np.ndarray]:
         """Draw hidden units top-down from the prior (paper eq:PGBN).
 
-        ``c`` gives the per-layer rates ``[c^(2), ..., c^(T+1)]`` (scalars or
-        arrays of length ``n_samples``); by default each layer's training
-        median ``Layer.c_median``.  Returns ``[theta^(1), ..., theta^(T)]``,
-        each of shape (n_samples, K_t).
+        Parameters
+        ----------
+        n_samples : int
+        random_state : None, int, SeedSequence or Generator
+        c : float or sequence of T entries, optional
+            The gamma rates ``[c^(2), ..., c^(T+1)]`` of ``[theta^(1), ...,
+            theta^(T)]``: one entry per layer, each a number (every sample) or
+            an array of length ``n_samples`` (one rate per sample); a single
+            number is every layer's rate.  Rates must be finite and positive.
+            Default: each layer's training median ``Layer.c_median``.
+
+        Returns
+        -------
+        list of ndarray
+            ``[theta^(1), ..., theta^(T)]``, each of shape (n_samples, K_t).
+
+        Raises
+        ------
+        ValueError
+            For a bad ``n_samples`` or ``c`` (the message names the entry).
         """
         rng = check_random_state(random_state)
         n = _check_n(n_samples)
-        if c is None:
-            c = [layer.c_median for layer in self.layers]
-        if len(c) != self.depth:
-            raise ValueError(f"c must have one entry per layer ({self.depth}), got {len(c)}")
+        rates = self._check_rates(c, n)
         thetas: List[Optional[np.ndarray]] = [None] * self.depth
         shape = np.broadcast_to(self.r, (n, self.layers[-1].width))
         for t in range(self.depth - 1, -1, -1):
-            rate = np.broadcast_to(np.asarray(c[t], dtype=np.float64), (n,))[:, None]
+            rate = np.broadcast_to(rates[t], (n,))[:, None]
             th = rng.standard_gamma(np.maximum(shape, _TINY)) / rate
             thetas[t] = np.maximum(th, _TINY)
             if t > 0:
                 shape = thetas[t] @ self.layers[t].phi.T
         return thetas  # type: ignore[return-value]
+
+    def _check_rates(self, c, n: int) -> List[np.ndarray]:
+        """The rates ``c`` of :meth:`sample_hidden` as T float64 arrays of shape () or (n,)."""
+        T = self.depth
+        if c is None:
+            return [np.float64(layer.c_median) for layer in self.layers]
+        if isinstance(c, (str, bytes)):
+            raise ValueError(f"c must be a number or a sequence of {T} rates (one per layer), got {c!r}")
+        if (isinstance(c, (numbers.Real, np.number)) and not isinstance(c, (bool, np.bool_))) \
+                or (isinstance(c, np.ndarray) and c.ndim == 0):
+            c = [c] * T                     # one number: every layer's rate
+        try:
+            n_entries = len(c)
+        except TypeError:
+            raise ValueError(f"c must be a number or a sequence of {T} rates (one per layer), "
+                             f"got {c!r}") from None
+        if n_entries != T:
+            raise ValueError(f"c must have one entry per layer ({T}), got {n_entries}")
+        out = []
+        for t in range(T):
+            v = c[t]
+            where = f"c[{t}] (the rates c^({t + 2}) of theta^({t + 1}))"
+            a = np.asarray(v)
+            if a.dtype.kind not in "iuf" or a.shape not in ((), (n,)):
+                raise ValueError(f"{where} must be a number or an array of n_samples={n} numbers, got "
+                                 f"{'shape ' + str(a.shape) if a.dtype.kind in 'biuf' else repr(v)}")
+            a = a.astype(np.float64, copy=False)
+            if not (a.size == 0 or (np.isfinite(a).all() and a.min() > 0)):
+                bad = a.ravel()[~(np.isfinite(a.ravel()) & (a.ravel() > 0))][0]
+                raise ValueError(f"{where} must be finite and positive, got {bad!r}")
+            out.append(a)
+        return out
 
     def generate(self, n_samples: int, random_state=None, return_hidden: bool = False):
         """Generate synthetic data top-down (paper eq:PGBN and Section 4.1).
