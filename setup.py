@@ -43,7 +43,7 @@ def _env_flags(*names):
 
 def openmp_flags():
     """Return (compile_args, link_args) for OpenMP, or ([], []) if unavailable."""
-    if os.environ.get("PYGBN_NO_OPENMP"):
+    if os.environ.get("PYGBN_NO_OPENMP", "").strip().lower() in ("1", "true", "yes", "on"):
         return [], []
     if sys.platform == "win32":
         return ["/openmp"], []

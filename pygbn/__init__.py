@@ -14,7 +14,30 @@ from pygbn._version import __version__
 
 logging.getLogger("pygbn").addHandler(logging.NullHandler())
 
-from pygbn import random  # noqa: E402
+
+def _missing_extensions_error(exc: ImportError) -> ImportError:
+    """The ImportError to raise when ``import pygbn.random`` failed with ``exc``: one saying
+    what to do when the Cython extensions are missing (typically a source checkout on
+    ``sys.path``, Python started in the repository root, shadowing the installed package),
+    else ``exc`` itself."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    where = os.path.dirname(os.path.abspath(__file__))
+    if any(os.path.exists(os.path.join(where, "random", "_kernels" + suffix)) for suffix in EXTENSION_SUFFIXES):
+        return exc
+    return ImportError(
+        f"pygbn's compiled extensions are missing in {where}: this is a source checkout that was "
+        "not built in place. Run Python from another folder to use the installed pygbn, or build "
+        "here with 'python setup.py build_ext --inplace'.")
+
+
+try:
+    from pygbn import random  # noqa: E402
+except ImportError as _exc:
+    if _missing_extensions_error(_exc) is _exc:
+        raise
+    raise _missing_extensions_error(_exc) from _exc
+
 from pygbn.estimator import GBN, NotFittedError, load, save  # noqa: E402
 from pygbn.evaluation import split_tokens  # noqa: E402
 from pygbn.model import (  # noqa: E402

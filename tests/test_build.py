@@ -29,3 +29,23 @@ def test_bitgen_address_matches_ctypes():
     g = np.random.default_rng(0)
     assert bitgen_address(g) == g.bit_generator.ctypes.bit_generator.value
     assert bitgen_address(g.bit_generator) == g.bit_generator.ctypes.bit_generator.value
+
+
+def test_an_unbuilt_checkout_says_what_to_do(tmp_path):
+    """Python started in a source checkout that was not built in place imports it, not the
+    installed pygbn: the error says so (it was 'cannot import name _generators ... circular
+    import')."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pygbn
+
+    src = Path(pygbn.__file__).resolve().parent
+    shutil.copytree(src, tmp_path / "pygbn", ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c",
+                                                                           "__pycache__"))
+    res = subprocess.run([sys.executable, "-c", "import pygbn"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode != 0
+    assert "compiled extensions are missing" in res.stderr and "build_ext --inplace" in res.stderr

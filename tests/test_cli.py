@@ -251,6 +251,7 @@ def test_help_and_version(capsys):
     assert code == 0 and "demo" in out and "fit" in out
     code, out, _ = _main(capsys, "--version")
     assert code == 0 and pygbn.__version__ in out
+    assert ("OpenMP kernels" in out) == pygbn.random.openmp_enabled()
     for cmd in ("fit", "topics", "tree", "generate", "transform", "perplexity", "demo"):
         code, out, _ = _main(capsys, cmd, "--help")
         assert code == 0 and out.startswith(f"usage: pygbn {cmd}")

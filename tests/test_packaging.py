@@ -42,8 +42,17 @@ def test_build_requirements_and_package_data(pyproject):
     requires = " ".join(pyproject["build-system"]["requires"])
     for name in ("setuptools", "Cython", "numpy"):
         assert name in requires
-    assert "*.pxd" in pyproject["tool"]["setuptools"]["package-data"]["*"]
     assert (REPO / "pygbn" / "random" / "kernels.pxd").is_file()
+    data = pyproject["tool"]["setuptools"]["package-data"]
+    # every .pxd (the public Cython API and what it cimports) and every data file ships in
+    # the wheel, by its own package's patterns (no catch-all that would take stray files)
+    assert "*" not in data
+    for path in sorted((REPO / "pygbn").rglob("*")):
+        if path.is_file() and path.suffix not in (".py", ".pyx", ".c", ".so", ".pyd", ".html") \
+                and "__pycache__" not in path.parts:
+            package = ".".join(path.parent.relative_to(REPO).parts)
+            assert any(path.match(p) for p in data.get(package, [])), path
+    assert {"*.pyx", "*.c"} <= set(pyproject["tool"]["setuptools"]["exclude-package-data"]["*"])
 
 
 def test_sdist_manifest_carries_the_cython_sources_not_generated_c():

@@ -34,6 +34,13 @@ class _Parser(argparse.ArgumentParser):
 # ---------------------------------------------------------------------------
 
 
+
+def _build_kind() -> str:
+    """The build's parallelism, for ``--version``."""
+    from pygbn.random import openmp_enabled
+
+    return "OpenMP kernels" if openmp_enabled() else "serial kernels: built without OpenMP"
+
 def _int_at_least(minimum: int):
     def conv(text: str) -> int:
         try:
@@ -195,7 +202,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
         "topic models to counts, binary or nonnegative data and explore them.",
         epilog="Start with 'pygbn demo'; 'pygbn COMMAND --help' describes each command.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({_build_kind()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands: Dict[str, argparse.ArgumentParser] = {}
 

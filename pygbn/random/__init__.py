@@ -6,6 +6,7 @@ from the public ``pygbn/random/kernels.pxd`` (``docs/cython_api.md``).  Exact lo
 distribution are in :mod:`pygbn.stats`; ``docs/samplers.md`` describes the
 algorithms.
 """
+from pygbn.random._generators import openmp_enabled
 from pygbn.random._api import (
     crt,
     dirichlet,
@@ -26,4 +27,5 @@ __all__ = [
     "negative_binomial",
     "multinomial_split",
     "dirichlet",
+    "openmp_enabled",
 ]

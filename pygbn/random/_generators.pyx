@@ -294,6 +294,24 @@ cdef Py_ssize_t _step(Py_ssize_t n_param, Py_ssize_t n_out) except -1:
     raise ValueError(f"a parameter has {n_param} values for {n_out} items")
 
 
+cdef extern from *:
+    """
+    #if defined(_OPENMP)
+    #define PYGBN_OPENMP 1
+    #else
+    #define PYGBN_OPENMP 0
+    #endif
+    """
+    int PYGBN_OPENMP
+
+
+def openmp_enabled():
+    """Whether this build compiled its kernels with OpenMP (every pygbn extension is built
+    with the same flags).  Without it ``n_jobs > 1`` runs on one thread, with the same
+    results (see docs/install.md)."""
+    return bool(PYGBN_OPENMP)
+
+
 def fill_i_d(str name, const uintptr_t[::1] streams, Py_ssize_t block,
              const double[::1] a, int64_t[::1] out, int n_threads):
     """``out[i] = kernel(stream of i's block, a[i])`` for an int64-valued one-parameter kernel
