@@ -38,6 +38,11 @@ def test_license_is_an_spdx_expression_with_its_text_shipped(pyproject):
     assert any(m and int(m.group(1)) >= 77 for m in pins)
 
 
+def test_the_version_is_written_once(pyproject):
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pygbn._version.__version__"}
+
+
 def test_build_requirements_and_package_data(pyproject):
     requires = " ".join(pyproject["build-system"]["requires"])
     for name in ("setuptools", "Cython", "numpy"):
