@@ -354,13 +354,59 @@ def add_mode_args(p, modes, default: str) -> None:
     p.add_argument("--quick", action="store_true", help="same as --mode quick")
 
 
-def add_run_args(p, name_default: str) -> None:
-    """Options every reproduce script shares: threads, data and output folders, output name, progress."""
+def add_run_args(p, name_default: str, from_json: bool = False) -> None:
+    """Options every reproduce script shares: threads, data and output folders, output name, progress.
+
+    ``from_json``: also ``--from-json RECORD`` (rewrite a finished run's page).  ``--out-dir``
+    then defaults to None, and :func:`resolve_outputs` fills it and ``--name`` in.
+    """
     p.add_argument("--n-jobs", type=int, default=1)
-    p.add_argument("--data-dir", type=Path, default=None)
-    p.add_argument("--out-dir", type=Path, default=RESULTS)
-    p.add_argument("--name", help=f"output file stem (default {name_default})")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="folder of the data sets (default: $PYGBN_DATA_DIR, else ../shared/data beside the "
+                        "checkout, else /work/shared/data)")
+    p.add_argument("--out-dir", type=Path, default=None if from_json else RESULTS,
+                   help="output folder (default: docs/results" + ("; with --from-json the record's folder)"
+                                                                   if from_json else ")"))
+    p.add_argument("--name", help=f"output file stem (default: {name_default}"
+                                  + ("; with --from-json the record's stem)" if from_json else ")"))
     p.add_argument("--verbose", type=int, default=0, help="progress every N iterations (0: off)")
+    if from_json:
+        p.add_argument("--from-json", type=Path, default=None, metavar="RECORD",
+                       help="only rewrite the markdown and SVG of a finished run from its JSON record: "
+                            "<out-dir>/<name>.md and .svg, beside the record under its stem unless "
+                            "--out-dir or --name is given")
+
+
+def resolve_outputs(a, name_default: str) -> None:
+    """Fill in ``a.out_dir`` and ``a.name`` (see :func:`add_run_args` with ``from_json``).
+
+    With ``--from-json`` what is not given comes from the record (its folder, its stem),
+    else ``docs/results`` and ``name_default``.
+    """
+    if a.from_json is not None:
+        a.out_dir = a.from_json.parent if a.out_dir is None else a.out_dir
+        a.name = a.name or a.from_json.stem
+    else:
+        a.out_dir = RESULTS if a.out_dir is None else a.out_dir
+        a.name = a.name or name_default
+
+
+def read_record(path: Path, script: str, hint: str = "") -> Dict:
+    """The JSON record ``path`` written by ``tools/<script>.py``, with a clear error otherwise.
+
+    ``hint`` ends the message of a file that is not JSON (e.g. what else the tool takes).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SystemExit(f"error: {path} not found")
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        why = "not text" if isinstance(e, UnicodeDecodeError) else f"not JSON: {e}"
+        raise SystemExit(f"error: {path} is not a JSON record of {script}.py ({why}){hint}")
+    if not isinstance(rec, dict) or rec.get("script") != script:
+        raise SystemExit(f"error: {path} is not a {script} record")
+    return rec
 
 
 def parse_ints(text: str, name: str) -> List[int]:

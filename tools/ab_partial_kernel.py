@@ -2,7 +2,7 @@
 
 Usage::
 
-    PYTHONPATH=. python tools/ab_partial_kernel.py --corpus /tmp/pygbn_bench_scale/lda_5200000_seed0.npz \\
+    python tools/ab_partial_kernel.py --corpus /tmp/pygbn_bench_scale/lda_5200000_seed0.npz \\
         --base /tmp/base-tree --warm 30 --reps 8
 
 ``--base`` is another checkout with a built ``pygbn/inference/_partial*.so``
@@ -77,6 +77,13 @@ def main(argv=None):
     from pygbn.model import PoissonLink
 
     base = _load_base(args.base)
+    # bound now, before _partial.partial_sweep is patched below: when --base is this tree (or another path to
+    # the same .so), the extension module is the one under test, and base.partial_sweep would be the patch
+    base_sweep = base.partial_sweep
+    same = base is _partial or base_sweep is _partial.partial_sweep
+    if same:
+        print(f"note: --base {args.base} is the build under test ({_partial.__file__}): "
+              "both columns time the same kernel (an A/A run)", file=sys.stderr)
     X = sp.load_npz(args.corpus).tocsr()
     Y = PoissonLink().check_data(X)
     s = GibbsSampler.for_training(Y, args.K, method="partial", n_jobs=1, random_state=0)
@@ -86,7 +93,7 @@ def main(argv=None):
 
     def run_base(*a, **kw):
         # (counts that the base does not return, e.g. the rejection tokens, as 0 for this tree's partial.py)
-        out = tuple(base.partial_sweep(*_for(base.partial_sweep, names, a), **kw))
+        out = tuple(base_sweep(*_for(base_sweep, names, a), **kw))
         return out + (0,) * (4 - len(out))
 
     def capture(*a, **kw):
@@ -104,10 +111,10 @@ def main(argv=None):
     a, kw = captured[0]
     labels, njk = a[names.index("labels")], a[names.index("njk")]
     labels0, njk0 = labels.copy(), njk.copy()
-    a_base = _for(base.partial_sweep, names, a)
+    a_base = _for(base_sweep, names, a)
     times = {"base": [], "new": []}
     for r in range(args.reps):
-        order = (("base", base.partial_sweep, a_base), ("new", new_sweep, a))
+        order = (("base", base_sweep, a_base), ("new", new_sweep, a))
         for name, fn, args_fn in (order if r % 2 == 0 else order[::-1]):
             labels[:] = labels0
             njk[:] = njk0
@@ -118,7 +125,7 @@ def main(argv=None):
     topics = np.count_nonzero(njk0, axis=1)
     print(f"# {args.corpus.name}, K = {args.K}, input after {args.warm} sweeps: {n_tok} tokens, "
           f"{topics.mean():.1f} topics a document; "
-          f"load average {os.getloadavg()[0]:.2f}; base {args.base}")
+          f"load average {os.getloadavg()[0]:.2f}; base {args.base}" + (" (the build under test: A/A)" if same else ""))
     for name in ("base", "new"):
         v = np.asarray(times[name])
         print(f"{name}: min {v.min():.3f} median {np.median(v):.3f} CPU s ({1e9 * v.min() / n_tok:.1f} ns/token); "

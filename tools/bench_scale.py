@@ -24,7 +24,8 @@ interpreter, numpy/scipy and the loaded corpus) is one library's alone:
   ``n_components = K`` (no pruning);
 * ``tomotopy-1``, ``tomotopy-2``: ``tomotopy.LDAModel(k=K, alpha=0.1,
   eta=0.01)`` trained with one and two workers on the same documents (when
-  tomotopy is installed);
+  tomotopy is installed; without it the tool says so once and leaves these
+  runs out);
 * any ``blocked-N``, ``partial-N``, ``tomotopy-N`` (``--runs``): the same with
   ``N`` threads or workers, for thread-scaling rows on a many-core machine;
 * ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` (blocked,
@@ -56,6 +57,7 @@ on whatever machine runs this; no assertion is made.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -114,7 +116,19 @@ def parse_tokens(text: str) -> int:
     """``"20.8M"`` -> 20800000; ``"500k"`` -> 500000; plain integers as they are."""
     t = text.strip().lower()
     scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}.get(t[-1:], 1)
-    return int(round(float(t[:-1] if scale > 1 else t) * scale))
+    try:
+        n = int(round(float(t[:-1] if scale > 1 else t) * scale))
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"a corpus size is a positive token count such as 500k, 1.3M or "
+                                         f"20800000; got {text!r}")
+    return n
+
+
+def _tokens_arg(text: str) -> str:
+    parse_tokens(text)
+    return text
 
 
 def make_corpus(n_tokens: int, seed: int = 0) -> sp.csr_matrix:
@@ -271,7 +285,15 @@ def child_main(args) -> None:
 
 # ------------------------------------------------------------------ driver
 def _fmt_tokens(n: int) -> str:
-    return f"{n / 1e6:.1f}M"
+    """The tokens column: ``1.3M``, ``50k``, ``800`` (the same form in every row)."""
+    if n >= 1e6:
+        return f"{n / 1e6:.1f}M"
+    return f"{n / 1e3:.0f}k" if n >= 1e3 else str(int(n))
+
+
+def _size_label(tokens: int, corpus=None) -> str:
+    """The first cell of a row: the token count, after the file name for ``--data`` corpora."""
+    return _fmt_tokens(tokens) if not corpus else f"{corpus} ({_fmt_tokens(tokens)})"
 
 
 def measure(run: str, path: Path, K: int, args) -> dict:
@@ -288,7 +310,7 @@ def measure(run: str, path: Path, K: int, args) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tokens", nargs="+", default=["1.3M", "5.2M"],
+    ap.add_argument("--tokens", nargs="+", type=_tokens_arg, default=["1.3M", "5.2M"],
                     help="corpus sizes in tokens (e.g. 1.3M 5.2M 20.8M)")
     ap.add_argument("--K", nargs="+", type=int, default=[100, 400])
     ap.add_argument("--runs", nargs="+", type=_run_name, default=DEFAULT_RUNS,
@@ -316,10 +338,18 @@ def main(argv=None):
         child_main(args)
         return
     runs = list(args.runs) + (list(DASK_RUNS) if args.dask else [])
+    missing_tomotopy = [run for run in runs if parse_run(run)[0] == "tomotopy"]
+    if missing_tomotopy and importlib.util.find_spec("tomotopy") is not None:
+        missing_tomotopy = []
+    runs = [run for run in runs if run not in missing_tomotopy]
     load = os.getloadavg()
     print(f"# pygbn bench_scale: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} at start; link {args.link}; wall-clock seconds per iteration, "
           f"the smallest of {args.repeats} run(s)")
+    if missing_tomotopy:
+        print(f"# tomotopy is not installed (pip install tomotopy): no {', '.join(missing_tomotopy)} rows")
+    if not runs:
+        ap.error("no runs left to measure")
     late = f"after {args.late}" if args.late else "late"
     print()
     print(f"| tokens | docs | K | run | s/iter (first {args.early}) | tokens/s | CPU s/iter | "
@@ -335,6 +365,8 @@ def main(argv=None):
     else:
         corpora = [(text, corpus_path(args.cache, parse_tokens(text), args.seed)) for text in args.tokens]
     for text, path in corpora:
+        # the first cell: from a measured row's token count once there is one, else from the name or size asked
+        label = path.name if args.data else _fmt_tokens(parse_tokens(text))
         for K in args.K:
             one_process = {}
             for run in runs:
@@ -342,8 +374,9 @@ def main(argv=None):
                 r.update(run=run, K=K, link=args.link, corpus=text if args.data else None)
                 records.append(r)
                 if "error" in r:
-                    print(f"| {text} | | {K} | {run} | {r['error']} |" + " |" * 10, flush=True)
+                    print(f"| {label} | | {K} | {run} | {r['error']} |" + " |" * 10, flush=True)
                     continue
+                label = _size_label(r["tokens"], r.get("corpus"))
                 print(_row(r, one_process), flush=True)
                 if run == "blocked-1":
                     one_process = r
@@ -382,7 +415,7 @@ def _row(r, one_process) -> str:
         overhead = f"{r['early'] - one_process['early']:+.3f}"
         if "late" in r and "late" in one_process:
             overhead += f" / {r['late'] - one_process['late']:+.3f}"
-    size = _fmt_tokens(r["tokens"]) if not r.get("corpus") else f"{r['corpus']} ({_fmt_tokens(r['tokens'])})"
+    size = _size_label(r["tokens"], r.get("corpus"))
     return (f"| {size} | {r['docs']} | {r['K']} | {r['run']} | {r['early']:.3f} | "
             f"{r['tokens'] / r['early']:.3g} | {cpu('early_cpu')} | {late_cols} | "
             f"{r['rss_loaded']:.0f} | {r['peak_rss']:.0f} | {per_fit} | {overhead} |")

@@ -15,16 +15,22 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from pygbn import GBN
-from pygbn.datasets import load_demo
-from pygbn.inference import GibbsSampler
-from pygbn.inference.layerwise import TRACE_EVERY
-from pygbn.inference.trace import document_loglik
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pygbn import GBN  # noqa: E402
+from pygbn.datasets import load_demo  # noqa: E402
+from pygbn.inference import GibbsSampler  # noqa: E402
+from pygbn.inference.layerwise import TRACE_EVERY  # noqa: E402
+from pygbn.inference.trace import document_loglik  # noqa: E402
 
 
 def _min_time(fn, repeats):

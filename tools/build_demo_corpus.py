@@ -6,8 +6,10 @@ Usage::
     python tools/build_demo_corpus.py [--source DIR] [--out DIR]
 
 ``--source`` is the folder of the full corpus (``counts.npz``, ``vocab.txt``,
-``docs.tsv``; default ``../shared/data/debian-descriptions`` next to the
-repository, or ``$PYGBN_DEBIAN_DIR``); ``--out`` defaults to
+``docs.tsv``); by default ``$PYGBN_DEBIAN_DIR`` when set, else
+``debian-descriptions`` in the data folder of the other tools:
+``$PYGBN_DATA_DIR`` when set, else ``../shared/data`` next to the
+repository, else ``/work/shared/data``.  ``--out`` defaults to
 ``pygbn/datasets`` of this checkout.
 
 Recipe (deterministic: the same inputs give byte-identical outputs):
@@ -28,7 +30,8 @@ Recipe (deterministic: the same inputs give byte-identical outputs):
    source package, label, split per row) and ``demo_info.json`` (recipe,
    statistics and SHA-256 of inputs and outputs).
 
-Only numpy and scipy are needed; pygbn itself is not imported.
+Only numpy and scipy are needed; pygbn itself is not imported (the data
+folder comes from ``tools/_repro_common.py``, which needs no more).
 """
 from __future__ import annotations
 
@@ -53,6 +56,14 @@ MAX_TOKENS = 400
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _repro_common import default_data_dir  # noqa: E402
+
+
+def default_source() -> Path:
+    """``$PYGBN_DEBIAN_DIR``, else ``debian-descriptions`` under the tools' data folder (``default_data_dir``)."""
+    env = os.environ.get("PYGBN_DEBIAN_DIR")
+    return Path(env) if env else default_data_dir() / "debian-descriptions"
 
 
 def sha256(path: Path) -> str:
@@ -185,11 +196,11 @@ def build(source: Path, out: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    default_src = os.environ.get("PYGBN_DEBIAN_DIR") or str(REPO.parent / "shared" / "data" / "debian-descriptions")
-    if not Path(default_src).is_dir() and Path("/work/shared/data/debian-descriptions").is_dir():
-        default_src = "/work/shared/data/debian-descriptions"
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--source", default=default_src, help="folder with counts.npz, vocab.txt, docs.tsv")
+    ap.add_argument("--source", default=str(default_source()),
+                    help="folder with counts.npz, vocab.txt, docs.tsv (default: $PYGBN_DEBIAN_DIR, else "
+                         "$PYGBN_DATA_DIR/debian-descriptions, else ../shared/data/debian-descriptions beside "
+                         "the checkout, else /work/shared/data/debian-descriptions; now %(default)s)")
     ap.add_argument("--out", default=str(REPO / "pygbn" / "datasets"), help="output folder")
     args = ap.parse_args(argv)
     info = build(Path(args.source), Path(args.out))

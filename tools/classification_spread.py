@@ -28,7 +28,7 @@ Example::
 """
 from __future__ import annotations
 
-import json
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -36,6 +36,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 
@@ -47,9 +49,7 @@ Key = Tuple[str, int]  # (data set, K1max)
 
 
 def runs_from_record(path: Path) -> List[Dict]:
-    rec = json.loads(path.read_text(encoding="utf-8"))
-    if rec.get("script") != "reproduce_classification":
-        raise SystemExit(f"error: {path} is not a reproduce_classification record")
+    rec = rc.read_record(path, "reproduce_classification", hint="; the inputs are JSON records and --verbose logs (*.log)")
     raw = (rec.get("raw") or {}).get("accuracy")
     return [{"dataset": rec["dataset"], "seed": int(rec["seed"]), "K1max": int(run["K1max"]),
              "accuracy": [float(v) for v in run["accuracy"]],

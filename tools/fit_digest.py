@@ -94,11 +94,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", type=Path, help="compare with the lines saved in this file")
     args = ap.parse_args(argv)
+    want = None
+    if args.check:  # read before the fits: a missing or unreadable file fails at once
+        try:
+            want = [ln for ln in args.check.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        except (OSError, UnicodeDecodeError) as e:
+            ap.error(f"--check {args.check}: cannot read it ({e.strerror if isinstance(e, OSError) else e})")
     lines = run()
     for line in lines:
         print(line)
-    if args.check:
-        want = [ln for ln in args.check.read_text().splitlines() if ln.strip()]
+    if want is not None:
         if want != lines:
             print("fit_digest: DIFFERENT from", args.check, file=sys.stderr)
             for a, b in zip(want, lines):

@@ -7,7 +7,8 @@
   between the ``<!-- BEGIN generated usage -->`` and
   ``<!-- END generated usage -->`` markers (the prose around them is kept).
 
-Run from the repository root against an importable (built) pygbn::
+Run against a built pygbn: the one Python imports, else this checkout built in
+place (no ``PYTHONPATH`` needed)::
 
     python tools/gen_docs.py            # rewrite both files
     python tools/gen_docs.py --check    # exit 1 if either is stale
@@ -18,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import inspect
 import re
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(REPO))
 API_MD = REPO / "docs" / "api.md"
 CLI_MD = REPO / "docs" / "cli.md"
 BEGIN = "<!-- BEGIN generated usage -->"
@@ -140,8 +144,8 @@ def api_markdown() -> str:
     for modname, intro, names in API_SECTIONS:
         try:
             mod = importlib.import_module(modname)
-        except ImportError:
-            continue
+        except ImportError as e:  # a section is never dropped silently: the page would lose it
+            raise SystemExit(f"gen_docs: cannot import {modname} for its section of docs/api.md: {e}")
         if names is None:
             names = list(getattr(mod, "__all__", []))
         anchor = modname.replace(".", "")

@@ -18,13 +18,18 @@ Usage (long statistical runs: ``nice -n 19``, ``OMP_NUM_THREADS=1``)::
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from pygbn.inference import geweke
-from pygbn.model import Hyperparameters
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pygbn.inference import geweke  # noqa: E402
+from pygbn.model import Hyperparameters  # noqa: E402
 
 HYPER = Hyperparameters(a0=3.0, b0=3.0, e0=3.0, f0=3.0)
 
@@ -86,7 +91,13 @@ def main(argv=None):
     a = ap.parse_args(argv)
     rows = []
     if a.load is not None:
-        for f in sorted(a.load.glob("seed*.npz"), key=lambda p: int(p.stem[4:])):
+        if not a.load.is_dir():
+            raise SystemExit(f"error: --load {a.load}: no such folder")
+        saved = sorted((f for f in a.load.glob("seed*.npz") if re.fullmatch(r"seed\d+", f.stem)),
+                       key=lambda p: int(p.stem[4:]))
+        if not saved:
+            raise SystemExit(f"error: no seed*.npz under {a.load} (draws saved by --save DIR)")
+        for f in saved:
             d = np.load(f)
             mc = {k[3:]: d[k] for k in d.files if k.startswith("mc/")}
             sc = {k[3:]: d[k] for k in d.files if k.startswith("sc/")}
@@ -94,6 +105,8 @@ def main(argv=None):
     else:
         if a.method is None or a.widths is None:
             ap.error("method and widths are required without --load")
+        if a.n < 50:
+            ap.error("--n must be at least 50 (the batch-means estimator's 50 batches)")
         widths = [int(w) for w in a.widths.split(",")]
         if a.save is not None:
             a.save.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,10 @@ p and c updated from the start) on 30% of each document's tokens
 perplexity of that single sample against the chain's wall time so far
 (evaluation excluded).  The last column averages the predictive over the
 samples of the second half of the run (as a collection phase would).  Runs:
-``<method>-<threads>`` for the methods collapsed, blocked and partial.
+``<method>-<threads>`` (``n_jobs``) or a bare ``<method>`` (one thread) for
+the methods collapsed, blocked and partial.  The data come from
+``--data-dir``, else ``$PYGBN_DATA_DIR``, else ``../shared/data`` beside the
+checkout, else ``/work/shared/data`` (as the other tools).
 Timings are wall clock on whatever machine runs this; run it alone (e.g.
 under ``flock``) and state the load.
 """
@@ -31,14 +34,30 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
-from _repro_common import load_corpus, subset_rows  # noqa: E402
+from _repro_common import default_data_dir, load_corpus, subset_rows  # noqa: E402
 
 from pygbn.evaluation import split_tokens  # noqa: E402
 from pygbn.inference.gibbs import GibbsSampler  # noqa: E402
 from pygbn.inference.testchain import HeldoutPredictive  # noqa: E402
 
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
+METHODS = ("collapsed", "blocked", "partial")
+DEFAULT_RUNS = ["collapsed-1", "blocked-1", "blocked-2", "partial-1", "partial-2"]
+
+
+def parse_run(text: str) -> tuple:
+    """``"partial-2"`` -> ``("partial", 2)``; a bare method, ``"collapsed"``, -> ``("collapsed", 1)``."""
+    method, dash, n = text.partition("-")
+    if method not in METHODS or (dash and not (n.isdigit() and int(n) >= 1)):
+        raise argparse.ArgumentTypeError(
+            f"a run is METHOD or METHOD-N with METHOD in {', '.join(METHODS)} and N >= 1 threads; got {text!r}")
+    return method, int(n) if dash else 1
+
+
+def _run_name(text: str) -> str:
+    parse_run(text)
+    return text
 
 
 def race(train, held, K, method, n_jobs, iters, every, seed):
@@ -63,16 +82,22 @@ def race(train, held, K, method, n_jobs, iters, every, seed):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="debian", choices=["debian", "linux-manpages"])
-    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="folder of the data sets (default: $PYGBN_DATA_DIR, else ../shared/data beside the "
+                         "checkout, else /work/shared/data)")
     ap.add_argument("--n-docs", type=int, default=8000, help="random subset of documents (0: all)")
     ap.add_argument("--K", type=int, default=100)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--every", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--runs", nargs="+",
-                    default=["collapsed-1", "blocked-1", "blocked-2", "partial-1", "partial-2"])
+    ap.add_argument("--runs", nargs="+", type=_run_name, default=DEFAULT_RUNS, metavar="RUN",
+                    help="METHOD-N (N threads) or METHOD (one thread), METHOD in collapsed, blocked, partial; "
+                         "default: %(default)s")
     a = ap.parse_args(argv)
-    X = load_corpus(a.dataset, a.data_dir)[0]
+    runs = [(text, parse_run(text)) for text in a.runs]
+    if a.iters < a.every or a.every < 1:
+        ap.error("--every must be >= 1 and at most --iters")
+    X = load_corpus(a.dataset, a.data_dir or default_data_dir())[0]
     X = X[subset_rows(X.shape[0], a.n_docs, a.seed)]
     train, held = split_tokens(X, 0.3, random_state=a.seed)
     load = os.getloadavg()
@@ -81,9 +106,8 @@ def main(argv=None):
           f"load average {load[0]:.2f} at start")
     print()
     results = {}
-    for run in a.runs:
-        method, nj = run.rsplit("-", 1)
-        results[run] = race(train, held, a.K, method, int(nj), a.iters, a.every, a.seed)
+    for run, (method, nj) in runs:
+        results[run] = race(train, held, a.K, method, nj, a.iters, a.every, a.seed)
     its = [r[0] for r in next(iter(results.values()))[0]]
     print("| iteration | " + " | ".join(f"{run}: s, ppl" for run in results) + " |")
     print("|---|" + "---|" * len(results))

@@ -105,19 +105,24 @@ class Probe:
         setattr(owner, name, wrapper)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("corpus", type=Path)
-    ap.add_argument("--K", type=int, default=100)
-    ap.add_argument("--method", default="collapsed")
-    ap.add_argument("--iters", type=int, default=3)
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("corpus", type=Path, help="documents x terms counts (a scipy.sparse .npz file)")
+    ap.add_argument("--K", type=int, default=100, help="n_components (default: 100)")
+    ap.add_argument("--method", default="collapsed", choices=("collapsed", "blocked", "partial", "auto"),
+                    help="layer-one method (default: collapsed)")
+    ap.add_argument("--iters", type=int, default=3, help="iterations (burn_in; default: 3)")
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--link", default="poisson", choices=("poisson", "bernoulli", "prg"),
                     help="the fit's link (bernoulli binarises the corpus)")
-    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--top", type=int, default=25, help="allocation sites listed per snapshot (default: 25)")
     ap.add_argument("--no-trace", action="store_true", help="RSS phases only (no tracemalloc)")
     ap.add_argument("--at", help="also list the live allocations at this point (e.g. 'enter G.snapshot'; the last time)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if not args.corpus.is_file():
+        ap.error(f"no such corpus file: {args.corpus}")
 
     r0 = rss_mb()
     import numpy as np
@@ -208,7 +213,8 @@ def main():
                 continue
             fr = [f"{Path(f.filename).name}:{f.lineno}" for f in st.traceback]
             print(f"  {st.size / 2**20:8.1f} MB  {st.count:5d} blocks  {' <- '.join(reversed(fr[-3:]))}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -33,7 +33,7 @@ Example::
 """
 from __future__ import annotations
 
-import json
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -41,6 +41,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 
@@ -51,9 +53,7 @@ _SEED = re.compile(r"seed(\d+)")
 
 
 def runs_from_record(path: Path) -> List[Dict]:
-    rec = json.loads(path.read_text(encoding="utf-8"))
-    if rec.get("script") != "reproduce_perplexity":
-        raise SystemExit(f"error: {path} is not a reproduce_perplexity record")
+    rec = rc.read_record(path, "reproduce_perplexity", hint="; the inputs are JSON records and --verbose logs (*.log)")
     out = []
     for run in rec["runs"]:
         if not run["perplexity"]:

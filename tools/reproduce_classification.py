@@ -56,17 +56,21 @@ K1max in {25, 100} (quick: 25) and::
 
 Options override the mode's values.  scikit-learn is needed for the
 classifier (an optional tool dependency: ``pip install scikit-learn``).
-Results: ``docs/results/classification_<dataset>_<mode>.{md,json,svg}``.
+Results: ``docs/results/classification_<dataset>_<mode>.{md,json,svg}``
+(``--out-dir``, ``--name``).  ``--from-json RECORD`` only rewrites a finished
+run's page and plot, beside the record under its stem unless ``--out-dir`` or
+``--name`` is given.
 While a run over several widths is going, ``<name>.partial.json`` holds the
 record of the widths finished so far (removed when the run ends).
 
 Example::
 
-    PYTHONPATH=. python tools/reproduce_classification.py --quick --dataset digits
+    python tools/reproduce_classification.py --quick --dataset digits
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import warnings
 from pathlib import Path
@@ -74,6 +78,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 
@@ -122,10 +128,8 @@ def parse_args(argv=None):
     p.add_argument("--c-grid", type=int, nargs=2, metavar=("LO", "HI"),
                    help="C is searched over 2^LO, 2^(LO+1), ..., 2^HI (full mode: the paper's -10 15)")
     p.add_argument("--seed", type=int, default=0, help="seed of the subsets, the chains and the CV folds")
-    rc.add_run_args(p, "classification_<dataset>_<mode>")
+    rc.add_run_args(p, "classification_<dataset>_<mode>", from_json=True)
     p.add_argument("--save-models", type=Path, default=None, help="folder to save each fitted GBN (.npz)")
-    p.add_argument("--from-json", type=Path, default=None,
-                   help="only rewrite the markdown and SVG of a finished run from its JSON record")
     a = p.parse_args(argv)
     if a.quick:
         a.mode = "quick"
@@ -134,8 +138,12 @@ def parse_args(argv=None):
     a.sections = [str(v) for v in rc.parse_ints(a.sections, "--sections")]
     if a.c_grid[0] > a.c_grid[1]:
         p.error("--c-grid LO HI needs LO <= HI")
-    if a.name and a.dataset == "all":
+    if a.name and a.dataset == "all" and a.from_json is None:
         p.error("--name needs a single --dataset")
+    if a.from_json is not None:
+        rc.resolve_outputs(a, "")               # the record's folder and stem unless given
+    elif a.out_dir is None:
+        a.out_dir = rc.RESULTS                  # (--name: per data set, in main)
     return a
 
 
@@ -309,6 +317,7 @@ def run_dataset(dataset: str, a, checkpoint=None) -> dict:
 
 
 def write_report(rec, out: Path, name: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     T = max(len(r["accuracy"]) for r in rec["runs"])
     depths = list(range(1, T + 1))
     link_desc = {"poisson": "Poisson (PGBN, collapsed layer one)", "bernoulli": "Bernoulli-Poisson (BerPo-GBN)",
@@ -363,10 +372,9 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     rc.set_command(__file__, argv)
     if a.from_json is not None:
-        import json
-
-        rec = json.loads(a.from_json.read_text(encoding="utf-8"))
-        write_report(rec, a.from_json.parent, a.from_json.stem)
+        rec = rc.read_record(a.from_json, "reproduce_classification")
+        write_report(rec, a.out_dir, a.name)
+        print(f"[classification] wrote {a.out_dir / (a.name + '.md')}", file=sys.stderr)
         return 0
     need_sklearn()
     for dataset in (ALL if a.dataset == "all" else (a.dataset,)):

@@ -7,8 +7,9 @@ Debian package descriptions with their top-2000 vocabulary
 documents, median 29 tokens) or the Linux man pages (``linux-manpages``;
 ``shared/data/linux-manpages``; 2,533 long documents, median 250 tokens):
 
-* per document, ``round(0.3 n_j)`` of its tokens (at least one) train the
-  model and the rest are held out (:func:`pygbn.split_tokens`);
+* per document, ``round(0.3 n_j)`` of its tokens (at least one;
+  ``--train-fraction``, default 0.3) train the model and the rest are held
+  out (:func:`pygbn.split_tokens`);
 * for each ``K1max`` in ``--widths`` one PGBN is trained layer-wise
   (Algorithm 1) up to ``--layers`` layers with ``eta = 0.05``, ``B_1``
   burn-in iterations for layer one and ``B_t`` for the later layers, each
@@ -64,24 +65,29 @@ killed, for ``--merge`` and ``perplexity_spread.py`` to use.
 
 Every option below overrides the mode's value (``--method blocked`` samples
 layer one with the blocked sampler instead of the paper's collapsed one;
-``--from-json`` rewrites a finished run's page and plots).  Results go to
-``docs/results/<name>.{md,json,svg}`` (``--name`` defaults to
-``perplexity_<mode>``, ``perplexity_manpages_<mode>`` for the man pages).
+``--from-json RECORD`` rewrites a finished run's page and plots, beside the
+record under its stem unless ``--out-dir`` or ``--name`` is given).  Results
+go to ``docs/results/<name>.{md,json,svg}`` (``--out-dir``; ``--name``
+defaults to ``perplexity_<mode>``, ``perplexity_manpages_<mode>`` for the
+man pages).
 Run one process at a time (``--n-jobs 1``) when timing matters.
 
 Example::
 
-    PYTHONPATH=. python tools/reproduce_perplexity.py --quick
-    PYTHONPATH=. python tools/reproduce_perplexity.py --dataset linux-manpages --quick
+    python tools/reproduce_perplexity.py --quick
+    python tools/reproduce_perplexity.py --dataset linux-manpages --quick
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 
@@ -131,10 +137,9 @@ def parse_args(argv=None):
     p.add_argument("--control-only", action="store_true",
                    help="run only the T=1 control for the whole layer-wise schedule (and LDA), "
                         "to be merged with the layer-wise run made separately")
-    rc.add_run_args(p, "perplexity_<mode>")
+    rc.add_run_args(p, "perplexity_<mode>, perplexity_manpages_<mode> with --dataset linux-manpages",
+                    from_json=True)
     p.add_argument("--save-models", type=Path, default=None, help="folder to save each fitted GBN (.npz)")
-    p.add_argument("--from-json", type=Path, default=None,
-                   help="only rewrite the markdown and SVG of a finished run from its JSON record")
     p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RECORD",
                    help="combine the records of runs made separately (same data, seed and schedule; "
                         "e.g. one width per process) into one page named --name; no fitting")
@@ -153,12 +158,14 @@ def parse_args(argv=None):
     a.burn_in = tuple(m["burn_in"]) if a.burn_in is None else tuple(a.burn_in)
     a.collect = m["collect"] if a.collect is None else a.collect
     stem = "" if a.dataset == "debian" else rc.CORPORA[a.dataset]["stem"] + "_"
-    a.name = a.name or f"perplexity_{stem}{a.mode}"
+    rc.resolve_outputs(a, f"perplexity_{stem}{a.mode}")
     a.data_dir = a.data_dir or rc.default_data_dir()
     if a.layers < 1 or min(a.burn_in) < 1 or a.collect < 5:
         p.error("--layers and --burn-in must be >= 1 and --collect >= 5 (one sample per 5 iterations)")
     if a.control_only and a.control:
         p.error("--control-only and --control exclude each other")
+    if a.from_json is not None and a.merge is not None:
+        p.error("--from-json and --merge exclude each other")
     return a
 
 
@@ -221,10 +228,9 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     rc.set_command(__file__, argv)
     if a.from_json is not None:
-        import json
-
-        rec = json.loads(a.from_json.read_text(encoding="utf-8"))
-        write_report(rec, a.from_json.parent, a.from_json.stem, None)
+        rec = rc.read_record(a.from_json, "reproduce_perplexity")
+        write_report(rec, a.out_dir, a.name, None)
+        print(f"[perplexity] wrote {a.out_dir / (a.name + '.md')}", file=sys.stderr)
         return 0
     if a.merge is not None:
         rec = merge_records(a.merge, a.control_from or ())
@@ -465,7 +471,13 @@ def merge_records(paths, control_paths=()) -> dict:
     return merged
 
 
+def train_share(rec) -> str:
+    """The record's training share of each document's tokens, e.g. ``30%`` (records without one: the default)."""
+    return f"{100 * rec.get('train_fraction', 0.3):g}%"
+
+
 def write_report(rec, out: Path, name: str, timer) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     T = max(len(r["perplexity"]) for r in rec["runs"])
     depths = list(range(1, T + 1))
     subset = (f"all {rec['n_docs']} documents" if rec["n_docs"] == rec["n_docs_corpus"]
@@ -473,7 +485,8 @@ def write_report(rec, out: Path, name: str, timer) -> None:
     corpus = rc.CORPORA[rec.get("dataset", "debian")]
     extra = [("mode", rec["mode"]),
              ("data", f"{corpus['describe']}, {subset}"),
-             ("tokens", f"{rec['train_tokens']:,} training (30% per document) / {rec['heldout_tokens']:,} held out"),
+             ("tokens", f"{rec['train_tokens']:,} training ({train_share(rec)} per document) / "
+                        f"{rec['heldout_tokens']:,} held out"),
              ("schedule", f"B_1 = {rec['burn_in'][0]}, B_t = {rec['burn_in'][1]} (t >= 2), C_t = {rec['collect']}; "
                           f"eta = {rec['eta']}; layer one {rec.get('method', 'collapsed')}; "
                           "one perplexity sample per 5 collection iterations"),
@@ -545,7 +558,8 @@ def write_report(rec, out: Path, name: str, timer) -> None:
                  rc.fmt_seconds(r["lda"]["wall_s"])] for r in rec["runs"] if "lda" in r]
         text += ["## LDA baseline", "",
                  f"tomotopy `LDAModel(k=K, alpha={rec['lda']['alpha']}, eta={rec['lda']['eta']})` with "
-                 "`optim_interval = 0`, one worker, trained on the same 30% tokens for B_1 iterations, then "
+                 f"`optim_interval = 0`, one worker, trained on the same {train_share(rec)} tokens for B_1 "
+                 "iterations, then "
                  "C_1 more; every 5th of those, Phi ~ Dir(eta + n_kv) over all V terms and theta_j ~ "
                  "Dir(alpha + n_jk) are drawn from the current assignments and the held-out rates "
                  "sum_k theta_jk phi_kv are averaged over the samples before the log, as for the PGBN. "

@@ -19,20 +19,26 @@ document, and writes ``docs/results/<name>.md`` with
 
 Modes as ``tools/reproduce_tree.py`` (``--mode medium`` by default).
 ``--model PATH ...`` reads saved models (``--save-models DIR`` writes them)
-instead of fitting; the reference corpus is then read again from the data.
+instead of fitting; the reference corpus of the coherence is then read again
+from the data (the mode's subset, drawn with the first of ``--seeds``), and
+the page gives the schedule and seed each model was fitted with (its saved
+parameters), not the mode's.
 
 Example::
 
-    PYTHONPATH=. python tools/reproduce_quality.py --quick --seeds 0 1
+    python tools/reproduce_quality.py --quick --seeds 0 1
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 from reproduce_tree import MODES  # noqa: E402
@@ -46,16 +52,31 @@ def mean_se(values) -> str:
     return f"{m:.3f} ± {se:.3f}" if n > 1 else f"{m:.3f}"
 
 
+def need_file(path: Path) -> Path:
+    if not path.is_file():
+        raise SystemExit(f"error: model {path} not found")
+    return path
+
+
+def model_schedule(g) -> str:
+    """The schedule a loaded GBN was fitted with, from its saved parameters."""
+    p = g.get_params()
+    return (f"K1max = {p['n_components']}, T_max = {p['n_layers']}, burn_in = {p['burn_in']}, "
+            f"n_collect = {p['n_collect']}, eta = {p['eta']}, trace_every = {p['trace_every']}, "
+            f"layer one {getattr(g, 'method_', p['method'])}")
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", choices=sorted(rc.CORPORA), default="debian", help="the corpus (default: debian)")
     rc.add_mode_args(p, MODES, "medium")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one fit per seed (default: 0 1 2)")
-    p.add_argument("--layers", type=int, default=5)
-    p.add_argument("--trace-every", type=int, default=5)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                   help="one fit per seed (default: 0 1 2); with --model the first draws the reference subset")
+    p.add_argument("--layers", type=int, default=5, help="T_max of the fits (default: 5; not with --model)")
+    p.add_argument("--trace-every", type=int, default=5, help="(default: 5; not with --model)")
     p.add_argument("--model", type=Path, nargs="+", help="read these saved GBNs instead of fitting")
     p.add_argument("--save-models", type=Path, default=None, help="save each fitted GBN in this folder")
-    rc.add_run_args(p, "quality_debian_<mode>")
+    rc.add_run_args(p, "quality_debian_<mode>, quality_manpages_<mode> with --dataset linux-manpages")
     a = p.parse_args(argv)
     if a.quick:
         a.mode = "quick"
@@ -80,7 +101,11 @@ def main(argv=None) -> int:
     X = X[rc.subset_rows(X.shape[0], a.n_docs, seed0)]     # the same documents for every seed
     fits, fit_s = [], []
     if a.model:
-        fits = [pygbn.load(path) for path in a.model]
+        fits = [pygbn.load(need_file(path)) for path in a.model]
+        for path, g in zip(a.model, fits):
+            if g.n_features_in_ != X.shape[1]:
+                raise SystemExit(f"error: {path} was fitted on {g.n_features_in_} terms, the {a.dataset} "
+                                 f"corpus has {X.shape[1]} (give its corpus with --dataset)")
     else:
         for seed in a.seeds:
             print(f"[quality] seed {seed}: fitting {X.shape[0]} docs, K1max={a.width}, T<={a.layers}, "
@@ -101,14 +126,25 @@ def main(argv=None) -> int:
         quality.append({"coherence": per, "diversity": net.diversity(), "widths": net.widths})
     subset = (f"all {X.shape[0]} documents" if not a.n_docs
               else f"a random subset of {X.shape[0]} documents (seed {seed0})")
-    info = [("mode", a.mode), ("data", f"{rc.CORPORA[a.dataset]['describe']}, all tokens, {subset}"),
-            ("schedule", f"K1max = {a.width}, T_max = {a.layers}, B_1 = {a.burn_in[0]}, B_t = {a.burn_in[1]}, "
-                         f"C_t = {a.collect}, eta = 0.05, trace_every = {fits[0].trace_every}"),
-            ("seeds", " ".join(map(str, a.seeds)) if not a.model else f"{len(fits)} saved models"),
-            ("inferred widths", "; ".join(str(n.widths) for n in nets))]
+    data = f"{rc.CORPORA[a.dataset]['describe']}, all tokens, {subset}"
+    if not a.model:
+        seeds = list(a.seeds)
+        info = [("mode", a.mode), ("data", data),
+                ("schedule", f"K1max = {a.width}, T_max = {a.layers}, B_1 = {a.burn_in[0]}, B_t = {a.burn_in[1]}, "
+                             f"C_t = {a.collect}, eta = 0.05, trace_every = {fits[0].trace_every}"),
+                ("seeds", " ".join(map(str, seeds)))]
+    else:  # what the models say of themselves: their saved parameters, not this mode's
+        seeds = [g.random_state if isinstance(g.random_state, (int, np.integer)) else None for g in fits]
+        scheds = [model_schedule(g) for g in fits]
+        info = [("models", "<br>".join(f"`{path}`" for path in a.model)),
+                ("reference corpus", f"{data} (`--mode {a.mode}`; the coherence's co-occurrence counts)"),
+                ("schedule", scheds[0] if len(set(scheds)) == 1
+                 else "<br>".join(f"{path.stem}: {sc}" for path, sc in zip(a.model, scheds))),
+                ("seeds", " ".join("not stored" if sd is None else str(sd) for sd in seeds))]
+    info.append(("inferred widths", "; ".join(str(n.widths) for n in nets)))
     if fit_s:
         info.append(("fit wall time per seed", ", ".join(rc.fmt_seconds(s) for s in fit_s)))
-    if a.mode != "full":
+    if a.mode != "full" and not a.model:
         info.append(("note", "a reduced run, NOT the paper's schedule (which is `--mode full`)"))
     title = {"debian": "the Debian corpus", "linux-manpages": "the Linux man pages"}[a.dataset]
     text = [rc.run_header(f"Topic quality per layer and convergence of {T}-layer PGBNs on {title}", env,
@@ -136,7 +172,7 @@ def main(argv=None) -> int:
     text += ["### The three most popular nodes of each layer (first seed)", "",
              rc.md_table(["node", "C_V", "top words"], ex), ""]
     svg = pygbn.explore.trace_svg([g.loglikelihoods_ for g in fits], [g.trace_iterations_ for g in fits],
-                                  labels=[f"seed {s}" for s in a.seeds] if not a.model else
+                                  labels=[f"seed {s}" for s in seeds] if not a.model else
                                   [path.stem for path in a.model])
     a.out_dir.mkdir(parents=True, exist_ok=True)
     (a.out_dir / f"{a.name}_trace.svg").write_text(svg, encoding="utf-8")
@@ -157,7 +193,8 @@ def main(argv=None) -> int:
              rc.md_table(["depth", "mean of the second half, per seed", "split-R-hat", "ESS"], drows), ""]
     (a.out_dir / f"{a.name}.md").write_text("\n".join(text), encoding="utf-8")
     rc.write_json(a.out_dir / f"{a.name}.json", {
-        "script": "reproduce_quality", "command": rc.command_line(), "mode": a.mode, "seeds": a.seeds,
+        "script": "reproduce_quality", "command": rc.command_line(), "mode": a.mode, "seeds": seeds,
+        **({"models": [str(path) for path in a.model], "schedules": scheds} if a.model else {}),
         "dataset": a.dataset, "n_docs": int(X.shape[0]), "quality": quality,
         "loglikelihoods": [g.loglikelihoods_ for g in fits], "trace_iterations": [g.trace_iterations_ for g in fits],
         "diagnostics": diag, "fit_wall_s": fit_s, "wall_s": timer.wall, "environment": env})

@@ -17,57 +17,77 @@ observed (pygbn.split_tokens) and the rest held out.  Printed:
 * the fitted T = 1 and T = 2 networks scored by the same test-time chain
   as the oracle.
 
+Only prints (under a minute on one core); docs/results/synthetic_depth.md
+holds one run's output.
+
 Usage::
 
-    PYTHONPATH=. python tools/reproduce_synthetic_depth.py [SEED]
+    python tools/reproduce_synthetic_depth.py [SEED]     # SEED: of the data, the split and the chains (default 0)
 """
+import argparse
+import importlib.util
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-import pygbn
-from pygbn import GBN, Layer, Network
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-t_start = time.perf_counter()
-seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-rng = np.random.default_rng(seed)
+import pygbn  # noqa: E402
+from pygbn import GBN, Layer, Network  # noqa: E402
+
 J, V, K1, K2 = 4000, 500, 25, 5
 c2, c3 = 0.1, 1.0
-phi1 = rng.dirichlet(np.full(V, 0.05), size=K1).T
-phi2 = rng.dirichlet(np.full(K1, 0.1), size=K2).T
-r = np.full(K2, 0.5)
-th2 = rng.gamma(r, 1.0 / c3, size=(J, K2))
-th1 = rng.gamma(th2 @ phi2.T, 1.0 / c2)
-X = sp.csr_matrix(rng.poisson(th1 @ phi1.T))
-X = X[np.asarray(X.sum(1)).ravel() > 0]
-print(f"seed {seed}: {X.shape[0]} docs, {X.sum() / X.shape[0]:.1f} tokens/doc", flush=True)
-Xo, Xh = pygbn.split_tokens(X, 0.3, random_state=seed)
 TI = (300, 300)
-
-
-def score(nets):
-    g = GBN(n_components=K1, transform_iter=TI, random_state=seed)
-    g.networks_ = nets
-    g.n_features_in_ = V
-    return [g.perplexity(Xo, Xh, depth=d) for d in range(1, len(nets) + 1)]
-
-
-true2 = Network(layers=[Layer(phi=phi1, c_median=c2), Layer(phi=phi2, c_median=c3)], r=r)
-true1 = Network(layers=[Layer(phi=phi1, c_median=c2 / c3)], r=phi2 @ r)  # flat prior with the mean shapes
-print("oracle, test chain (true Phi^(1); T=1 flat prior with the mean shapes, T=2 the true network):",
-      np.round(score([true1, true2]), 2), flush=True)
 B, C = 300, 300
-t = time.perf_counter()
-m = GBN(n_components=K1, n_layers=3, burn_in=(B, B), n_collect=C, random_state=seed, transform_iter=TI)
-m.fit(Xo, heldout=Xh)
-print("fitted layer-wise, training-chain perplexity_ T=1..3:", np.round(m.perplexity_, 2), m.widths_,
-      f"({time.perf_counter() - t:.0f} s)", flush=True)
-ctrl = GBN(n_components=K1, n_layers=1, burn_in=B + 2 * (B + C), n_collect=C, random_state=seed)
-ctrl.fit(Xo, heldout=Xh)
-print(f"control: T=1 for {B + C + 2 * (B + C)} iterations, training-chain perplexity_:",
-      np.round(ctrl.perplexity_, 2), flush=True)
-print("fitted T=1..2 scored by the test chain:", np.round([m.perplexity(Xo, Xh, depth=d) for d in (1, 2)], 2),
-      flush=True)
-print(f"total wall time {time.perf_counter() - t_start:.0f} s")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("seed", nargs="?", type=int, default=0, metavar="SEED",
+                    help="seed of the data, the split and every chain (default: 0)")
+    seed = ap.parse_args(argv).seed
+    t_start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    phi1 = rng.dirichlet(np.full(V, 0.05), size=K1).T
+    phi2 = rng.dirichlet(np.full(K1, 0.1), size=K2).T
+    r = np.full(K2, 0.5)
+    th2 = rng.gamma(r, 1.0 / c3, size=(J, K2))
+    th1 = rng.gamma(th2 @ phi2.T, 1.0 / c2)
+    X = sp.csr_matrix(rng.poisson(th1 @ phi1.T))
+    X = X[np.asarray(X.sum(1)).ravel() > 0]
+    print(f"seed {seed}: {X.shape[0]} docs, {X.sum() / X.shape[0]:.1f} tokens/doc", flush=True)
+    Xo, Xh = pygbn.split_tokens(X, 0.3, random_state=seed)
+
+    def score(nets):
+        g = GBN(n_components=K1, transform_iter=TI, random_state=seed)
+        g.networks_ = nets
+        g.n_features_in_ = V
+        return [g.perplexity(Xo, Xh, depth=d) for d in range(1, len(nets) + 1)]
+
+    true2 = Network(layers=[Layer(phi=phi1, c_median=c2), Layer(phi=phi2, c_median=c3)], r=r)
+    true1 = Network(layers=[Layer(phi=phi1, c_median=c2 / c3)], r=phi2 @ r)  # flat prior with the mean shapes
+    print("oracle, test chain (true Phi^(1); T=1 flat prior with the mean shapes, T=2 the true network):",
+          np.round(score([true1, true2]), 2), flush=True)
+    t = time.perf_counter()
+    m = GBN(n_components=K1, n_layers=3, burn_in=(B, B), n_collect=C, random_state=seed, transform_iter=TI)
+    m.fit(Xo, heldout=Xh)
+    print("fitted layer-wise, training-chain perplexity_ T=1..3:", np.round(m.perplexity_, 2), m.widths_,
+          f"({time.perf_counter() - t:.0f} s)", flush=True)
+    ctrl = GBN(n_components=K1, n_layers=1, burn_in=B + 2 * (B + C), n_collect=C, random_state=seed)
+    ctrl.fit(Xo, heldout=Xh)
+    print(f"control: T=1 for {B + C + 2 * (B + C)} iterations, training-chain perplexity_:",
+          np.round(ctrl.perplexity_, 2), flush=True)
+    print("fitted T=1..2 scored by the test chain:", np.round([m.perplexity(Xo, Xh, depth=d) for d in (1, 2)], 2),
+          flush=True)
+    print(f"total wall time {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

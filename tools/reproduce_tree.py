@@ -35,16 +35,19 @@ corpus with ``--dataset`` for the page's title).
 
 Example::
 
-    PYTHONPATH=. python tools/reproduce_tree.py --quick
+    python tools/reproduce_tree.py --quick
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 
+if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _repro_common as rc  # noqa: E402
 
@@ -55,12 +58,21 @@ MODES = {
 }
 
 
-def parse_root(text: str):
+def parse_root(text: str, widths=None):
+    """``(layer, node index)`` of ``LAYER:RANK``; with the network's ``widths``, checked against them."""
     try:
         layer, node = text.split(":")
-        return int(layer), int(node) - 1
+        layer, node = int(layer), int(node) - 1
     except ValueError:
         raise SystemExit(f"error: a root is LAYER:RANK (e.g. 5:1 for the most popular node of layer 5), got {text!r}")
+    if widths is not None:
+        T = len(widths)
+        if not 1 <= layer <= T:
+            raise SystemExit(f"error: root {text!r}: the network has layers 1..{T}, not {layer} (LAYER:RANK)")
+        if not 0 <= node < widths[layer - 1]:
+            raise SystemExit(f"error: root {text!r}: layer {layer} has ranks 1..{widths[layer - 1]}, "
+                             f"not {node + 1} (LAYER:RANK)")
+    return layer, node
 
 
 def parse_args(argv=None):
@@ -80,11 +92,16 @@ def parse_args(argv=None):
     p.add_argument("--subnetwork", default=None,
                    help="comma-separated LAYER:RANK roots of the subnetwork (default: automatic, see above)")
     p.add_argument("--seed", type=int, default=0)
-    rc.add_run_args(p, "tree_debian_<mode>")
+    rc.add_run_args(p, "tree_debian_<mode>, tree_manpages_<mode> with --dataset linux-manpages, "
+                       "tree_<model file stem> with --model")
     p.add_argument("--save-model", type=Path, default=None, help="save the fitted GBN here (.npz)")
     a = p.parse_args(argv)
     if a.quick:
         a.mode = "quick"
+    for text in ([a.root] if a.root else []) + (a.subnetwork.split(",") if a.subnetwork else []):
+        parse_root(text)  # the form now, before a fit; the ranges once the network is there
+    if a.model is not None and not a.model.is_file():
+        p.error(f"--model {a.model} not found")
     m = MODES[a.mode]
     if a.n_docs is None:
         a.n_docs = 0 if a.dataset == "linux-manpages" else m["n_docs"]
@@ -148,10 +165,10 @@ def main(argv=None) -> int:
     if net.vocabulary is None:
         sys.exit("error: the model has no vocabulary; fit it with vocabulary=...")
     T = net.depth
-    root = parse_root(a.root) if a.root else (T, 0)
+    root = parse_root(a.root, net.widths) if a.root else (T, 0)
     tree = net.tree(*root, tau=a.tau)
     if a.subnetwork:
-        roots, sim = [parse_root(s) for s in a.subnetwork.split(",")], None
+        roots, sim = [parse_root(s, net.widths) for s in a.subnetwork.split(",")], None
     else:
         roots, sim = related_pair(net)
     sub = net.subnetwork(roots, tau=a.tau)

@@ -172,7 +172,7 @@ def write(a, s, desc, what, better, rows, wall, cpu):
     md.append(rc.md_table(
         ["chain", what, f"difference to {longest}+{longest}", "CPU (s)", "us / sample-iteration"],
         [[f"{t['length']}+{t['length']}" + (" (another chain seed)" if t["repeat"] else ""),
-          f"{t['mean']:.2f} ± {t['se']:.2f} ({t['n']})",
+          f"{t['mean']:.2f} ± {t['se']:.2f} ({t['n']})" if np.isfinite(t["se"]) else f"{t['mean']:.2f} ({t['n']})",
           f"{t['diff']:+.3f} ± {t['diff_se']:.3f}" if np.isfinite(t["diff_se"]) else f"{t['diff']:+.3f}",
           f"{t['cpu_s']:.1f}", f"{t['us_per_sample_iteration']:.1f}"] for t in table]))
     md.append("\nPer seed:\n")
