@@ -480,6 +480,11 @@ def test_trace(work, tmp_path):
     assert f"depth 1: R-hat {r['rhat']:.3f}, ESS {r['ess']:.1f} of 12 values" in out
     root = ET.parse(tmp_path / "t.svg").getroot()
     assert root.tag.endswith("svg") and len(root.findall(".//{http://www.w3.org/2000/svg}polyline")) == 4
+    out = run(["trace", tmp_path / "m1.npz", tmp_path / "m2.npz", "--discard", "burn_in"], cwd=tmp_path).stdout
+    r = pygbn.evaluation.trace_diagnostics(fits, depth=2, discard="burn_in")
+    assert "after the burn-in" in out and f"depth 2: R-hat {r['rhat']:.3f}, ESS {r['ess']:.1f}" in out
+    assert_one_line_error(run(["trace", tmp_path / "m1.npz", "--discard", "burn"], cwd=tmp_path, check=False),
+                          "discard")
     # the module's model was fitted with stages shorter than trace_every: no trace
     assert_one_line_error(run(["trace", work["dir"] / "model.npz"], cwd=tmp_path, check=False),
                           "no convergence traces")

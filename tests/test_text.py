@@ -511,3 +511,8 @@ def test_read_lines_from_a_stream_and_decode_errors(tmp_path):
     assert tx.read_folder(tmp_path, encoding="latin-1")[1] == ["première ligne\nsecond\nthird\n"]
     with pytest.raises(ValueError, match="unknown encoding"):
         tx.read_lines(io.BytesIO(data), encoding="klingon")
+
+
+def test_no_documents_says_so():
+    with pytest.raises(ValueError, match="documents is empty"):
+        tx.CountVectorizer().fit_transform([])

@@ -508,8 +508,9 @@ def cmd_trace(args) -> int:
             _out(f"  depth {d}: {len(ll)} values (iterations {its[0]}..{its[-1]}), first {ll[0]:.4f}, "
                  f"last {ll[-1]:.4f}, mean of the second half {np.mean(half):.4f}; widths {m.networks_[d - 1].widths}")
     if len(models) > 1:
-        _out(f"{len(models)} chains: split-R-hat and effective sample size of each depth's stage "
-             f"(the last {1 - args.discard:.0%} of its traced values)")
+        kept = ("its traced values after the burn-in" if args.discard == "burn_in"
+                else f"the last {1 - args.discard:.0%} of its traced values")
+        _out(f"{len(models)} chains: split-R-hat and effective sample size of each depth's stage ({kept})")
         for d in range(1, min(len(m.loglikelihoods_) for m in models) + 1):
             r = trace_diagnostics(models, depth=d, discard=args.discard)
             n = r["n_chains"] * r["n_draws"]

@@ -103,6 +103,14 @@ _open_fraction = _float_arg("a number in (0, 1)", lambda v: 0.0 < v < 1.0)
 _fraction = _float_arg("a number in [0, 1)", lambda v: 0.0 <= v < 1.0)
 
 
+def _discard(text: str):
+    """--discard: a share in [0, 1) or 'burn_in' (as pygbn.evaluation.trace_chains takes)."""
+    return "burn_in" if text == "burn_in" else _fraction(text)
+
+
+_discard.__name__ = "discard"
+
+
 def _df(text: str):
     """min_df/max_df: an int (documents) or a float with a decimal point (proportion)."""
     try:
@@ -342,12 +350,12 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
                     "traced values. -o writes the traces as an SVG plot.")
     p.add_argument("model", nargs="+", help="model file(s) written by 'pygbn fit'")
     p.add_argument("-o", "--output", default=None, metavar="FILE.svg", help="write an SVG plot of the traces")
-    p.add_argument("--discard", type=_fraction, default=0.5, metavar="F",
-                   help="share of each depth's traced values dropped as warm-up before R-hat and ESS "
-                   "(default: %(default)s)")
+    p.add_argument("--discard", type=_discard, default=0.5, metavar="F",
+                   help="share of each depth's traced values dropped as warm-up before R-hat and ESS, "
+                   "or 'burn_in' for the values up to each depth's pruning (default: %(default)s)")
 
     # demo -----------------------------------------------------------------
-    p = add_command("demo", cmd_demo, help="fit a 3-layer GBN to the bundled corpus (about a minute)",
+    p = add_command("demo", cmd_demo, help="fit a 3-layer GBN to the bundled corpus (a quarter of a minute on one core)",
                     description="Fit a three-layer Poisson GBN to the bundled corpus of Debian "
                     "package descriptions and print the widths, the top words of the most "
                     "popular topics of each layer and one tree.")

@@ -267,6 +267,8 @@ class CountVectorizer:
 
     def _learn_vocab(self, tokens: list[list[str]]) -> tuple[list[str], np.ndarray]:
         n_docs = len(tokens)
+        if n_docs == 0:
+            raise ValueError("documents is empty: there is no vocabulary to learn")
         min_c = _doc_count(self.min_df, n_docs, "min_df")
         max_c = _doc_count(self.max_df, n_docs, "max_df")
         if min_c > n_docs:
