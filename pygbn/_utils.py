@@ -11,7 +11,7 @@ import logging
 import numbers
 import os
 import sys
-from collections.abc import Mapping, Set, Sized
+from collections.abc import KeysView, Mapping, Set
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -38,6 +38,10 @@ __all__ = [
 # re-exports them): a network that can be built can be explored, saved and loaded.
 #: how far a column sum of Phi^(t) may be from 1
 SIMPLEX_TOLERANCE = 1e-6
+#: how far a column sum of a Phi given by a user may be from 1 and still be taken (float32
+#: precision, rounded values): the explorers read such a Phi as it is, a Network renormalises
+#: its columns in float64 (to within SIMPLEX_TOLERANCE)
+LOOSE_SIMPLEX_TOLERANCE = 1e-4
 #: largest value of a positive parameter (eta, gamma0, c0, the hyper-parameters, a
 #: link's parameters, each r_k) in a network; c_median only needs to be finite (a
 #: fit where most samples are empty has medians of 1e20 and more)
@@ -405,6 +409,8 @@ def positive_per_layer(value, n_layers: int, name: str) -> List[float]:
     ValueError naming ``name`` and the value."""
     out = []
     for v in per_layer(value, n_layers, name):
+        if isinstance(v, np.ndarray) and v.ndim == 0:
+            v = v[()]
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.floating, np.integer)) \
                 or not np.isfinite(v) or v <= 0:
             raise ValueError(f"{name} must be positive and finite, got {value!r}")
@@ -418,12 +424,15 @@ def check_vocab(vocab, n_terms: int, name: str = "vocab") -> list[str]:
         raise ValueError(f"{name} must be a sequence of {n_terms} strings, got None")
     if isinstance(vocab, (str, bytes)):
         raise ValueError(f"{name} must be a sequence of strings, got a single {type(vocab).__name__}")
-    if isinstance(vocab, (Set, Mapping)) or not isinstance(vocab, Sized):
+    if isinstance(vocab, Mapping) or (isinstance(vocab, Set) and not isinstance(vocab, KeysView)):
         raise ValueError(f"{name} must be an ordered sequence of {n_terms} strings (a list, tuple or "
                          f"1-D array, in column order), got a {type(vocab).__name__}")
     if isinstance(vocab, np.ndarray) and vocab.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got an array of shape {vocab.shape}")
-    words = list(vocab)
+    try:
+        words = list(vocab)
+    except TypeError:
+        raise ValueError(f"{name} must be a sequence of {n_terms} strings, got {type(vocab).__name__}") from None
     if len(words) != n_terms:
         raise ValueError(f"{name} must hold {n_terms} terms (one per data dimension), got {len(words)}")
     for i, w in enumerate(words):

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import tempfile
+import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -335,9 +336,19 @@ def _file_mode(path: str) -> int:
                     return 0o666 & ~int(line.split()[1], 8)
     except (OSError, ValueError, IndexError):
         pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
+    # elsewhere: the mode a new file gets, from a probe file (setting the umask to read it
+    # would change it for the whole process for a moment)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, probe = -1, os.path.join(folder, f".pygbn-mode-probe-{uuid.uuid4().hex}")
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        return os.stat(probe).st_mode & 0o777
+    except OSError:
+        return 0o644
+    finally:
+        if fd >= 0:
+            os.close(fd)
+            os.unlink(probe)
 
 
 def _read_archive(path: str) -> dict:

@@ -577,10 +577,12 @@ def test_npy_csv_tsv_inputs_are_count_matrices(work, tmp_path, capsys):
     np.testing.assert_array_equal(F[0], F[2])
     code, out, err = _main(capsys, "perplexity", d / "model.npz", tmp_path / "g.npy", *TEST_CHAIN)
     assert code == 0 and "held-out perplexity" in out, err
-    # a .csv of words is not read as text: a clear error, not words made of numbers
+    # a .csv of words is text (one document per line), a .csv of numbers a matrix
+    from pygbn.cli.commands import _input_kind
+
     (tmp_path / "words.csv").write_text("apple,banana\ncherry,date\n", encoding="utf-8")
-    code, out, err = _main(capsys, "fit", tmp_path / "words.csv", "-o", tmp_path / "m.npz")
-    assert code == 1 and "as a numeric matrix" in err and "--encoding" not in err
+    assert _input_kind(str(tmp_path / "words.csv")) == "lines"
+    assert _input_kind(str(tmp_path / "g.csv")) == "counts" and _input_kind(str(tmp_path / "g.tsv")) == "counts"
     # a model file is not data
     code, out, err = _main(capsys, "fit", d / "model.npz", "-o", tmp_path / "m.npz")
     assert code == 1 and "is a pygbn model file, not a count matrix" in err
@@ -714,3 +716,17 @@ def test_trace_says_why_there_is_no_trace(work, tmp_path, capsys):
                  "30", "--collect", "2", "--trace-every", "0", "--seed", "0", "-q", "-o", tmp_path / "t0.npz")[0] == 0
     code, out, err = _main(capsys, "trace", tmp_path / "t0.npz")
     assert code == 1 and "fitted with --trace-every 0" in err
+
+
+def test_text_kept_in_csv_or_tsv_is_read_as_text(tmp_path):
+    """.csv/.tsv became count-matrix suffixes; a text corpus under these names (read as text
+    before) is still text: the first line that is not numbers decides."""
+    lines = ["the cat sat on the mat\tdog barks", "a cat and a dog", "mat and cat and mat"] * 10
+    (tmp_path / "d.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run(["fit", tmp_path / "d.tsv", "--n-components", "2", "--layers", "1", "--burn-in", "2", "1",
+         "--collect", "1", "--min-df", "1", "--quiet", "-o", tmp_path / "m.npz"], cwd=tmp_path)
+    assert pygbn.load(tmp_path / "m.npz").network_.vocabulary is not None
+    np.savetxt(tmp_path / "x.csv", np.random.default_rng(0).poisson(1.0, size=(20, 6)), delimiter=",", fmt="%d")
+    run(["fit", tmp_path / "x.csv", "--n-components", "2", "--layers", "1", "--burn-in", "2", "1",
+         "--collect", "1", "--quiet", "-o", tmp_path / "c.npz"], cwd=tmp_path)
+    assert pygbn.load(tmp_path / "c.npz").n_features_in_ == 6

@@ -127,9 +127,32 @@ def _input_kind(path: str) -> str:
         raise CLIError(f"input not found: {path!r}")
     if os.path.isdir(path):
         return "folder"
-    if path.lower().endswith(_COUNT_SUFFIXES):
+    low = path.lower()
+    if low.endswith((".csv", ".tsv")):
+        # a matrix of numbers, or text kept under these names (one document per line, as
+        # before they were count formats): the first line that is not a comment decides
+        return "counts" if _numeric_first_line(path, "\t" if low.endswith(".tsv") else ",") else "lines"
+    if low.endswith(_COUNT_SUFFIXES):
         return "counts"
     return "lines"
+
+
+def _numeric_first_line(path: str, delimiter: str) -> bool:
+    """Whether the first non-blank line of ``path`` not starting with ``#`` is numbers only."""
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line or line.startswith("#"):
+                    continue
+                try:
+                    [float(field) for field in line.split(delimiter)]
+                except ValueError:
+                    return False
+                return True
+    except OSError:
+        return True     # load_counts reports it
+    return True
 
 
 def _read_documents(path: str, kind: str, args) -> List[str]:

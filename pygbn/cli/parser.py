@@ -177,9 +177,9 @@ def _add_test_chain_options(p) -> None:
     g.add_argument("--jobs", type=_n_jobs, default=1, metavar="N", help="threads (-1: all cores; default: 1)")
 
 
-INPUT_HELP = ("a count matrix (.mtx, .mtx.gz, .npz, .npy, .csv, .tsv; documents x terms), any other "
-              "file: text with one document per line ('-': standard input), or a folder with one "
-              "document per file")
+INPUT_HELP = ("a count matrix (.mtx, .mtx.gz, .npz, .npy, or .csv/.tsv of numbers; documents x terms), "
+              "any other file (a .csv/.tsv of text too): text with one document per line ('-': "
+              "standard input), or a folder with one document per file")
 
 
 def build_parser(width: Optional[int] = None) -> argparse.ArgumentParser:

@@ -13,14 +13,15 @@ from typing import Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import SIMPLEX_TOLERANCE
+from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE
 from pygbn._utils import check_vocab  # noqa: F401 (used by the explorers from here)
 
 
 def column_sum_atol() -> float:
-    """How far a column of a Phi may sum from one: :data:`pygbn.io.SIMPLEX_TOLERANCE`,
-    the tolerance of networks and model files, so that a network that explores also saves."""
-    return SIMPLEX_TOLERANCE
+    """How far a column of a Phi may sum from one for the explorers: 1e-4
+    (``pygbn._utils.LOOSE_SIMPLEX_TOLERANCE``: float32 precision, rounded values); a
+    :class:`pygbn.model.Network` renormalises such columns, so that it also saves."""
+    return LOOSE_SIMPLEX_TOLERANCE
 
 
 def check_phis(phis) -> list[np.ndarray]:

@@ -21,13 +21,14 @@ def check_chain_input(network: Network, Y, values: bool = True) -> None:
     """Raise ValueError unless ``network`` and the data ``Y`` fit together.
 
     ``Y`` must be a scipy.sparse CSR matrix with ``network.n_features``
-    columns; the network's shapes must chain (:meth:`Network.check`: each
-    Phi^(t) has as many rows as layer t-1 has nodes, r one entry per top
-    node); every per-sample array present on a layer must have one row per
-    sample of ``Y`` (``theta`` (J, K_t), ``c`` (J,)) and ``counts`` the shape
-    of Phi^(t).  The message names the mismatch.  This runs before any
-    kernel, since the kernels do not check bounds.  With ``values=False``
-    only shapes are checked (not that Phi and r are finite and nonnegative).
+    columns; the network must pass :meth:`Network.check` (shapes that chain,
+    Phi^(t) finite, nonnegative and on the simplex, the parameters in range,
+    the vocabulary); every per-sample array present on a layer must have one
+    row per sample of ``Y`` (``theta`` (J, K_t), ``c`` (J,)) and ``counts``
+    the shape of Phi^(t).  The message names the mismatch.  This runs before
+    any kernel, since the kernels do not check bounds.  With ``values=False``
+    only the shapes are checked (each Phi^(t) has as many rows as layer t-1
+    has nodes, r one entry per top node), as between iterations.
     """
     if not (sp.issparse(Y) and Y.format == "csr"):
         raise ValueError(f"Y must be a scipy.sparse CSR matrix (validated by the link's check_data), "

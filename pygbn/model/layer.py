@@ -22,6 +22,8 @@ def check_parameter(value, name: str, bounded: bool = True) -> float:
     (the range :func:`pygbn.io.read_model` accepts), or with ``bounded=False`` a finite
     positive one; else ValueError naming ``name`` and the value."""
     upper = model_limits()[1] if bounded else np.finfo(np.float64).max
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
     if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer))
             or not (0 < float(value) <= upper)):   # NaN fails the comparison
         limit = f" (at most {upper:g})" if bounded else ""

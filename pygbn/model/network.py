@@ -54,6 +54,22 @@ def as_hyperparameters(hyper, name: str = "hyper") -> Hyperparameters:
     raise ValueError(f"{name} must be a Hyperparameters, a dict or None, got {hyper!r}")
 
 
+def _near_simplex_renormalised(phi: np.ndarray) -> np.ndarray:
+    """``phi`` with its columns divided by their sums when every sum is within
+    ``LOOSE_SIMPLEX_TOLERANCE`` (1e-4) of 1 but some is not within ``SIMPLEX_TOLERANCE``
+    (1e-6): a Phi made in float32 or rounded; else ``phi`` itself (checked later)."""
+    from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE, SIMPLEX_TOLERANCE
+
+    if not (isinstance(phi, np.ndarray) and phi.ndim == 2 and phi.size):
+        return phi
+    sums = phi.sum(axis=0)
+    off = np.abs(sums - 1.0)
+    if not (off.max() > SIMPLEX_TOLERANCE and off.max() <= LOOSE_SIMPLEX_TOLERANCE
+            and phi.min() >= 0 and np.isfinite(sums).all()):
+        return phi
+    return phi / sums
+
+
 @dataclass(eq=False)
 class Network:
     """A gamma belief network with ``T = len(layers)`` hidden layers (paper eq:PGBN).
@@ -66,7 +82,9 @@ class Network:
     Parameters
     ----------
     layers : list of Layer
-        ``layers[t - 1]`` holds Phi^(t) of shape (K_{t-1}, K_t).
+        ``layers[t - 1]`` holds Phi^(t) of shape (K_{t-1}, K_t), its columns on
+        the simplex; columns within 1e-4 of it (a Phi made in float32, or
+        rounded) are divided by their sums in float64 when the network is built.
     r : ndarray of shape (K_T,)
         Gamma shapes of the top layer's hidden units.
     gamma0, c0 : float
@@ -104,6 +122,10 @@ class Network:
         self.r = r.astype(np.float64, copy=False)
         self.gamma0 = check_parameter(self.gamma0, "gamma0")
         self.c0 = check_parameter(self.c0, "c0")
+        if isinstance(self.layers, list):
+            for layer in self.layers:
+                if isinstance(layer, Layer):
+                    layer.phi = _near_simplex_renormalised(layer.phi)
         self.check()
 
     # ------------------------------------------------------------------ shape
