@@ -404,17 +404,27 @@ def per_layer(value, n_layers: int, name: str, first_and_rest: bool = False) -> 
     return vals[:n_layers]
 
 
+def positive_real(value, upper: float = np.finfo(np.float64).max) -> Optional[float]:
+    """``value`` as a float if it is a real number (Python or numpy, a 0-d array too; not a
+    bool) in ``(0, upper]``, else None (NaN and inf fail): the one rule of every positive
+    parameter's check, each caller naming the parameter in its own error."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        return None
+    value = float(value)
+    return value if 0 < value <= upper else None
+
+
 def positive_per_layer(value, n_layers: int, name: str) -> List[float]:
     """:func:`per_layer` of a positive finite setting (a layer's eta): floats, or
     ValueError naming ``name`` and the value."""
     out = []
     for v in per_layer(value, n_layers, name):
-        if isinstance(v, np.ndarray) and v.ndim == 0:
-            v = v[()]
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.floating, np.integer)) \
-                or not np.isfinite(v) or v <= 0:
+        f = positive_real(v)
+        if f is None:
             raise ValueError(f"{name} must be positive and finite, got {value!r}")
-        out.append(float(v))
+        out.append(f)
     return out
 
 

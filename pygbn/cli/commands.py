@@ -173,14 +173,20 @@ def _read_documents(path: str, kind: str, args) -> List[str]:
     return docs
 
 
-def _read_vocab(path: str) -> List[str]:
-    """A --vocab file (always UTF-8), with command-line advice when it cannot be decoded."""
+def _read_word_file(reader, path: str, option: str, what: str) -> List[str]:
+    """``reader(path)`` of a word-list file (always UTF-8: vocabularies, stop words), with
+    command-line advice when it cannot be decoded."""
     try:
-        return text.read_vocab(path)
+        return reader(path)
     except text.DecodeError as exc:
-        raise CLIError(f"could not decode the --vocab file {exc.name!r} as UTF-8: {exc.reason} at byte "
-                       f"{exc.position}; vocabulary files are read as UTF-8 (--encoding applies to "
+        raise CLIError(f"could not decode the {option} file {exc.name!r} as UTF-8: {exc.reason} at byte "
+                       f"{exc.position}; {what} files are read as UTF-8 (--encoding applies to "
                        "text input only): re-save it as UTF-8") from None
+
+
+def _read_vocab(path: str) -> List[str]:
+    """A --vocab file (always UTF-8)."""
+    return _read_word_file(text.read_vocab, path, "--vocab", "vocabulary")
 
 
 def _stop_words(value: str):
@@ -190,12 +196,7 @@ def _stop_words(value: str):
         return None
     if not os.path.isfile(value):
         raise CLIError(f"--stop-words must be 'english', 'none' or a file of words, got {value!r}")
-    try:
-        return text.read_stop_words(value)
-    except text.DecodeError as exc:
-        raise CLIError(f"could not decode the --stop-words file {exc.name!r} as UTF-8: {exc.reason} at "
-                       f"byte {exc.position}; stop-word files are read as UTF-8 (--encoding applies to "
-                       "text input only): re-save it as UTF-8") from None
+    return _read_word_file(text.read_stop_words, value, "--stop-words", "stop-word")
 
 
 #: the vectoriser's parameter names as the command line spells them

@@ -17,13 +17,6 @@ from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE
 from pygbn._utils import check_vocab  # noqa: F401 (used by the explorers from here)
 
 
-def column_sum_atol() -> float:
-    """How far a column of a Phi may sum from one for the explorers: 1e-4
-    (``pygbn._utils.LOOSE_SIMPLEX_TOLERANCE``: float32 precision, rounded values); a
-    :class:`pygbn.model.Network` renormalises such columns, so that it also saves."""
-    return LOOSE_SIMPLEX_TOLERANCE
-
-
 def check_phis(phis) -> list[np.ndarray]:
     """Validate the list of Phi matrices; return them as float64 arrays."""
     if isinstance(phis, np.ndarray) or not isinstance(phis, Sequence) or isinstance(phis, (str, bytes)):
@@ -49,7 +42,7 @@ def check_phis(phis) -> list[np.ndarray]:
         if not np.isfinite(a).all() or (a < 0).any():
             raise ValueError(f"phis[{t - 1}] (Phi^({t})) must be finite and non-negative")
         sums = a.sum(axis=0)
-        atol = column_sum_atol()
+        atol = LOOSE_SIMPLEX_TOLERANCE      # float32 precision; a Network renormalises such columns
         bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
         if bad.size:
             raise ValueError(

@@ -1,34 +1,24 @@
 """One hidden layer of a gamma belief network."""
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from pygbn._utils import MAX_PARAMETER, SIMPLEX_TOLERANCE
-
-
-def model_limits():
-    """``(SIMPLEX_TOLERANCE, MAX_PARAMETER)`` of :mod:`pygbn._utils` (re-exported by
-    :mod:`pygbn.io`): how far a column sum of a Phi may be from 1, and the largest
-    positive parameter, that a network (and so a model file) may hold."""
-    return SIMPLEX_TOLERANCE, MAX_PARAMETER
+from pygbn._utils import MAX_PARAMETER, positive_real
 
 
 def check_parameter(value, name: str, bounded: bool = True) -> float:
     """``value`` as a float after checking it is a real number in ``(0, MAX_PARAMETER]``
     (the range :func:`pygbn.io.read_model` accepts), or with ``bounded=False`` a finite
     positive one; else ValueError naming ``name`` and the value."""
-    upper = model_limits()[1] if bounded else np.finfo(np.float64).max
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer))
-            or not (0 < float(value) <= upper)):   # NaN fails the comparison
+    upper = MAX_PARAMETER if bounded else np.finfo(np.float64).max
+    f = positive_real(value, upper)
+    if f is None:
         limit = f" (at most {upper:g})" if bounded else ""
         raise ValueError(f"{name} must be a finite positive number{limit}, got {value!r}")
-    return float(value)
+    return f
 
 
 def as_phi(phi, name: str = "phi") -> np.ndarray:

@@ -10,8 +10,9 @@ import numpy as np
 from pygbn import explore
 from pygbn.evaluation.coherence import coherence_from_counts, cooccurrence, window_for
 from pygbn.evaluation.coherence import diversity as topic_diversity
-from pygbn._utils import check_random_state, check_vocab
-from pygbn.model.layer import Layer, as_phi, check_parameter, model_limits
+from pygbn._utils import (LOOSE_SIMPLEX_TOLERANCE, MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE,
+                          check_random_state, check_vocab, positive_real)
+from pygbn.model.layer import Layer, as_phi, check_parameter
 from pygbn.model.links import Link, PoissonLink, get_link
 
 _TINY = np.finfo(np.float64).tiny
@@ -33,10 +34,10 @@ class Hyperparameters:
 
     def __post_init__(self):
         for k, v in asdict(self).items():
-            if isinstance(v, (bool, np.bool_)) or not (
-                    isinstance(v, (int, float, np.floating, np.integer)) and np.isfinite(v) and v > 0):
+            f = positive_real(v)
+            if f is None:
                 raise ValueError(f"hyper-parameter {k} must be a positive finite number, got {v!r}")
-            object.__setattr__(self, k, float(v))   # a Python float (numpy scalars too)
+            object.__setattr__(self, k, f)   # a Python float (numpy scalars too)
 
 
 def as_hyperparameters(hyper, name: str = "hyper") -> Hyperparameters:
@@ -58,8 +59,6 @@ def _near_simplex_renormalised(phi: np.ndarray) -> np.ndarray:
     """``phi`` with its columns divided by their sums when every sum is within
     ``LOOSE_SIMPLEX_TOLERANCE`` (1e-4) of 1 but some is not within ``SIMPLEX_TOLERANCE``
     (1e-6): a Phi made in float32 or rounded; else ``phi`` itself (checked later)."""
-    from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE, SIMPLEX_TOLERANCE
-
     if not (isinstance(phi, np.ndarray) and phi.ndim == 2 and phi.size):
         return phi
     sums = phi.sum(axis=0)
@@ -166,9 +165,7 @@ class Network:
         ``n_features`` strings.  Called when a network is built and where a
         chain starts (not per iteration): it reads each Phi three times.
         """
-        from pygbn._utils import MAX_PRIOR_MASS
-
-        tolerance, max_parameter = model_limits()
+        tolerance, max_parameter = SIMPLEX_TOLERANCE, MAX_PARAMETER
         layers = self.layers
         if not isinstance(layers, list):
             raise ValueError(f"layers must be a list of Layer objects, got {type(layers).__name__}")
