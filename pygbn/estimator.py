@@ -490,9 +490,17 @@ class GBN:
         the blocked sampler for ``transform_iter[0]`` burn-in and
         ``transform_iter[1]`` collected iterations.
 
+        Parameters
+        ----------
+        X : array-like or sparse of shape (n_samples, n_features)
+            Data of the fitted link, validated as in :meth:`fit`.
+        depth : int, optional
+            Network depth (default: the deepest).
+
         Returns
         -------
         ndarray of shape (n_samples, K_1)
+            Each row sums to one (K_1 of the network of that depth).
         """
         feats, _ = self._infer(X, depth, heldout=None)
         return feats
@@ -510,7 +518,8 @@ class GBN:
         ``exp(-sum y ln(sum_s rate_s / sum_s norm_s) / sum y)``: NaN when
         ``heldout`` holds no token.  ``heldout`` is validated as ``X`` is
         (counts of the same shape, and the same column names when both have
-        them).
+        them).  ``depth`` picks the network of that depth (default: the
+        deepest).
         """
         _, ppl = self._infer(X, depth, heldout=heldout)
         return ppl
@@ -655,7 +664,13 @@ class GBN:
 
     # ------------------------------------------------------------- generate
     def generate(self, n_samples: int, *, depth: Optional[int] = None, random_state=None):
-        """Synthetic samples drawn top-down from the fitted network (see Network.generate)."""
+        """Synthetic samples drawn top-down from the fitted network (see Network.generate).
+
+        ``n_samples`` samples from the network of depth ``depth`` (default:
+        the deepest), drawn with ``random_state`` or, when it is None, with
+        the estimator's ``random_state`` (so an int seed there gives the same
+        samples at every call).
+        """
         net = self._network(depth)
         rs = self.random_state if random_state is None else random_state
         return net.generate(n_samples, random_state=rs)

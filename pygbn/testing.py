@@ -435,15 +435,15 @@ def _check(result, alpha, what):
 
 
 def assert_gof_discrete(sample, logpmf, alpha: float = 1e-6, **kwargs) -> GofResult:
-    """:func:`gof_discrete`, raising AssertionError when ``pvalue < alpha``."""
+    """:func:`gof_discrete`, raising AssertionError when ``pvalue < alpha`` (or is NaN)."""
     return _check(gof_discrete(sample, logpmf, **kwargs), alpha, "discrete goodness of fit")
 
 
 def assert_gof_binned(sample, edges, cdf, alpha: float = 1e-6, **kwargs) -> GofResult:
-    """:func:`gof_binned`, raising AssertionError when ``pvalue < alpha``."""
+    """:func:`gof_binned`, raising AssertionError when ``pvalue < alpha`` (or is NaN)."""
     return _check(gof_binned(sample, edges, cdf, **kwargs), alpha, "binned goodness of fit")
 
 
 def assert_moments(sample, mean: float, var: float, alpha: float = 1e-6) -> MomentResult:
-    """:func:`moment_test`, raising AssertionError when its combined ``pvalue < alpha``."""
+    """:func:`moment_test`, raising AssertionError when its combined ``pvalue < alpha`` (or is NaN)."""
     return _check(moment_test(sample, mean, var), alpha, "moment test")

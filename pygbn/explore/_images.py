@@ -131,7 +131,9 @@ def save_factor_grid(
     Call once per layer to see the factors grow more general with depth.
 
     ``path`` may be a str, bytes or path-like; ``nodes`` selects the tiles
-    as in :func:`factor_images`.
+    as in :func:`factor_images`; ``n_cols`` and ``pad`` are those of
+    :func:`image_grid`, ``scale`` and ``invert`` those of :func:`encode_png`
+    (:func:`encode_svg_image` for ``.svg``).
 
     Returns
     -------
