@@ -5,6 +5,7 @@ Skipped where the docs are not beside the tests (an installed copy without the c
 """
 import importlib
 import importlib.util
+import inspect
 import re
 from pathlib import Path
 
@@ -95,3 +96,42 @@ def test_readme_starts_with_the_two_commands():
     blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
     assert blocks[0].strip() == "python -m pip install . && pygbn demo"
     assert blocks[1].strip() == 'python -m pip install ".[test]" && pytest tests'
+
+
+def _check_docstrings():
+    path = REPO / "tools" / "check_docstrings.py"
+    spec = importlib.util.spec_from_file_location("check_docstrings", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_docstrings_agree_with_the_signatures():
+    # well-formed numpydoc sections, no documented parameter the signature lacks, stated
+    # defaults equal to the real ones, Raises naming exceptions (tools/check_docstrings.py)
+    errors, _ = _check_docstrings().run()
+    assert not errors, "\n".join(errors)
+
+
+#: a sampler's arguments, for a call with size=(4, 5)
+SAMPLER_ARGS = {"crt": (5, 1.0), "logarithmic": (0.5,), "truncated_poisson": (1.0,),
+                "truncated_bessel": (1.0,), "poisson_randomized_gamma": (1.0, 1.0),
+                "negative_binomial": (1.0, 0.5), "multinomial_split": (3, [1.0, 2.0]),
+                "dirichlet": ([1.0, 2.0],)}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_ARGS))
+def test_sampler_docstrings_say_what_size_is(name):
+    import numpy as np
+
+    import pygbn.random as R
+
+    secs, _ = _check_docstrings().sections(inspect.getdoc(getattr(R, name)))
+    text = "\n".join(secs["Parameters"])
+    size_entry = text.split("size : ", 1)[1].split("random_state : ", 1)[0]
+    assert "size" not in text.split("n_jobs : ", 1)[1]
+    shape = np.shape(getattr(R, name)(*SAMPLER_ARGS[name], size=(4, 5), random_state=0))
+    if name in ("multinomial_split", "dirichlet"):   # a batch shape: one vector per entry
+        assert "size + (k,)" in size_entry and shape == (4, 5, 2)
+    else:
+        assert "Output shape" in size_entry and shape == (4, 5)

@@ -47,15 +47,16 @@ class Layer:
         The connection weights Phi^(t), stored as float64; every column lies on
         the simplex (paper eq:Phi; checked by :meth:`Network.check`).  For
         ``t = 1``, ``K_0 = V`` is the data dimension.
-    eta : float
-        Concentration of the Dirichlet prior on the columns of ``phi``.
-    c_median : float
+    eta : float, default=0.05
+        Concentration of the Dirichlet prior on the columns of ``phi``:
+        positive and at most :data:`pygbn.io.MAX_PARAMETER` (as in a model
+        file).
+    c_median : float, default=1.0
         Median over the training samples of ``c_j^(t+1)``, the gamma rate of
-        ``theta_j^(t)`` (``c_j^(2) = (1 - p_j^(2)) / p_j^(2)``).  Used to start
-        test-time chains and to generate data.
-
-    ``eta`` must be positive and at most :data:`pygbn.io.MAX_PARAMETER` (as
-    in a model file), ``c_median`` positive and finite.
+        ``theta_j^(t)`` (``c_j^(2) = (1 - p_j^(2)) / p_j^(2)``): positive and
+        finite.  Used to start test-time chains and to generate data.
+    theta, c, counts : optional
+        The per-sample state of the same names below (None by default).
 
     Raises
     ------

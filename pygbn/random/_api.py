@@ -33,8 +33,13 @@ LAM_MAX = 1e18
 #: u * sum is subnormal (u >= 2^-100 keeps it normal)
 _SPLIT_TINY_SUM = 2.0 ** -900
 
+_SIZE = """Output shape.  Default: the broadcast shape of the parameters."""
+#: multinomial_split and dirichlet draw a vector per parameter row
+_SIZE_BATCH = """Batch shape: the output has shape ``size + (k,)``.  Default: the
+        broadcast shape of the parameters' batch axes."""
+
 _COMMON = """size : int or tuple of ints, optional
-        Output shape.  Default: the broadcast shape of the parameters.
+        {size}
     random_state : None, int, SeedSequence, BitGenerator or Generator, optional
         Source of randomness (see :func:`pygbn._utils.check_random_state`).
         A Generator is advanced; the same seed gives the same draws.
@@ -45,7 +50,9 @@ _COMMON = """size : int or tuple of ints, optional
 
 
 def _doc(f):
-    f.__doc__ = f.__doc__.replace("{common}", _COMMON)
+    size = _SIZE_BATCH if "{common_batch}" in f.__doc__ else _SIZE
+    common = _COMMON.replace("{size}", size)
+    f.__doc__ = f.__doc__.replace("{common_batch}", common).replace("{common}", common)
     return f
 
 
@@ -384,8 +391,7 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
         Counts to split, ``n >= 0``; broadcast against ``weights.shape[:-1]``.
     weights : array_like of floats, shape (..., k)
         Non-negative, finite; each row needs a positive sum where ``n > 0``.
-    {common}
-        ``size`` is the batch shape (the output has shape ``size + (k,)``).
+    {common_batch}
 
     Returns
     -------
@@ -454,8 +460,7 @@ def dirichlet(alpha, size=None, random_state=None, n_jobs=None):
     alpha : array_like of floats, shape (..., k)
         Concentrations, ``0 <= alpha < inf``, each row with a positive entry;
         components with ``alpha = 0`` are 0.
-    {common}
-        ``size`` is the batch shape (the output has shape ``size + (k,)``).
+    {common_batch}
 
     Returns
     -------
