@@ -5,7 +5,18 @@ own.  Every function broadcasts its arguments (except where noted) and is
 written to keep its relative accuracy for tiny and huge parameters: the
 Poisson-type log-PMFs use the saddle-point form of Loader (2000), the Bessel
 log-PMF is expanded around ``alpha / 2``, the CRT PMF comes from a log-space
-recursion.  Values outside the support give ``-inf`` (log) or 0.
+recursion.
+
+Conventions, as in :mod:`scipy.stats`: values outside the support (negative,
+non-integer or infinite counts, points off the simplex) give ``-inf`` (log) or
+0; a NaN value gives NaN; parameters outside their range give NaN (no
+warning).  A parameter at the end of its range where a sampler of
+:mod:`pygbn.random` returns the limit law gives that law too: a point mass
+at 1 for ``logarithmic_*`` at ``p = 0``, ``truncated_poisson_*`` at
+``lam = 0`` and ``truncated_bessel_*`` at ``alpha = 0``; at 0 for
+``negative_binomial_*`` at ``r = 0`` or ``p = 0``; CRT's at ``n = 0``,
+``r = 0`` and ``r = inf``; zero-weight cells and zero concentrations fixed
+at 0.
 
 Parametrisations follow the paper (Zhou, Cong & Chen 2016, Section 2.1);
 ``negative_binomial_*`` uses the paper's ``p`` (mean ``r p / (1 - p)``).
@@ -33,6 +44,27 @@ _LOG_2PI = np.log(2 * np.pi)
 # ---------------------------------------------------------------------------
 # numerical helpers (numpy versions of pygbn/random/_special.pxd)
 # ---------------------------------------------------------------------------
+
+def _finish(out):
+    """``out`` as returned: a numpy scalar for 0-d results."""
+    out = np.asarray(out)
+    return out[()] if out.ndim == 0 else out
+
+
+def _count_mask(k, low):
+    """``(on, nan)``: where ``k`` (float array) is a finite integer ``>= low``, and where it is NaN."""
+    with np.errstate(invalid="ignore"):
+        on = (k >= low) & (k == np.floor(k)) & (k < np.inf)
+    return on, np.isnan(k)
+
+
+def _in(x, low, high, *, low_open=False, high_open=True):
+    """Elementwise ``low <(=) x <(=) high`` (False for NaN)."""
+    with np.errstate(invalid="ignore"):
+        lo = (x > low) if low_open else (x >= low)
+        hi = (x < high) if high_open else (x <= high)
+    return lo & hi
+
 
 def _log1pmx(x):
     """``log(1 + x) - x``, accurate for small ``|x|``."""
@@ -99,20 +131,21 @@ def poisson_logpmf(k, lam):
 
     Saddle-point form ``-stirlerr(k) - bd0(k, lam) - log(2 pi k) / 2``
     (Loader 2000), so huge ``lam`` (1e15) loses no accuracy.  A rate
-    outside ``[0, inf)`` (negative or NaN) gives NaN, as in
+    outside ``[0, inf)`` (negative, infinite or NaN) gives NaN, as in
     ``scipy.stats.poisson`` (and :func:`truncated_poisson_logpmf`).
     """
     k, lam = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(lam, dtype=np.float64))
     out = np.full(k.shape, -np.inf)
-    zero = (k == 0)
+    ok = _in(lam, 0, np.inf)
+    on, nan = _count_mask(k, 0)
+    zero = on & ok & (k == 0)
     out[zero] = -lam[zero]
-    pos = (k >= 1) & (k == np.floor(k)) & (lam >= 0)
+    pos = on & ok & (k >= 1) & (lam > 0)
     if pos.any():
         kp, lp = k[pos], lam[pos]
         out[pos] = -_stirlerr(kp) - _bd0(kp, lp, kp - lp) - 0.5 * (_LOG_2PI + np.log(kp))
-    out[(lam == 0) & (k > 0)] = -np.inf
-    out[~(lam >= 0)] = np.nan
-    return out[()] if out.ndim == 0 else out
+    out[~ok | nan] = np.nan
+    return _finish(out)
 
 
 # ---------------------------------------------------------------------------
@@ -126,11 +159,18 @@ def crt_pmf_table(n: int, r: float) -> np.ndarray:
     customers, ``P_{i+1}(l) = P_i(l) i / (i + r) + P_i(l - 1) r / (i + r)``,
     which is the Stirling recursion ``|s(i+1, l)| = i |s(i, l)| + |s(i, l-1)|``
     normalised.  O(n^2); fine for n up to a few thousand.
+
+    Raises
+    ------
+    ValueError
+        Unless ``n`` is a non-negative integer (an integral float is accepted)
+        and ``0 <= r <= inf``.
     """
-    n = int(n)
-    r = float(r)
-    if n < 0 or not r >= 0:
-        raise ValueError(f"crt_pmf_table needs n >= 0 and r >= 0; got n={n}, r={r}")
+    params = _crt_params(n, r)
+    if params is None:
+        raise ValueError(f"crt_pmf_table needs an integer n >= 0 and 0 <= r <= inf; "
+                         f"got n={n!r}, r={r!r}")
+    n, r = params
     out = np.full(n + 1, -np.inf)
     if n == 0:
         out[0] = 0.0
@@ -152,19 +192,46 @@ def crt_pmf_table(n: int, r: float) -> np.ndarray:
     return logp
 
 
+def _crt_params(n, r):
+    """``(int n, float r)`` when ``n`` is a non-negative integer (or integral float) and
+    ``0 <= r <= inf``, else None (CRT's parameter range)."""
+    if isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)):
+        ni = int(n)
+    else:
+        try:
+            nf = float(n)
+        except (TypeError, ValueError):
+            return None
+        if not (nf == nf and abs(nf) < np.inf and nf.is_integer()):
+            return None
+        ni = int(nf)
+    try:
+        rf = float(r)
+    except (TypeError, ValueError):
+        return None
+    if ni < 0 or not rf >= 0:
+        return None
+    return ni, rf
+
+
 def crt_logpmf(l, n, r):
-    """``log P(l)`` for ``l ~ CRT(n, r)``; see :func:`crt_pmf_table` (n up to a few thousand)."""
-    l, n, r = np.broadcast_arrays(np.asarray(l), np.asarray(n), np.asarray(r, dtype=np.float64))
+    """``log P(l)`` for ``l ~ CRT(n, r)``; see :func:`crt_pmf_table` (n up to a few thousand).
+
+    ``n`` not a non-negative integer, or ``r`` outside ``[0, inf]``, gives NaN."""
+    l, n, r = np.broadcast_arrays(np.asarray(l, dtype=np.float64), np.asarray(n),
+                                  np.asarray(r, dtype=np.float64))
     out = np.full(l.shape, -np.inf)
+    on, nan = _count_mask(l, 0)
     tables = {}
     for idx in np.ndindex(l.shape):
-        key = (int(n[idx]), float(r[idx]))
-        if key not in tables:
-            tables[key] = crt_pmf_table(*key)
-        li = l[idx]
-        if 0 <= li <= key[0] and li == int(li):
-            out[idx] = tables[key][int(li)]
-    return out[()] if out.ndim == 0 else out
+        key = _crt_params(n[idx], r[idx])
+        if key is None or nan[idx]:
+            out[idx] = np.nan
+        elif on[idx] and l[idx] <= key[0]:
+            if key not in tables:
+                tables[key] = crt_pmf_table(*key)
+            out[idx] = tables[key][int(l[idx])]
+    return _finish(out)
 
 
 def _psi_diff(r, n):
@@ -200,7 +267,11 @@ def crt_mean(n, r):
     n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
     out = np.empty(n.shape)
     for idx in np.ndindex(n.shape):
-        ni, ri = int(n[idx]), float(r[idx])
+        params = _crt_params(n[idx], r[idx])
+        if params is None:                      # outside the parameter range
+            out[idx] = np.nan
+            continue
+        ni, ri = params
         if ni == 0:
             out[idx] = 0.0
         elif ri == 0:
@@ -218,7 +289,11 @@ def crt_var(n, r):
     n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
     out = np.empty(n.shape)
     for idx in np.ndindex(n.shape):
-        ni, ri = int(n[idx]), float(r[idx])
+        params = _crt_params(n[idx], r[idx])
+        if params is None:                      # outside the parameter range
+            out[idx] = np.nan
+            continue
+        ni, ri = params
         if ni == 0 or ri == 0 or np.isinf(ri):
             out[idx] = 0.0
         elif ni <= 100000:
@@ -243,17 +318,23 @@ def logarithmic_logpmf(k, p):
     """``log P(k) = k log p - log k - log(-log(1 - p))`` for ``k >= 1``, ``0 < p < 1``.
 
     Written as ``(k - 1) log p - log k - log1p(-log1pmx(-p) / p)`` so that
-    tiny p keeps its relative accuracy (``P(1) = 1 - p/2 + ...``).
+    tiny p keeps its relative accuracy (``P(1) = 1 - p/2 + ...``).  At
+    ``p = 0`` the limit, the point mass at 1 (what
+    :func:`pygbn.random.logarithmic` draws there); ``p`` outside ``[0, 1)``
+    gives NaN.
     """
     k, p = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(p, dtype=np.float64))
+    on, nan = _count_mask(k, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (k - 1) * np.log(p) - np.log(k) - np.log1p(-_log1pmx(-p) / p)
-    out = np.where((k >= 1) & (k == np.floor(k)), out, -np.inf)
-    return out[()] if out.ndim == 0 else out
+    out = np.where(on, out, -np.inf)
+    out = np.where(p == 0, np.where(k == 1, 0.0, -np.inf), out)
+    out = np.where(_in(p, 0, 1) & ~nan, out, np.nan)
+    return _finish(out)
 
 
-def logarithmic_sf(k, p: float):
-    """``P(X > k)`` for X ~ Log(p) (scalar p, k any shape), exact for p near 1.
+def logarithmic_sf(k, p):
+    """``P(X > k)`` for X ~ Log(p) (k and p broadcast), exact for p near 1.
 
     X takes integer values, so for a real ``k`` ``P(X > k) = P(X > floor(k))``:
     the function is a step function of ``k``, constant on ``[j, j + 1)``
@@ -262,17 +343,25 @@ def logarithmic_sf(k, p: float):
     ``P(X > j + 1)``; both agree at integers).  For integer ``k >= 1``,
     ``P(X > k) = (1/L) integral_0^L (1 - exp(-u))^k du`` with ``L = -log(1-p)``
     (from ``sum_{j>k} p^j / j = integral_0^p t^k / (1 - t) dt``), by quadrature.
+    At ``p = 0`` the point mass at 1; NaN for ``p`` outside ``[0, 1)`` or a NaN ``k``.
     """
     from scipy import integrate
 
-    k = np.floor(np.asarray(k, dtype=np.float64))
-    L = -np.log1p(-float(p))
+    k, p = np.broadcast_arrays(np.floor(np.asarray(k, dtype=np.float64)),
+                               np.asarray(p, dtype=np.float64))
     out = np.empty(k.shape)
     for idx in np.ndindex(k.shape):
-        kk = k[idx]
+        kk, pp = k[idx], p[idx]
+        if not (0 <= pp < 1) or kk != kk:
+            out[idx] = np.nan
+            continue
         if kk < 1:
             out[idx] = 1.0
             continue
+        if pp == 0 or kk == np.inf:
+            out[idx] = 0.0
+            continue
+        L = -np.log1p(-pp)
         # the integrand rises from ~0 to ~1 around u = log(k)
         brk = [b for b in (np.log(kk) - 3, np.log(kk), np.log(kk) + 3) if 0 < b < L]
         val, _ = integrate.quad(lambda u: np.exp(kk * _log1mexp(-u)) if u > 0 else 0.0, 0, L,
@@ -282,9 +371,11 @@ def logarithmic_sf(k, p: float):
 
 
 def logarithmic_mean(p):
-    """Mean ``-p / ((1 - p) log(1 - p))``."""
+    """Mean ``-p / ((1 - p) log(1 - p))`` (1 at ``p = 0``; NaN outside ``[0, 1)``)."""
     p = np.asarray(p, dtype=np.float64)
-    return -p / ((1 - p) * np.log1p(-p))
+    ok = _in(p, 0, 1)
+    q = np.where(ok & (p > 0), p, 0.5)
+    return _finish(np.where(ok, np.where(p > 0, -q / ((1 - q) * np.log1p(-q)), 1.0), np.nan))
 
 
 def logarithmic_var(p):
@@ -292,11 +383,13 @@ def logarithmic_var(p):
     ``-p / log(1 - p)`` and ``(p + log(1 - p)) / log(1 - p)`` (``p / 2 (1 + p / 6)`` below
     p = 1e-8) over ``(1 - p)^2``, so that tiny p neither underflows nor gives 0 / 0."""
     p = np.asarray(p, dtype=np.float64)
+    ok = _in(p, 0, 1)
+    p = np.where(ok, p, 0.5)
     lq = np.log1p(-p)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t1 = -p / lq
+        t1 = np.where(p > 0, -p / lq, 1.0)
         t2 = np.where(p < 1e-8, p / 2 * (1 + p / 6), _log1pmx(-p) / lq)
-    return t1 * t2 / ((1 - p) * (1 - p))
+    return _finish(np.where(ok, t1 * t2 / ((1 - p) * (1 - p)), np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -309,34 +402,39 @@ def truncated_poisson_logpmf(k, lam):
     At ``lam = 0`` the limit as ``lam -> 0``: the point mass at 1 (``0`` at
     ``k = 1``, ``-inf`` elsewhere), which is also where the mean (1) and the
     variance (0) of :func:`truncated_poisson_mean` and
-    :func:`truncated_poisson_var` are taken.  A negative or NaN ``lam``
-    gives NaN.
+    :func:`truncated_poisson_var` are taken.  A ``lam`` outside ``[0, inf)``
+    (negative, infinite or NaN) gives NaN.
     """
     k, lam = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(lam, dtype=np.float64))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.asarray(poisson_logpmf(k, lam), dtype=np.float64) - _log1mexp(-lam)
     out = np.where(k >= 1, out, -np.inf)
     out = np.where(lam == 0, np.where(k == 1, 0.0, -np.inf), out)
-    out = np.where(lam >= 0, out, np.nan)
-    return out[()] if out.ndim == 0 else out
+    out = np.where(_in(lam, 0, np.inf) & ~np.isnan(k), out, np.nan)
+    return _finish(out)
 
 
 def truncated_poisson_mean(lam):
-    """Mean ``mu = lam / (1 - exp(-lam))``."""
+    """Mean ``mu = lam / (1 - exp(-lam))`` (1 at ``lam = 0``; NaN outside ``[0, inf)``)."""
     lam = np.asarray(lam, dtype=np.float64)
-    return np.where(lam > 0, lam / -np.expm1(-np.where(lam > 0, lam, 1.0)), 1.0)
+    ok = _in(lam, 0, np.inf)
+    pos = np.where(ok & (lam > 0), lam, 1.0)
+    return _finish(np.where(ok, np.where(lam > 0, pos / -np.expm1(-pos), 1.0), np.nan))
 
 
 def truncated_poisson_var(lam):
-    """Variance ``mu (1 + lam - mu) = mu (1 - lam / expm1(lam))`` (series for tiny lam)."""
+    """Variance ``mu (1 + lam - mu) = mu (1 - lam / expm1(lam))`` (series for tiny lam;
+    0 at ``lam = 0``; NaN outside ``[0, inf)``)."""
     lam = np.asarray(lam, dtype=np.float64)
+    ok = _in(lam, 0, np.inf)
     mu = truncated_poisson_mean(lam)
+    lam = np.where(ok, lam, 1.0)
     # 1 - x / (e^x - 1) = x/2 - x^2/12 + x^4/720 - ...
     small = np.where(lam < 1e-3, lam, 0.0)
     series = small / 2 - small ** 2 / 12 + small ** 4 / 720
     with np.errstate(over="ignore"):
         direct = 1 - lam / np.expm1(np.where(lam > 0, lam, 1.0))
-    return mu * np.where(lam < 1e-3, series, direct)
+    return _finish(np.where(ok, mu * np.where(lam < 1e-3, series, direct), np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -348,23 +446,32 @@ def truncated_bessel_logpmf(n, alpha):
 
     Evaluated as ``(2n-1) log1p((alpha/2 - n)/n) + 2n - alpha - log(2 pi)
     - 2 stirlerr(n) - log n - log(i1e(alpha))``, a sum of terms of size
-    O(log alpha) instead of O(alpha log alpha).
+    O(log alpha) instead of O(alpha log alpha) (``log(h / n)`` as
+    ``log h - log n`` where ``n > alpha``: ``1 + (h - n) / n`` would lose its
+    bits, and round to 0 for ``n > 2^53 h``).  At ``alpha = 0`` the limit,
+    the point mass at 1 (what :func:`pygbn.random.truncated_bessel` draws
+    there); ``alpha`` outside ``[0, inf)`` gives NaN.
     """
     n, alpha = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(alpha, dtype=np.float64))
     out = np.full(n.shape, -np.inf)
-    ok = (n >= 1) & (n == np.floor(n))
+    on, nan = _count_mask(n, 1)
+    par = _in(alpha, 0, np.inf)
+    ok = on & par & (alpha > 0)
     nn, aa = n[ok], alpha[ok]
     h = aa / 2
     tiny = aa < 1e-6
     with np.errstate(divide="ignore", invalid="ignore"):
-        val = ((2 * nn - 1) * np.log1p((h - nn) / nn) + (2 * nn - aa) - _LOG_2PI
+        log_ratio = np.where(h < nn / 2, np.log(h) - np.log(nn), np.log1p((h - nn) / nn))
+        val = ((2 * nn - 1) * log_ratio + (2 * nn - aa) - _LOG_2PI
                - 2 * _stirlerr(nn) - np.log(nn) - np.log(special.i1e(aa)))
         # tiny alpha: log I1 = log h + h^2/2 (i1e underflows towards subnormals); log h as
         # log alpha - log 2 (alpha / 2 may round to 0 for subnormal alpha)
         lh = np.log(aa) - np.log(2.0)
         small = (2 * nn - 1) * lh - special.gammaln(nn + 1) - special.gammaln(nn) - (lh + h * h / 2)
     out[ok] = np.where(tiny, small, val)
-    return out[()] if out.ndim == 0 else out
+    out[par & (alpha == 0) & (n == 1)] = 0.0
+    out[~par | nan] = np.nan
+    return _finish(out)
 
 
 def _bessel_ratio_excess(alpha):
@@ -401,15 +508,17 @@ def _bessel_small_moments(alpha):
 
 
 def truncated_bessel_mean(alpha):
-    """Mean ``(alpha/2) I_0(alpha) / I_1(alpha)`` (1 at alpha = 0)."""
+    """Mean ``(alpha/2) I_0(alpha) / I_1(alpha)`` (1 at alpha = 0; NaN outside ``[0, inf)``)."""
     alpha = np.asarray(alpha, dtype=np.float64)
-    a = np.where(alpha > 0, alpha, 1.0).reshape(-1)
+    ok = _in(alpha, 0, np.inf).reshape(-1)
+    pos = ok & (alpha.reshape(-1) > 0)
+    a = np.where(pos, alpha.reshape(-1), 1.0)
     out = a / 2 + _bessel_ratio_excess(a)
-    small = (a < 1) & (alpha.reshape(-1) > 0)
+    small = (a < 1) & pos
     if small.any():
         out[small] = 1 + _bessel_small_moments(a[small])[0]
-    out = np.where(alpha.reshape(-1) > 0, out, 1.0).reshape(alpha.shape)
-    return out[()] if out.ndim == 0 else out
+    out = np.where(pos, out, np.where(ok, 1.0, np.nan)).reshape(alpha.shape)
+    return _finish(out)
 
 
 def truncated_bessel_var(alpha):
@@ -419,23 +528,31 @@ def truncated_bessel_var(alpha):
     alpha; for alpha < 1 the PMF is summed directly.
     """
     alpha = np.asarray(alpha, dtype=np.float64)
-    a = np.where(alpha > 0, alpha, 1.0)
+    ok = _in(alpha, 0, np.inf).reshape(-1)
+    pos = ok & (alpha.reshape(-1) > 0)
+    a = np.where(pos, alpha.reshape(-1), 1.0)
     d = _bessel_ratio_excess(a)
-    out = np.asarray((a / 2 + d) - d * (a + d), dtype=np.float64).reshape(-1)
-    small = ((alpha > 0) & (alpha < 1)).reshape(-1)
+    out = np.asarray((a / 2 + d) - d * (a + d), dtype=np.float64)
+    small = pos & (a < 1)
     if small.any():
-        out[small] = _bessel_small_moments(alpha.reshape(-1)[small])[1]
-    out = np.where(alpha.reshape(-1) > 0, out, 0.0).reshape(alpha.shape)
-    return out[()] if out.ndim == 0 else out
+        out[small] = _bessel_small_moments(a[small])[1]
+    out = np.where(pos, out, np.where(ok, 0.0, np.nan)).reshape(alpha.shape)
+    return _finish(out)
 
 
 # ---------------------------------------------------------------------------
 # Poisson-randomized gamma PRG(lam, c)
 # ---------------------------------------------------------------------------
 
+def _prg_ok(lam, c):
+    """PRG's parameter range: ``0 <= lam < inf``, ``0 < c < inf``."""
+    return _in(lam, 0, np.inf) & _in(c, 0, np.inf, low_open=True)
+
+
 def prg_log_p0(lam):
-    """``log P(x = 0) = -lam``."""
-    return -np.asarray(lam, dtype=np.float64)
+    """``log P(x = 0) = -lam`` (NaN for ``lam`` outside ``[0, inf)``)."""
+    lam = np.asarray(lam, dtype=np.float64)
+    return _finish(np.where(_in(lam, 0, np.inf), -lam, np.nan))
 
 
 def prg_logpdf(x, lam, c):
@@ -443,13 +560,17 @@ def prg_logpdf(x, lam, c):
 
     ``f(x) = exp(-lam - c x) sqrt(lam c / x) I_1(2 sqrt(lam c x))`` (sum over
     ``n >= 1`` of ``Pois(n; lam) Gam(x; n, rate c)``), with ``I_1`` scaled.
+    ``-inf`` for ``x <= 0`` (the atom at 0 is :func:`prg_log_p0`), ``x = inf``
+    and ``lam = 0``; NaN for a NaN ``x`` or parameters outside ``0 <= lam < inf``,
+    ``0 < c < inf``.
     """
     x, lam, c = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, lam, c)))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         z = 2 * np.sqrt(lam * c * x)
         out = -lam - c * x + 0.5 * np.log(lam * c / x) + np.log(special.i1e(z)) + z
-    out = np.where((x > 0) & (lam > 0), out, -np.inf)
-    return out[()] if out.ndim == 0 else out
+        out = np.where((x > 0) & (x < np.inf) & (lam > 0), out, -np.inf)
+    out = np.where(_prg_ok(lam, c) & ~np.isnan(x), out, np.nan)
+    return _finish(out)
 
 
 def prg_cdf(x, lam: float, c: float):
@@ -457,9 +578,20 @@ def prg_cdf(x, lam: float, c: float):
 
     ``exp(-lam) + sum_n Pois(n; lam) P(Gam(n, rate c) <= x)``, the sum taken
     over the n carrying all but ~1e-20 of the Poisson mass (lam up to ~1e7).
+    NaN for a NaN ``x`` or parameters outside ``0 <= lam < inf``, ``0 < c < inf``.
+
+    Raises
+    ------
+    ValueError
+        If ``lam`` or ``c`` is not a scalar.
     """
     x = np.asarray(x, dtype=np.float64)
+    for name, v in (("lam", lam), ("c", c)):
+        if np.ndim(v) != 0:
+            raise ValueError(f"prg_cdf takes a scalar {name}; got an array of shape {np.shape(v)}")
     lam, c = float(lam), float(c)
+    if not _prg_ok(lam, c):
+        return _finish(np.full(x.shape, np.nan))
     sd = np.sqrt(lam)
     lo = max(1, int(lam - 12 * sd - 30))
     hi = int(lam + 12 * sd + 30)
@@ -468,45 +600,66 @@ def prg_cdf(x, lam: float, c: float):
     cx = np.maximum(c * x, 0.0)
     out = np.exp(-lam) + (special.gammainc(n[None, :], cx.reshape(-1, 1)) @ w)
     out = np.where(x.reshape(-1) < 0, 0.0, np.minimum(out, 1.0)).reshape(x.shape)
-    return out[()] if out.ndim == 0 else out
+    return _finish(np.where(np.isnan(x), np.nan, out))
 
 
 def prg_mean(lam, c):
-    """Mean ``lam / c``."""
-    return np.asarray(lam, dtype=np.float64) / np.asarray(c, dtype=np.float64)
+    """Mean ``lam / c`` (NaN outside ``0 <= lam < inf``, ``0 < c < inf``)."""
+    lam, c = np.asarray(lam, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    ok = _prg_ok(lam, c)
+    return _finish(np.where(ok, lam / np.where(ok, c, 1.0), np.nan))
 
 
 def prg_var(lam, c):
-    """Variance ``2 lam / c^2``."""
-    c = np.asarray(c, dtype=np.float64)
-    return 2 * np.asarray(lam, dtype=np.float64) / (c * c)
+    """Variance ``2 lam / c^2`` (NaN outside ``0 <= lam < inf``, ``0 < c < inf``)."""
+    lam, c = np.asarray(lam, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    ok = _prg_ok(lam, c)
+    c = np.where(ok, c, 1.0)
+    with np.errstate(over="ignore"):
+        return _finish(np.where(ok, 2 * lam / (c * c), np.nan))
 
 
 # ---------------------------------------------------------------------------
 # Negative binomial NB(r, p), paper's parametrisation
 # ---------------------------------------------------------------------------
 
+def _nb_ok(r, p):
+    """NB's parameter range: ``0 <= r < inf``, ``0 <= p < 1``."""
+    return _in(r, 0, np.inf) & _in(p, 0, 1)
+
+
 def negative_binomial_logpmf(k, r, p):
-    """``log P(k) = log Gamma(k + r) - log k! - log Gamma(r) + k log p + r log(1 - p)``."""
+    """``log P(k) = log Gamma(k + r) - log k! - log Gamma(r) + k log p + r log(1 - p)``.
+
+    ``r = 0`` or ``p = 0``: the point mass at 0; parameters outside
+    ``0 <= r < inf``, ``0 <= p < 1`` give NaN.
+    """
     k, r, p = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (k, r, p)))
+    on, nan = _count_mask(k, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (special.gammaln(k + r) - special.gammaln(k + 1) - special.gammaln(r)
                + special.xlogy(k, p) + r * np.log1p(-p))
-    out = np.where((k >= 0) & (k == np.floor(k)), out, -np.inf)
+    out = np.where(on, out, -np.inf)
     out = np.where((r == 0) | (p == 0), np.where(k == 0, 0.0, -np.inf), out)
-    return out[()] if out.ndim == 0 else out
+    out = np.where(_nb_ok(r, p) & ~nan, out, np.nan)
+    return _finish(out)
 
 
 def negative_binomial_mean(r, p):
-    """Mean ``r p / (1 - p)``."""
-    p = np.asarray(p, dtype=np.float64)
-    return np.asarray(r, dtype=np.float64) * p / (1 - p)
+    """Mean ``r p / (1 - p)`` (NaN outside ``0 <= r < inf``, ``0 <= p < 1``)."""
+    r, p = np.asarray(r, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    ok = _nb_ok(r, p)
+    p = np.where(ok, p, 0.5)
+    return _finish(np.where(ok, r * p / (1 - p), np.nan))
 
 
 def negative_binomial_var(r, p):
-    """Variance ``r p / (1 - p)^2``."""
-    p = np.asarray(p, dtype=np.float64)
-    return np.asarray(r, dtype=np.float64) * p / (1 - p) ** 2
+    """Variance ``r p / (1 - p)^2`` (NaN outside ``0 <= r < inf``, ``0 <= p < 1``)."""
+    r, p = np.asarray(r, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    ok = _nb_ok(r, p)
+    p = np.where(ok, p, 0.5)
+    with np.errstate(over="ignore"):
+        return _finish(np.where(ok, r * p / (1 - p) ** 2, np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -514,36 +667,83 @@ def negative_binomial_var(r, p):
 # ---------------------------------------------------------------------------
 
 def multinomial_logpmf(x, weights):
-    """``log P(x)`` for ``x ~ Mult(sum(x), w / sum(w))`` along the last axis."""
+    """``log P(x)`` for ``x ~ Mult(sum(x), w / sum(w))`` along the last axis.
+
+    ``-inf`` unless every cell of ``x`` is a non-negative integer (and 0
+    where its weight is 0).  NaN for a NaN in ``x``, or weights that are
+    negative, infinite or NaN, or that sum to 0 in a row with ``sum(x) > 0``
+    (a row of zero weights splits only ``n = 0``, as
+    :func:`pygbn.random.multinomial_split`).
+    """
     x = np.asarray(x, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64)
-    prob = w / w.sum(axis=-1, keepdims=True)
-    n = x.sum(axis=-1)
-    with np.errstate(divide="ignore"):
-        out = (special.gammaln(n + 1) - special.gammaln(x + 1).sum(axis=-1)
-               + special.xlogy(x, prob).sum(axis=-1))
-    return out[()] if np.ndim(out) == 0 else out
+    x, w = np.broadcast_arrays(x, w)
+    on, nan = _count_mask(x, 0)
+    w_ok = _in(w, 0, np.inf).all(axis=-1)
+    total = np.where(_in(w, 0, np.inf), w, 0.0).sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        prob = w / np.where(total > 0, total, 1.0)
+        xs = np.where(on, x, 0.0)
+        n = xs.sum(axis=-1)
+        out = (special.gammaln(n + 1) - special.gammaln(xs + 1).sum(axis=-1)
+               + special.xlogy(xs, prob).sum(axis=-1))
+    out = np.where(on.all(axis=-1), out, -np.inf)
+    ok = w_ok & ((total[..., 0] > 0) | (n == 0)) & ~nan.any(axis=-1)
+    return _finish(np.where(ok, out, np.nan))
+
+
+def _dirichlet_alpha(alpha):
+    """``(a, ok)``: the concentrations as floats, and per row whether they are in
+    range (finite, ``>= 0``, one positive at least; the samplers' rule)."""
+    a = np.asarray(alpha, dtype=np.float64)
+    good = _in(a, 0, np.inf)
+    ok = good.all(axis=-1) & (a > 0).any(axis=-1)
+    return a, ok
 
 
 def dirichlet_logpdf(x, alpha):
-    """``log f(x) = log Gamma(sum a) - sum log Gamma(a) + sum (a - 1) log x`` (last axis)."""
-    x = np.asarray(x, dtype=np.float64)
-    a = np.asarray(alpha, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        out = (special.gammaln(a.sum(axis=-1)) - special.gammaln(a).sum(axis=-1)
-               + special.xlogy(a - 1, x).sum(axis=-1))
-    return out[()] if np.ndim(out) == 0 else out
+    """``log f(x) = log Gamma(sum a) - sum log Gamma(a) + sum (a - 1) log x`` (last axis).
+
+    The density of the components with ``a > 0`` on their simplex: ``-inf``
+    off it (a negative ``x``, a row not summing to 1 within
+    ``max(1e-10, 8 k eps)``, with ``eps`` that of ``x``'s float type, or a
+    positive ``x`` where ``a = 0``; :func:`pygbn.random.dirichlet` draws 0
+    there).  NaN for a NaN in ``x`` or concentrations outside the samplers'
+    range (negative, infinite, NaN, or a row with no positive entry).
+    """
+    xin = np.asarray(x)
+    eps = np.finfo(xin.dtype).eps if xin.dtype.kind == "f" else np.finfo(np.float64).eps
+    x, (a, a_ok) = xin.astype(np.float64), _dirichlet_alpha(alpha)
+    x, a = np.broadcast_arrays(x, a)
+    a_ok = np.broadcast_to(a_ok, x.shape[:-1])
+    k = x.shape[-1]
+    live = a > 0
+    with np.errstate(invalid="ignore"):
+        on = ((x >= 0) & (live | (x == 0))).all(axis=-1)
+        on &= np.abs(x.sum(axis=-1) - 1) <= max(1e-10, 8 * k * eps)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        av = np.where(live & _in(a, 0, np.inf), a, 1.0)
+        out = (special.gammaln(np.where(live, av, 0.0).sum(axis=-1))
+               - np.where(live, special.gammaln(av), 0.0).sum(axis=-1)
+               + np.where(live, special.xlogy(av - 1, np.where(x >= 0, x, 1.0)), 0.0).sum(axis=-1))
+    out = np.where(on, out, -np.inf)
+    return _finish(np.where(a_ok & ~np.isnan(x).any(axis=-1), out, np.nan))
 
 
 def dirichlet_mean(alpha):
-    """Mean ``alpha / sum(alpha)``."""
-    a = np.asarray(alpha, dtype=np.float64)
-    return a / a.sum(axis=-1, keepdims=True)
+    """Mean ``alpha / sum(alpha)`` (NaN in rows outside the range of :func:`dirichlet_logpdf`)."""
+    a, ok = _dirichlet_alpha(alpha)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = a / a.sum(axis=-1, keepdims=True)
+    return np.where(ok[..., None], out, np.nan)
 
 
 def dirichlet_var(alpha):
     """Marginal variances ``a (a0 - a) / (a0^2 (a0 + 1))``, formed as
-    ``(a / a0) ((a0 - a) / a0) / (a0 + 1)`` (no a0^2 to underflow or overflow)."""
-    a = np.asarray(alpha, dtype=np.float64)
-    a0 = a.sum(axis=-1, keepdims=True)
-    return (a / a0) * ((a0 - a) / a0) / (a0 + 1)
+    ``(a / a0) ((a0 - a) / a0) / (a0 + 1)`` (no a0^2 to underflow or overflow;
+    NaN in rows outside the range of :func:`dirichlet_logpdf`)."""
+    a, ok = _dirichlet_alpha(alpha)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a0 = a.sum(axis=-1, keepdims=True)
+        out = (a / a0) * ((a0 - a) / a0) / (a0 + 1)
+    return np.where(ok[..., None], out, np.nan)

@@ -295,3 +295,130 @@ def test_moments_at_extreme_parameters():
         assert S.truncated_bessel_mean(5e-324) == 1.0 and S.truncated_bessel_var(5e-324) == 0.0
         np.testing.assert_allclose(S.dirichlet_var(np.array([1e-300, 1e-300])), [0.25, 0.25], rtol=1e-15)
         np.testing.assert_allclose(S.dirichlet_var(np.array([1.0, 2.0])), [1 / 18, 1 / 18], rtol=1e-15)
+
+
+def _quiet(f, *args):
+    """f(*args) with every numpy warning an error."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            return f(*args)
+
+
+@pytest.mark.parametrize("f,args", [
+    (S.poisson_logpmf, (1, [-1.0, np.inf, np.nan])),
+    (S.truncated_poisson_logpmf, (1, [-1.0, np.inf, np.nan])),
+    (S.truncated_poisson_mean, ([-1.0, np.inf, np.nan],)),
+    (S.truncated_poisson_var, ([-1.0, np.inf, np.nan],)),
+    (S.logarithmic_logpmf, (1, [-0.1, 1.0, 1.5, np.nan])),
+    (S.logarithmic_mean, ([-0.1, 1.0, 1.5, np.nan],)),
+    (S.logarithmic_var, ([-0.1, 1.0, 1.5, np.nan],)),
+    (S.logarithmic_sf, (2, [-0.1, 1.0, 1.5, np.nan])),
+    (S.truncated_bessel_logpmf, (1, [-1.0, np.inf, np.nan])),
+    (S.truncated_bessel_mean, ([-1.0, np.inf, np.nan],)),
+    (S.truncated_bessel_var, ([-1.0, np.inf, np.nan],)),
+    (S.crt_logpmf, (1, [2.5, -1, 2, 2], [1.0, 1.0, -1.0, np.nan])),
+    (S.crt_mean, ([2.5, -1, 3, 3], [1.0, 1.0, -1.0, np.nan])),
+    (S.crt_var, ([2.5, -1, 3, 3], [1.0, 1.0, -1.0, np.nan])),
+    (S.negative_binomial_logpmf, (0, [-1.0, np.inf, np.nan, 2.0, 2.0, 2.0], [0.5, 0.5, 0.5, -0.1, 1.0, np.nan])),
+    (S.negative_binomial_mean, ([-1.0, np.inf, np.nan, 2.0, 2.0, 2.0], [0.5, 0.5, 0.5, -0.1, 1.0, np.nan])),
+    (S.negative_binomial_var, ([-1.0, np.inf, np.nan, 2.0, 2.0, 2.0], [0.5, 0.5, 0.5, -0.1, 1.0, np.nan])),
+    (S.prg_logpdf, (1.0, [-1.0, np.inf, np.nan, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, -1.0, np.inf])),
+    (S.prg_log_p0, ([-1.0, np.inf, np.nan],)),
+    (S.prg_mean, ([-1.0, np.inf, np.nan, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, -1.0])),
+    (S.prg_var, ([-1.0, np.inf, np.nan, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, -1.0])),
+    (S.multinomial_logpmf, ([1, 2], [[-1.0, 1.0], [np.inf, 1.0], [np.nan, 1.0], [0.0, 0.0]])),
+    (S.dirichlet_logpdf, ([0.5, 0.5], [[-1.0, 1.0], [np.inf, 1.0], [np.nan, 1.0], [0.0, 0.0]])),
+    (S.dirichlet_mean, ([[-1.0, 1.0], [np.inf, 1.0], [np.nan, 1.0], [0.0, 0.0]],)),
+    (S.dirichlet_var, ([[-1.0, 1.0], [np.inf, 1.0], [np.nan, 1.0], [0.0, 0.0]],)),
+])
+def test_parameters_outside_their_range_give_nan(f, args):
+    """As scipy.stats, and without a warning: they gave numbers (logarithmic_mean(-0.1)
+    0.95, its variance and truncated_poisson_var(-1) negative, NB's log P(0) at p = -0.1
+    +0.19, crt_mean(3, nan) 3, truncated_poisson_mean(nan) 1), silently read n = 2.5 as 2
+    in the CRT functions, or raised (crt_logpmf, prg_cdf's 'cannot convert float NaN')."""
+    assert np.isnan(_quiet(f, *args)).all()
+    if f is S.prg_logpdf:
+        assert np.isnan(_quiet(S.prg_cdf, 1.0, -1.0, 1.0)) and np.isnan(_quiet(S.prg_cdf, [1.0], 1.0, 0.0)).all()
+
+
+@pytest.mark.parametrize("f,args", [
+    (S.poisson_logpmf, (2.0,)), (S.truncated_poisson_logpmf, (2.0,)), (S.logarithmic_logpmf, (0.5,)),
+    (S.truncated_bessel_logpmf, (2.0,)), (S.crt_logpmf, (3, 1.0)), (S.negative_binomial_logpmf, (2.0, 0.3)),
+])
+def test_log_pmfs_off_the_support_and_at_nan(f, args):
+    """-inf at -1, 0.5, +-inf (k = inf gave NaN with a RuntimeWarning); NaN at a NaN k
+    (gave -inf; scipy gives NaN)."""
+    out = _quiet(f, [-1.0, 0.5, np.inf, -np.inf, np.nan], *args)
+    np.testing.assert_array_equal(out, [-np.inf] * 4 + [np.nan])
+
+
+def test_limit_laws_where_the_samplers_draw_them():
+    """logarithmic(p=0) and truncated_bessel(alpha=0) draw 1 (the limits): the log-PMFs gave
+    NaN there (so gof_discrete refused them), logarithmic_mean/var/sf NaN."""
+    from pygbn import random as R
+    from pygbn.testing import assert_gof_discrete
+    for lp, draw in [(lambda k: S.logarithmic_logpmf(k, 0.0), R.logarithmic(0.0, size=1000, random_state=0)),
+                     (lambda k: S.truncated_bessel_logpmf(k, 0.0), R.truncated_bessel(0.0, size=1000, random_state=0))]:
+        np.testing.assert_array_equal(_quiet(lp, [1, 2, 0]), [0.0, -np.inf, -np.inf])
+        assert_gof_discrete(draw, lp)
+    assert _quiet(S.logarithmic_mean, 0.0) == 1.0 and _quiet(S.logarithmic_var, 0.0) == 0.0
+    np.testing.assert_array_equal(_quiet(S.logarithmic_sf, [0, 1, 5], 0.0), [1.0, 0.0, 0.0])
+    assert S.truncated_bessel_mean(0.0) == 1.0 and S.truncated_bessel_var(0.0) == 0.0
+
+
+def test_logarithmic_sf_broadcasts_p():
+    """p was a scalar only (an array p raised numpy's 'only 0-dimensional arrays')."""
+    got = S.logarithmic_sf([[1], [3]], [0.2, 0.5])
+    want = [[S.logarithmic_sf(k, p) for p in (0.2, 0.5)] for k in (1, 3)]
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert np.isnan(S.logarithmic_sf(np.nan, 0.5))
+
+
+def test_crt_pmf_table_refuses_a_non_integer_n():
+    with pytest.raises(ValueError, match="n=2.5"):
+        S.crt_pmf_table(2.5, 1.0)
+    np.testing.assert_array_equal(S.crt_pmf_table(2.0, 0.0), S.crt_pmf_table(2, 0.0))
+
+
+def test_prg_cdf_names_an_array_parameter():
+    with pytest.raises(ValueError, match="scalar lam"):
+        S.prg_cdf(1.0, [1.0, 2.0], 1.0)
+
+
+def test_truncated_bessel_logpmf_far_in_the_tail():
+    """n > 2^53 alpha/2: log1p((alpha/2 - n) / n) rounded to log1p(-1) = -inf."""
+    n = np.array([1e3, 1e10, 1e17, 1e20])
+    want = (2 * n - 1) * np.log(1.0) - special.gammaln(n + 1) - special.gammaln(n) - np.log(special.iv(1, 2.0))
+    np.testing.assert_allclose(S.truncated_bessel_logpmf(n, 2.0), want, rtol=1e-13)
+
+
+def test_multinomial_logpmf_support():
+    """Non-integer counts gave a finite value (scipy: -inf); a zero-weight row splits n = 0
+    (as multinomial_split), and gave NaN."""
+    assert S.multinomial_logpmf([1.5, 1.5], [1.0, 1.0]) == -np.inf
+    assert S.multinomial_logpmf([-1, 2], [1.0, 1.0]) == -np.inf
+    assert _quiet(S.multinomial_logpmf, [0, 0], [0.0, 0.0]) == 0.0
+    assert np.isnan(S.multinomial_logpmf([np.nan, 1], [1.0, 1.0]))
+    np.testing.assert_allclose(S.multinomial_logpmf([[0, 3], [1, 2]], [0.0, 1.0]), [0.0, -np.inf])
+
+
+def test_dirichlet_logpdf_support():
+    """Points off the simplex gave finite densities ([0.2, 0.2] and [-0.5, 1.5] gave 0.0);
+    a zero concentration (a component multinomial_split and dirichlet fix at 0) gave NaN."""
+    a = np.array([1.0, 1.0])
+    np.testing.assert_array_equal(S.dirichlet_logpdf([[0.2, 0.2], [-0.5, 1.5], [0.5, 0.5]], a),
+                                  [-np.inf, -np.inf, 0.0])
+    # zero concentrations: the density of the others on their face
+    np.testing.assert_allclose(_quiet(S.dirichlet_logpdf, [0.0, 0.3, 0.7], [0.0, 2.0, 3.0]),
+                               st.dirichlet.logpdf([0.3, 0.7], [2.0, 3.0]), rtol=1e-13)
+    assert S.dirichlet_logpdf([0.1, 0.2, 0.7], [0.0, 2.0, 3.0]) == -np.inf
+    assert _quiet(S.dirichlet_logpdf, [0.0, 1.0], [0.0, 1.0]) == 0.0
+    # the samplers' rows (which sum to 1 to rounding) and float32 rows are on it
+    from pygbn import random as R
+    x = R.dirichlet(np.full(1000, 0.3), size=5, random_state=0)
+    np.testing.assert_allclose(S.dirichlet_logpdf(x, np.full(1000, 0.3)),
+                               st.dirichlet.logpdf(x.T / x.sum(axis=1), np.full(1000, 0.3)), rtol=1e-9)
+    assert np.isfinite(S.dirichlet_logpdf(np.float32([0.1, 0.2, 0.7]), [1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(S.dirichlet_mean([0.0, 2.0]), [0.0, 1.0])
