@@ -93,3 +93,18 @@ def test_python_api_refuses_means_past_its_limit(f, args, name):
     with pytest.raises(ValueError, match=rf"^{name} must be .*<= 1e\+18"):
         f(*args)
     f(LAM_MAX, *args[1:], random_state=0)                 # the limit itself is fine
+
+
+def test_python_ints_beyond_int64_are_real_parameters():
+    """A real parameter given as a Python int past int64 (numpy holds it, or a list of
+    such, as an object array) was refused as 'must be a real number'; numpy's samplers
+    read it as a float, and so do ours now (then range-checked as any float)."""
+    assert R.crt(5, 2**70, random_state=0) == R.crt(5, float(2**70), random_state=0)
+    np.testing.assert_array_equal(R.crt(5, [2**70, 1], random_state=0),
+                                  R.crt(5, [float(2**70), 1.0], random_state=0))
+    assert R.poisson_randomized_gamma(1.0, 2**70, random_state=0) == \
+        R.poisson_randomized_gamma(1.0, float(2**70), random_state=0)
+    with pytest.raises(ValueError, match=r"^lam must be >= 0 and <= 1e\+18 \(finite\); got 1\.18"):
+        R.truncated_poisson(2**70)
+    with pytest.raises(ValueError, match="r must be a real number"):
+        R.crt(5, np.array([1, None]))

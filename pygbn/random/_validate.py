@@ -58,11 +58,14 @@ def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=Fals
     if v is not None and _in_range(v, low, low_open, high, high_open, allow_inf):
         return np.array(v)
     try:
-        arr = np.asarray(x)
+        arr = np.array(v) if v is not None else np.asarray(x)
+        if arr.dtype == object and arr.size and all(
+                type(e) is int or isinstance(e, (float, np.integer, np.floating)) for e in arr.flat):
+            arr = arr.astype(np.float64)     # Python ints beyond int64 (numpy holds them as objects)
         if arr.dtype.kind not in "biuf":
             raise TypeError
         arr = arr.astype(np.float64, copy=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a real number or array of real numbers; got {x!r}") from None
     if _in_range(arr, low, low_open, high, high_open, allow_inf).all():   # the common case
         return arr
@@ -210,12 +213,15 @@ def run_blocked(fill, n_items: int, random_state, n_jobs, args: tuple, min_block
 
 
 def _real_scalar(x):
-    """``float(x)`` when ``x`` is a real Python or numpy scalar that :func:`as_real` reads
-    as that float (a float, or an int of int64 range; not a bool), else None."""
+    """``float(x)`` when ``x`` is a real Python or numpy scalar (a float or an int, of any
+    size below the largest double; not a bool), else None."""
     if isinstance(x, (float, np.floating)):
         return float(x)
-    if (type(x) is int and -INT64_MAX - 1 <= x <= INT64_MAX) or isinstance(x, np.integer):
-        return float(x)
+    if type(x) is int or isinstance(x, np.integer):
+        try:
+            return float(x)
+        except OverflowError:
+            return None
     return None
 
 
