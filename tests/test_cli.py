@@ -315,6 +315,28 @@ def test_perplexity_and_transform_reproducible_without_seed(work, tmp_path, caps
     np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
 
 
+@pytest.mark.parametrize("seed", [np.random.SeedSequence(7), [7, 8]], ids=["SeedSequence", "list"])
+def test_transform_and_perplexity_reuse_a_stored_seed_of_any_kind(work, tmp_path, capsys, seed):
+    # a model file keeps a SeedSequence or a list of ints as its seed: without --seed the commands
+    # draw what the loaded model's transform and score draw (they took seed 0 and said "stores no seed")
+    X = work["demo"].counts[:200]
+    model = pygbn.GBN(n_components=6, n_layers=1, burn_in=4, n_collect=2, transform_iter=(3, 4),
+                      random_state=seed).fit(X)
+    model.save(tmp_path / "m.npz")
+    loaded = pygbn.load(tmp_path / "m.npz")
+    new = work["dir"] / "new.mtx"
+    code, _, err = _main(capsys, "transform", tmp_path / "m.npz", new, "-o", tmp_path / "f.npy")
+    assert code == 0 and "seed" not in err
+    _, perms = loaded.network_.relabel_by_popularity(return_perms=True)
+    Y = work["demo"].counts[3000:3060]      # what new.mtx holds
+    expect = loaded.transform(Y)[:, perms[0]]
+    np.testing.assert_array_equal(np.load(tmp_path / "f.npy"), expect)
+    code, out, err = _main(capsys, "perplexity", tmp_path / "m.npz", new)
+    assert code == 0 and "seed" not in err
+    Y = Y[np.asarray(Y.sum(axis=1)).ravel() >= 2]
+    assert out.strip().endswith(f": {np.exp(-loaded.score(Y)):.2f}")
+
+
 @pytest.mark.parametrize("output, pattern", [
     ("{t}/missing/dir/m.npz", "folder of output file .* does not exist"),
     ("{t}/folder.npz", "is a folder"),

@@ -19,8 +19,8 @@ from pygbn import explore, text
 from pygbn.datasets import load_demo
 from pygbn.estimator import GBN, load
 from pygbn.evaluation import SPLIT_SEED_TAG
-from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, split_tokens,
-                              trace_diagnostics)
+from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, score_split,
+                              split_tokens, trace_diagnostics)
 from pygbn.inference import Schedule
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
@@ -322,13 +322,14 @@ def _network(model: Union[GBN, Network], depth: Optional[int]) -> Tuple[Network,
     return model.networks_[depth - 1], depth
 
 
-def _test_seed(model: Union[GBN, Network], args) -> int:
-    """The seed of the test-time chain: --seed, else the model's (an int), else DEFAULT_TEST_SEED."""
+def _test_seed(model: Union[GBN, Network], args):
+    """The seed of the test-time chain: --seed, else the model's (whatever seed a model file
+    keeps: an int, a list of ints or a SeedSequence), else DEFAULT_TEST_SEED."""
     if args.seed is not None:
         return args.seed
     stored = getattr(model, "random_state", None)
-    if isinstance(stored, (int, np.integer)) and not isinstance(stored, bool):
-        return int(stored)
+    if stored is not None:
+        return stored
     logger.warning("the model stores no seed: using seed %d (give --seed to choose another)",
                    DEFAULT_TEST_SEED)
     return DEFAULT_TEST_SEED
@@ -647,8 +648,7 @@ def cmd_perplexity(args) -> int:
     if X.shape[0] == 0:
         raise CLIError(f"no document of {args.input!r} has two or more tokens of the model's vocabulary")
     model = _test_chain_model(model, args)
-    split_rng = np.random.default_rng([model.random_state, SPLIT_SEED_TAG])
-    X_obs, X_held = split_tokens(X, train_fraction=args.train_fraction, random_state=split_rng)
+    X_obs, X_held = score_split(X, net.link, args.train_fraction, model.random_state)
     ppl = model.perplexity(X_obs, X_held, depth=depth)
     _out(f"held-out perplexity (depth {net.depth}, {X.shape[0]} documents, {int(X_obs.sum())} observed "
          f"and {int(X_held.sum())} held-out tokens): {ppl:.2f}")
