@@ -82,10 +82,12 @@ def check_random_state(random_state=None) -> np.random.Generator:
         arr = np.asarray(random_state)
         if arr.dtype.kind in "iu" and arr.ndim == 1 and (arr >= 0).all():
             return np.random.default_rng(arr)
-    raise ValueError(
-        "random_state must be None, a non-negative int, a SeedSequence, a BitGenerator "
-        f"or a numpy.random.Generator, got {random_state!r}"
-    )
+    accepted = ("random_state must be None, a non-negative int (or a sequence of them), a SeedSequence, "
+                "a BitGenerator or a numpy.random.Generator")
+    if isinstance(random_state, np.random.RandomState):
+        raise ValueError(f"{accepted}, got the legacy {random_state!r}, which pygbn does not take: pass an "
+                         "int seed, or numpy.random.default_rng(seed) for a generator that each call advances")
+    raise ValueError(f"{accepted}, got {random_state!r}")
 
 
 def spawn_generators(rng: np.random.Generator, n: int) -> list[np.random.Generator]:

@@ -103,8 +103,18 @@ class GBN:
         Threads for the document-parallel kernels (-1: all cores).  For a
         given layer-one method results do not depend on it; ``method="auto"``
         picks "partial" instead of "collapsed" when it is not 1 or None.
-    random_state : None, int, SeedSequence or numpy.random.Generator
-        Seed of the chain (and of ``transform``).
+    random_state : None, int, SeedSequence, BitGenerator or numpy.random.Generator, default=None
+        Seed of the training chain and of the test-time chain of
+        :meth:`transform`, :meth:`perplexity` and :meth:`score` (and of
+        :meth:`generate`).  An int (or a sequence of ints) or a
+        ``SeedSequence`` makes every call reproducible: two fits give the
+        same networks, two ``transform`` calls the same features.  A
+        ``Generator`` (or a ``BitGenerator``) is used as it is and advanced
+        by every call, so repeated calls draw anew (as scikit-learn does
+        with a ``RandomState`` instance); a model file does not keep it (see
+        :meth:`save`).  None: fresh OS entropy at every call.  The legacy
+        ``numpy.random.RandomState`` is refused (pass an int, or
+        ``numpy.random.default_rng(seed)``).
     verbose : bool or int, default=False
         Show progress on stderr (depth, iteration, widths, seconds per
         iteration) through the ``"pygbn"`` logger; an int sets how many
@@ -666,10 +676,14 @@ class GBN:
     def generate(self, n_samples: int, *, depth: Optional[int] = None, random_state=None):
         """Synthetic samples drawn top-down from the fitted network (see Network.generate).
 
-        ``n_samples`` samples from the network of depth ``depth`` (default:
-        the deepest), drawn with ``random_state`` or, when it is None, with
-        the estimator's ``random_state`` (so an int seed there gives the same
-        samples at every call).
+        Parameters
+        ----------
+        n_samples : int
+        depth : int, optional
+            Network depth (default: the deepest).
+        random_state : None, int, SeedSequence, BitGenerator or Generator, optional
+            Default: the estimator's ``random_state`` (so with an int seed
+            ``generate(n)`` gives the same samples at every call).
         """
         net = self._network(depth)
         rs = self.random_state if random_state is None else random_state

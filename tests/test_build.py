@@ -16,6 +16,19 @@ def test_check_random_state_same_seed_same_draws():
     assert check_random_state(g) is g
 
 
+def test_check_random_state_says_what_to_pass_instead_of_a_random_state():
+    """A scikit-learn user's RandomState is refused with what to pass instead (the message only
+    listed what is accepted), and the accepted sequences of ints are in the list."""
+    import pytest
+    with pytest.raises(ValueError, match=r"random_state .*got the legacy RandomState\(MT19937\).*"
+                                         r"numpy\.random\.default_rng\(seed\)"):
+        check_random_state(np.random.RandomState(0))
+    with pytest.raises(ValueError, match=r"non-negative int \(or a sequence of them\).* got 1\.5"):
+        check_random_state(1.5)
+    with pytest.raises(ValueError, match="legacy RandomState"):
+        pygbn.GBN(random_state=np.random.RandomState(0)).fit(np.ones((2, 3), dtype=int))
+
+
 def test_block_streams_deterministic():
     s1 = BlockStreams(np.random.default_rng(5), 4)
     s2 = BlockStreams(np.random.default_rng(5), 4)
