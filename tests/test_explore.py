@@ -827,3 +827,55 @@ def test_save_factor_grid_accepts_bytes_paths(tmp_path):
     svg = ex.save_factor_grid(phis, 1, (3, 4), bytes(tmp_path / "grid.svg"), nodes=[2, 0])
     ET.parse(svg)
     assert ex.write_png(bytes(tmp_path / "w.png"), np.zeros((2, 2))) == str(tmp_path / "w.png")
+
+
+# ---------------------------------------------------------------------------
+# line plots
+# ---------------------------------------------------------------------------
+
+
+def _numbers_in_attributes(svg):
+    return [v for v in re.findall(r'="([^"]*)"', svg) if re.search(r"\b(nan|inf)\b", v)]
+
+
+def test_line_plot_skips_points_with_a_non_finite_x():
+    # the docstring says non-finite points are skipped: an x of inf (log of 0) or nan must not
+    # turn the plot's range, and so every coordinate, into nan
+    for bad in (np.inf, -np.inf, np.nan):
+        svg = ex.line_plot_svg([{"label": "a", "x": [bad, 1.0, 2.0], "y": [5.0, 1.0, 2.0]}], "t", "x", "y")
+        ET.fromstring(svg.split("\n", 1)[1])
+        assert _numbers_in_attributes(svg) == []
+        (poly,) = re.findall(r'<polyline points="([^"]*)"', svg)
+        assert len(poly.split()) == 2                          # the point with the bad x is left out
+
+
+def test_line_plot_checks_its_arguments():
+    one = [{"label": "a", "x": [0.0, 1.0], "y": [1.0, 2.0]}]
+    with pytest.raises(ValueError, match=r"series\[1\] \('b'\) has 3 x values but 2 y values"):
+        ex.line_plot_svg(one + [{"label": "b", "x": [0, 1, 2], "y": [1, 2]}], "t", "x", "y")
+    with pytest.raises(ValueError, match="width must be an int >= 241, got 200"):
+        ex.line_plot_svg(one, "t", "x", "y", width=200)      # the plot area would have a negative width
+    with pytest.raises(ValueError, match="height must be an int >= 96, got 90"):
+        ex.line_plot_svg(one, "t", "x", "y", height=90)
+    with pytest.raises(ValueError, match=r"hlines\[0\]\['y'\] must be finite"):
+        ex.line_plot_svg(one, "t", "x", "y", hlines=[{"label": "h", "y": np.inf}])
+    with pytest.raises(ValueError, match=r"vlines\[0\]\['x'\] must be finite"):
+        ex.line_plot_svg(one, "t", "x", "y", vlines=[{"x": np.nan}])
+    with pytest.raises(ValueError, match="xticks must be finite"):
+        ex.line_plot_svg(one, "t", "x", "y", xticks=[0.0, np.nan])
+    for ylim in ((np.nan, 1.0), (3.0, 1.0), (1.0,)):
+        with pytest.raises(ValueError, match="ylim must be two finite numbers"):
+            ex.line_plot_svg(one, "t", "x", "y", ylim=ylim)
+    svg = ex.line_plot_svg(one, "t", "x", "y", width=241, height=96, ylim=(1.5, 1.5))
+    ET.fromstring(svg.split("\n", 1)[1])
+    assert _numbers_in_attributes(svg) == [] and not re.search(r'(width|height)="-', svg)
+
+
+def test_trace_svg_arguments():
+    ll, its = [[[-3.0, -2.5, -2.4]]], [[[1, 2, 3]]]
+    assert ex.trace_svg(ll, its, warmup=np.float32(0.25)) == ex.trace_svg(ll, its, warmup=0.25)
+    with pytest.raises(ValueError, match="width must be an int >= 241"):
+        ex.trace_svg(ll, its, width=200)
+    with pytest.raises(ValueError, match="at least one depth"):
+        ex.trace_svg([[]], [[]])
+    ET.fromstring(ex.trace_svg([[[-7.5]]], [[[10]]]).split("\n", 1)[1])   # one value: a flat range

@@ -2,10 +2,12 @@
 plots of the reproduction pages (``tools/_repro_common.svg_line_plot``)."""
 from __future__ import annotations
 
+import numbers
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from pygbn._utils import check_int
 from pygbn.explore._graph import xml_escape
 
 #: line colours of the plots' series, in order
@@ -36,12 +38,25 @@ def _fmt_tick(v: float) -> str:
     return f"{v:g}"
 
 
-def _pieces(s: Dict, X, Y) -> List[List[tuple]]:
+def _points(series: Sequence[Dict]) -> List[tuple]:
+    """Each series' ``x`` and ``y`` as float64 arrays, and the mask of its finite points
+    (both coordinates finite), after checking the two have one value per point."""
+    out = []
+    for i, s in enumerate(series):
+        x = np.asarray(s["x"], dtype=np.float64).ravel()
+        y = np.asarray(s["y"], dtype=np.float64).ravel()
+        if x.size != y.size:
+            raise ValueError(f"series[{i}] ({s.get('label')!r}) has {x.size} x values but {y.size} y values")
+        out.append((x, y, np.isfinite(x) & np.isfinite(y)))
+    return out
+
+
+def _pieces(s: Dict, x, y, ok, X, Y) -> List[List[tuple]]:
     """The polylines of a series: its finite points, cut at non-finite ones when ``s["breaks"]``."""
     pieces: List[List[tuple]] = [[]]
-    for x, y in zip(s["x"], s["y"]):
-        if np.isfinite(y):
-            pieces[-1].append((X(float(x)), Y(float(y))))
+    for xv, yv, good in zip(x, y, ok):
+        if good:
+            pieces[-1].append((X(float(xv)), Y(float(yv))))
         elif s.get("breaks") and pieces[-1]:
             pieces.append([])
     return [p for p in pieces if p]
@@ -56,32 +71,55 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
     Parameters
     ----------
     series : sequence of dict
-        ``label``, ``x``, ``y`` (non-finite points are skipped), optional
+        ``label``, ``x``, ``y`` (as many x as y values; a point with a
+        non-finite x or y is skipped), optional
         ``dash`` (bool), ``colour`` and ``breaks`` (bool: a non-finite point
         ends the line, which starts again after it).
     title, xlabel, ylabel : str
     xticks : sequence of float, optional
         Default: about six round values.
     width, height : int
+        Size in px, margins and legend included: at least 241 by 96.
     hlines : sequence of dict
-        Dashed horizontal reference lines: ``label``, ``y``, optional ``colour``.
+        Dashed horizontal reference lines: ``label``, ``y`` (finite),
+        optional ``colour``.
     vlines : sequence of dict
-        Dotted vertical lines: ``x``, optional ``label`` (written at the top).
+        Dotted vertical lines: ``x`` (finite), optional ``label`` (written at
+        the top).
     markers : bool, default=True
         Draw a dot at every point.
     ylim : (float, float), optional
-        The y range shown (default: all points, padded); lines beyond it are
-        clipped at the plot's frame.
+        The y range shown, finite, low first (default: all points,
+        padded); lines beyond it are clipped at the plot's frame.
 
     Returns
     -------
     str
         A well-formed SVG 1.1 document; text is XML-escaped.
+
+    Raises
+    ------
+    ValueError
+        For a series with more x than y values or fewer, a non-finite
+        reference line, tick or ``ylim``, or a plot too small for its margins.
     """
     ml, mr, mt, mb = 70, 170, 40, 55
+    width = check_int(width, "width", ml + mr + 1)
+    height = check_int(height, "height", mt + mb + 1)
     pw, ph = width - ml - mr, height - mt - mb
-    xs = [float(x) for s in series for x, y in zip(s["x"], s["y"]) if np.isfinite(y)]
-    ys = [float(y) for s in series for y in s["y"] if np.isfinite(y)] + [float(h["y"]) for h in hlines]
+    points = _points(series)
+    for name, lines, key in (("hlines", hlines, "y"), ("vlines", vlines, "x")):
+        for i, ln in enumerate(lines):
+            if not np.isfinite(float(ln[key])):
+                raise ValueError(f"{name}[{i}][{key!r}] must be finite, got {ln[key]!r}")
+    if xticks is not None and not np.isfinite(np.asarray(xticks, dtype=np.float64)).all():
+        raise ValueError(f"xticks must be finite numbers, got {list(xticks)!r}")
+    if ylim is not None:
+        lim = np.asarray(ylim, dtype=np.float64)
+        if lim.shape != (2,) or not np.isfinite(lim).all() or not lim[0] <= lim[1]:
+            raise ValueError(f"ylim must be two finite numbers (low, high) with low <= high, got {ylim!r}")
+    xs = [float(v) for x, _, ok in points for v in x[ok]]
+    ys = [float(v) for _, y, ok in points for v in y[ok]] + [float(h["y"]) for h in hlines]
     if not xs:
         xs, ys = [0.0, 1.0], [0.0, 1.0]
     xs += [float(v["x"]) for v in vlines]
@@ -131,10 +169,10 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
         y = Y(float(h["y"]))
         out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="{col}" '
                    f'stroke-width="1.2" stroke-dasharray="6 4" opacity="0.8"/>')
-    for i, s in enumerate(series):
+    for i, (s, (sx, sy, ok)) in enumerate(zip(series, points)):
         col = s.get("colour", PALETTE[i % len(PALETTE)])
         dash = ' stroke-dasharray="6 4"' if s.get("dash") else ""
-        for pts in _pieces(s, X, Y):
+        for pts in _pieces(s, sx, sy, ok, X, Y):
             if len(pts) > 1:
                 d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
                 out.append(f'<polyline points="{d}" fill="none" stroke="{col}" stroke-width="2"{dash} '
@@ -176,6 +214,7 @@ def trace_svg(loglikelihoods, iterations, labels: Optional[Sequence[str]] = None
         One legend entry per chain (default ``chain 1``, ``chain 2``, ...).
     title : str
     width, height : int
+        As in :func:`line_plot_svg`: at least 241 by 96.
     warmup : float in [0, 1), default=0.1
         The y range leaves out the first ``warmup`` share of the first
         depth's values of each chain (the initial climb, whose range would
@@ -186,10 +225,13 @@ def trace_svg(loglikelihoods, iterations, labels: Optional[Sequence[str]] = None
     str
         The SVG document.
     """
-    if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup < 1:
+    if isinstance(warmup, (bool, np.bool_)) or not isinstance(warmup, numbers.Real) or not 0 <= warmup < 1:
         raise ValueError(f"warmup must be a number in [0, 1), got {warmup!r}")
     chains = [[np.asarray(d, dtype=np.float64).ravel() for d in c] for c in loglikelihoods]
     its = [[np.asarray(d, dtype=np.float64).ravel() for d in c] for c in iterations]
+    if any(not c for c in chains):
+        raise ValueError("every chain of loglikelihoods must hold at least one depth (a list of values "
+                         "per depth, as GBN.loglikelihoods_), got a chain with none")
     if not chains or len(its) != len(chains) or any(len(a) != len(b) or any(
             x.size != y.size for x, y in zip(a, b)) for a, b in zip(chains, its)):
         raise ValueError("loglikelihoods and iterations must hold the same number of chains, depths "
