@@ -879,3 +879,18 @@ def test_trace_svg_arguments():
     with pytest.raises(ValueError, match="at least one depth"):
         ex.trace_svg([[]], [[]])
     ET.fromstring(ex.trace_svg([[[-7.5]]], [[[10]]]).split("\n", 1)[1])   # one value: a flat range
+
+
+def test_renderings_of_lone_surrogates_can_be_written_as_utf8(tmp_path):
+    # a name decoded with errors="surrogateescape" (os.listdir of a latin-1 name on a UTF-8
+    # system) holds a lone surrogate, which no UTF-8 file can hold; SVG dropped it, text and DOT
+    # kept it, so writing them failed with UnicodeEncodeError
+    vocab = [b"caf\xe9".decode("utf-8", "surrogateescape"), "b\ud800", "plain"]
+    sub = ex.tree([np.full((3, 1), 1 / 3)], np.ones(1), 1, 0, vocab=vocab)
+    for text in (sub.to_text(), sub.to_dot(graph_name="g\udcff"), sub.to_svg()):
+        (tmp_path / "out").write_text(text, encoding="utf-8")
+        assert "caf" in text
+        assert "b\ud800" not in text and "caf\udce9" not in text
+    _, nodes, _ = parse_dot(sub.to_dot(words_per_line=1))
+    assert unescape_label(nodes["n1_0"]["label"])[1:] == ["caf", "b", "plain"]
+    assert ex.clean_text("x\udce9y") == "xy"

@@ -145,10 +145,11 @@ def render_text(sub: Subnetwork, n_terms: int | None = 8, show_weights: bool = T
 
 
 def dot_escape(s: str) -> str:
-    """Escape text for a double-quoted DOT string (backslash, quote, line breaks)."""
+    """Escape text for a double-quoted DOT string (backslash, quote, line breaks); drop the
+    other C0 controls, DEL and lone surrogates (no UTF-8 file can hold one)."""
     s = str(s).replace("\\", "\\\\").replace('"', '\\"')
     s = s.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
-    s = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", s)
+    s = re.sub("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]", "", s)
     # DOT's lexer reads the dyad \" as a quote even after an escaped backslash,
     # so a string must not end in a backslash: pad it with a space.
     if s.endswith("\\"):

@@ -96,9 +96,10 @@ def terms_for(nd: Node, n_terms) -> tuple:
 
 def clean_text(s: str) -> str:
     """Replace line breaks and tabs (the Unicode ones too: NEL, U+2028, U+2029) by spaces
-    and drop the other control characters (C0, DEL and C1)."""
+    and drop the other control characters (C0, DEL and C1) and lone surrogates (which no
+    UTF-8 file can hold: a name decoded with ``errors="surrogateescape"`` has them)."""
     s = re.sub("[\r\n\t\v\f\x85\u2028\u2029]+", " ", str(s))
-    return re.sub("[\x00-\x08\x0e-\x1f\x7f-\x9f]", "", s)
+    return re.sub("[\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]", "", s)
 
 
 def label_lines(nd: Node, n_terms, words_per_line: int) -> list[str]:
