@@ -894,3 +894,23 @@ def test_renderings_of_lone_surrogates_can_be_written_as_utf8(tmp_path):
     _, nodes, _ = parse_dot(sub.to_dot(words_per_line=1))
     assert unescape_label(nodes["n1_0"]["label"])[1:] == ["caf", "b", "plain"]
     assert ex.clean_text("x\udce9y") == "xy"
+
+
+def test_svg_boxes_are_wide_enough_for_wide_characters():
+    # CJK ideographs and kana are about one em wide, not the 0.6 em of a Latin letter: the
+    # boxes were 40% too narrow for them, so their text ran over the border into the next box
+    phis, r = hand_network()
+    vocab = ["数据库", "游戏", "字体", "カタカナ", "음악", "ｆｕｌｌ"]
+    sub = ex.subnetwork(phis, r, [(3, 0), (3, 1)], tau=1.0, vocab=vocab, n_terms=6)
+    root = ET.fromstring(sub.to_svg(words_per_line=3).encode("utf-8"))
+    boxes = [g for g in root.iter(SVG_NS + "g") if (g.get("class") or "").startswith("node ")]
+    assert len(boxes) == len(sub.nodes)
+    for g in boxes:
+        rect = g.find(SVG_NS + "rect")
+        for text in g.iter(SVG_NS + "text"):
+            if not text.text.isascii():
+                ems = sum(1.0 if c != " " else 0.6 for c in text.text)
+                assert float(rect.get("width")) >= ems * float(text.get("font-size")) + 12 - 0.1
+    from pygbn.explore._layout import text_width
+    assert text_width("e\u0301t\u00e9") == pytest.approx(3 * 0.6)     # a combining accent takes no room
+    assert text_width("ab") == pytest.approx(1.2) and text_width("游戏") == pytest.approx(2.0)

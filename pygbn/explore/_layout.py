@@ -9,21 +9,41 @@ text width, so no font metrics are needed.
 """
 from __future__ import annotations
 
+import unicodedata
 from typing import Mapping, Sequence
 
 #: Space between a box's border and its text (px).
 PAD = 6.0
 #: Average glyph width of a sans-serif font, in ems.
 CHAR_W = 0.6
+#: Width of a wide or full-width character (CJK ideographs, kana, hangul, most emoji), in ems.
+WIDE_W = 1.0
 #: Line height, in ems.
 LINE_H = 1.25
 #: Space around the drawing (px).
 MARGIN = 10.0
 
 
+def text_width(s: str) -> float:
+    """Estimated width of ``s`` in ems: ``WIDE_W`` per wide or full-width character
+    (Unicode East Asian Width W or F), nothing for a combining mark or a format
+    character (zero-width joiner, ...), ``CHAR_W`` for any other."""
+    if s.isascii():
+        return len(s) * CHAR_W
+    narrow = wide = 0
+    for c in s:
+        if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+            continue
+        if unicodedata.east_asian_width(c) in ("W", "F"):
+            wide += 1
+        else:
+            narrow += 1
+    return narrow * CHAR_W + wide * WIDE_W
+
+
 def box_size(lines: Sequence[str], font_px: float) -> tuple[float, float]:
     """Width and height (px) of a box holding ``lines`` at font size ``font_px``."""
-    w = max(len(s) for s in lines) * CHAR_W * font_px + 2 * PAD
+    w = max(text_width(s) for s in lines) * font_px + 2 * PAD
     h = len(lines) * LINE_H * font_px + 2 * PAD
     return w, h
 
