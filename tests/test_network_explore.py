@@ -350,3 +350,19 @@ def test_vocabulary_from_dict_keys_and_iterables():
     assert ex.top_terms([phi], 1, n=1, vocab=(w for w in "abc"))
     with pytest.raises(ValueError, match="ordered"):
         Network([Layer(phi)], r=np.ones(2), vocabulary={"a", "b", "c"})
+
+
+def test_diversity_checks_n_by_name():
+    # Network.diversity(n=1) failed inside pygbn.evaluation.diversity with "topics must be a 2-D
+    # integer array with one row of at least 2 term indices", naming neither n nor its value
+    rng = np.random.default_rng(0)
+    net = Network(layers=[Layer(phi=rng.dirichlet(np.ones(6), size=3).T)], r=np.ones(3))
+    for bad in (1, 0, 2.0, True):
+        with pytest.raises(ValueError, match=r"n \(top terms per topic\) must be an integer of at least 2"):
+            net.diversity(n=bad)
+    assert net.diversity(layer=1, n=np.int64(2)) == net.diversity(n=2)[0]
+    one = Network(layers=[Layer(phi=np.ones((1, 2)))], r=np.ones(2))
+    with pytest.raises(ValueError, match="diversity needs at least 2 features.*has 1"):
+        one.diversity()
+    with pytest.raises(ValueError, match="coherence needs at least 2 features.*has 1"):
+        one.coherence(np.ones((2, 1)))

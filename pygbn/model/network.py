@@ -470,11 +470,7 @@ class Network:
             :func:`pygbn.evaluation.coherence`.
         """
         layers = self._layers_of(layer)
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 2:
-            raise ValueError(f"n (top terms per topic) must be an integer of at least 2, got {n!r}")
-        if self.n_features < 2:
-            raise ValueError(f"coherence needs at least 2 features (pairs of top terms); "
-                             f"this network has {self.n_features}")
+        self._check_top_n(n, "coherence", "pairs of top terms")
         if X is not None:
             from pygbn.model.links import as_csr
 
@@ -493,12 +489,35 @@ class Network:
         """Topic diversity of the projected topics of each layer (:func:`pygbn.evaluation.diversity`):
         the share of unique terms among the top-n terms of the layer's nodes.
 
+        Parameters
+        ----------
+        layer : int, optional
+            Only this layer (default: every layer).
+        n : int, default=25
+            Top terms per topic, at least 2 (a network with fewer than n
+            features uses all of them).
+
         Returns
         -------
         float, or a list of floats (one per layer, when ``layer`` is None)
+
+        Raises
+        ------
+        ValueError
+            For a bad ``layer``, ``n`` not an integer of at least 2, or a
+            network of fewer than 2 features.
         """
-        out = [topic_diversity(self.top_term_indices(t, n)) for t in self._layers_of(layer)]
+        layers = self._layers_of(layer)
+        self._check_top_n(n, "diversity", "topics of at least 2 terms")
+        out = [topic_diversity(self.top_term_indices(t, n)) for t in layers]
         return out[0] if layer is not None else out
+
+    def _check_top_n(self, n, what: str, why: str) -> None:
+        """Check the ``n`` top terms per topic of :meth:`coherence` and :meth:`diversity`."""
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 2:
+            raise ValueError(f"n (top terms per topic) must be an integer of at least 2, got {n!r}")
+        if self.n_features < 2:
+            raise ValueError(f"{what} needs at least 2 features ({why}); this network has {self.n_features}")
 
     def _layers_of(self, layer) -> List[int]:
         if layer is None:
