@@ -366,3 +366,21 @@ def test_diversity_checks_n_by_name():
         one.diversity()
     with pytest.raises(ValueError, match="coherence needs at least 2 features.*has 1"):
         one.coherence(np.ones((2, 1)))
+
+
+def test_generate_top_terms_checks_its_arguments_before_drawing():
+    # a bad n or vocab was found only after all n_samples documents had been drawn (and the
+    # caller's Generator advanced)
+    net = make_network()
+    for kwargs, match in [(dict(n=0), "n must be a positive int, got 0"),
+                          (dict(vocab=["a"]), "vocab must hold 12 terms"),
+                          (dict(n=2.0), "n must be a positive int, got 2.0")]:
+        rng = np.random.default_rng(5)
+        before = rng.bit_generator.state
+        with pytest.raises(ValueError, match=match):
+            net.generate_top_terms(3, random_state=rng, **kwargs)
+        assert rng.bit_generator.state == before
+    with pytest.raises(ValueError, match="vocab must be given"):
+        make_network(vocab=False).generate_top_terms(3, random_state=0)
+    assert net.generate_top_terms(4, n=3, random_state=1) == ex.generated_top_terms(
+        net.generate(4, random_state=1), net.vocabulary, n=3)

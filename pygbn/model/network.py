@@ -11,7 +11,7 @@ from pygbn import explore
 from pygbn.evaluation.coherence import coherence_from_counts, cooccurrence, window_for
 from pygbn.evaluation.coherence import diversity as topic_diversity
 from pygbn._utils import (LOOSE_SIMPLEX_TOLERANCE, MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE,
-                          check_random_state, check_vocab, positive_real)
+                          check_int, check_random_state, check_vocab, positive_real)
 from pygbn.model.layer import Layer, as_phi, check_parameter
 from pygbn.model.links import Link, PoissonLink, get_link
 
@@ -629,8 +629,16 @@ class Network:
         -------
         list of list of str
             Each document's terms, largest count first.
+
+        Raises
+        ------
+        ValueError
+            For a bad ``n_samples``, ``n`` or ``vocab`` (none given and the
+            network has none, or not ``n_features`` strings), before any
+            document is drawn.
         """
-        words = self._vocab_or(vocab, True)
+        words = check_vocab(self._vocab_or(vocab, True), self.n_features, "vocab")
+        n = check_int(n, "n", 1)        # before drawing the documents, not after
         X = self.generate(n_samples, random_state=random_state)
         return explore.generated_top_terms(X, words, n=n)
 
