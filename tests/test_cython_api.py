@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,15 @@ import pytest
 import pygbn
 import pygbn.random as R
 from pygbn.random._api import _kernel
+from pygbn.random._validate import BLOCK_MIN
 
 MODULE = "pygbn_downstream_check"
 DOCS_MODULE = "pygbn_docs_example"     # the example of docs/cython_api.md, where the docs are here
+THREADS_MODULE = "pygbn_docs_threads"  # its prange example (per-block generators)
+PXD_MODULE = "pygbn_pxd_example"       # the example in kernels.pxd's docstring
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cython_api.md"
+PUBLIC_PXD = Path(pygbn.get_include()) / "pygbn" / "random" / "kernels.pxd"
+PRIVATE_PXD = PUBLIC_PXD.with_name("_kernels.pxd")
 
 PYX = r'''
 # cython: language_level=3, boundscheck=False, wraparound=False
@@ -204,7 +210,10 @@ from setuptools import Extension, setup
 setup(
     name="downstream",
     ext_modules=cythonize(
-        [Extension(m, [m + ".pyx"], include_dirs=[{numpy_include!r}], extra_compile_args={extra_args!r})
+        [Extension(m, [m + ".pyx"], include_dirs=[{numpy_include!r}],
+                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                   extra_compile_args={extra_args!r} + {openmp!r}.get(m, []),
+                   extra_link_args={openmp!r}.get(m, []))
          for m in {modules!r}],
         include_path=[{pygbn_include!r}],
         quiet=True,
@@ -231,14 +240,36 @@ def _python_headers() -> bool:
     return (Path(sysconfig.get_paths()["include"]) / "Python.h").exists()
 
 
-def _docs_example():
-    """The ``crtsum/_fast.pyx`` code block of docs/cython_api.md (None without the docs)."""
+def _docs_example(name="crtsum/_fast.pyx"):
+    """The code block of docs/cython_api.md labelled ``name`` (None without the docs)."""
     if not DOC.exists():
         return None
     text = DOC.read_text(encoding="utf-8")
-    m = re.search(r"`crtsum/_fast\.pyx`:\s*```cython\n(.*?)```", text, flags=re.S)
-    assert m, "docs/cython_api.md lost its crtsum/_fast.pyx example"
+    m = re.search(r"`" + re.escape(name) + r"`:\s*```cython\n(.*?)```", text, flags=re.S)
+    assert m, f"docs/cython_api.md lost its {name} example"
     return m.group(1)
+
+
+def _pxd_docstring():
+    text = PUBLIC_PXD.read_text(encoding="utf-8")
+    return text.split('"""', 2)[1]
+
+
+def _pxd_example():
+    """The code example of kernels.pxd's docstring, as a module."""
+    m = re.search(r"::\n\n((?:    .*\n|\n)+)", _pxd_docstring())
+    assert m, "kernels.pxd lost its example"
+    return "# cython: language_level=3\n" + textwrap.dedent(m.group(1))
+
+
+def _openmp_args():
+    """OpenMP flags for the prange example, where pygbn itself was built with OpenMP
+    (the build falls back to a serial one if the compiler refuses them)."""
+    if not R.openmp_enabled():
+        return []
+    if sys.platform == "win32":
+        return ["/openmp"]
+    return ["-fopenmp"] if sys.platform.startswith("linux") else []
 
 
 @pytest.fixture(scope="module")
@@ -251,18 +282,25 @@ def ext(tmp_path_factory):
     if not _python_headers():
         pytest.skip("no Python headers (Python.h)")
     folder = tmp_path_factory.mktemp("downstream")
-    sources = {MODULE: PYX}
+    sources = {MODULE: PYX, PXD_MODULE: _pxd_example()}
     example = _docs_example()
     if example is not None:
         sources[DOCS_MODULE] = example
+        sources[THREADS_MODULE] = _docs_example("crt_blocks.pyx")
     for name, src in sources.items():
         (folder / f"{name}.pyx").write_text(src, encoding="utf-8")
-    (folder / "setup.py").write_text(SETUP.format(
-        modules=list(sources), numpy_include=np.get_include(), pygbn_include=pygbn.get_include(),
-        extra_args=[] if sys.platform == "win32" else ["-O0"]),   # a test build: compile fast
-        encoding="utf-8")
-    res = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=folder,
-                         capture_output=True, text=True, timeout=600)
+
+    def build(openmp):
+        (folder / "setup.py").write_text(SETUP.format(
+            modules=list(sources), numpy_include=np.get_include(), pygbn_include=pygbn.get_include(),
+            extra_args=[] if sys.platform == "win32" else ["-O0"],   # a test build: compile fast
+            openmp={THREADS_MODULE: openmp} if openmp else {}), encoding="utf-8")
+        return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+                              cwd=folder, capture_output=True, text=True, timeout=600)
+
+    res = build(_openmp_args())
+    if res.returncode != 0 and _openmp_args():
+        res = build([])                 # no OpenMP in this compiler: prange runs serially
     assert res.returncode == 0, f"downstream build failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
     sys.path.insert(0, str(folder))
     try:
@@ -428,3 +466,111 @@ def test_docs_show_the_build_helper():
     text = DOC.read_text(encoding="utf-8")
     assert "from pygbn.random.kernels cimport" in text
     assert "include_path=[pygbn.get_include()]" in text
+
+
+# ---- the docs and kernels.pxd say what the code does -------------------------------
+
+def _declarations():
+    """``name -> (return type, [argument after bitgen_t *, ...])`` from _kernels.pxd."""
+    text = PRIVATE_PXD.read_text(encoding="utf-8")
+    out = {}
+    for m in re.finditer(r"^cdef\s+(.+?)\s*\b(\w+)\(([^)]*)\)\s*noexcept nogil", text, flags=re.M | re.S):
+        args = [" ".join(a.split()) for a in m.group(3).split(",")]
+        assert args[0] == "bitgen_t *bitgen", m.group(2)
+        out[m.group(2)] = (" ".join(m.group(1).split()), args[1:])
+    return out
+
+
+def _exported():
+    text = PUBLIC_PXD.read_text(encoding="utf-8")
+    block = text.split("from pygbn.random._kernels cimport (", 1)[1].split("\n)\n", 1)[0]
+    return re.findall(r"^\s*(\w+),", block, flags=re.M)
+
+
+def test_docs_table_gives_every_kernel_its_real_signature():
+    if not DOC.exists():
+        pytest.skip("docs/ not beside the tests")
+    rows = re.findall(r"^\| `(random_\w+)` \| `\((.*?)\) -> (.*?)` \|", DOC.read_text(encoding="utf-8"),
+                      flags=re.M)
+    decl = _declarations()
+    assert [name for name, _, _ in rows] == _exported()
+    for name, args, ret in rows:
+        assert (ret, [" ".join(a.split()) for a in args.split(",")]) == decl[name], name
+
+
+def test_pxd_comments_give_every_kernel_its_real_types():
+    """Each export's comment in kernels.pxd starts with its (short) signature."""
+    text = PUBLIC_PXD.read_text(encoding="utf-8")
+
+    def norm(s):
+        return " ".join(re.sub(r"\s*\*\s*", " *", s.replace("#", " ").replace("int64_t", "int64")).split())
+
+    for name in _exported():
+        ret, args = _declarations()[name]
+        m = re.search(rf"^\s*{name},\s*# \((.*?)\)\s*(?:#\s*)?->\s*(\w+)", text, flags=re.M | re.S)
+        assert m, name
+        documented = [norm(a) for a in m.group(1).split(",")]
+        assert documented == ["bitgen"] + [norm(a) for a in args], name
+        assert m.group(2) == norm(ret), name
+
+
+def test_block_sizes_in_the_docs_are_the_samplers():
+    """kernels.pxd and the docs name the samplers' one-stream limit (and no other)."""
+    sizes = set(re.findall(r"\d{1,3}(?:,\d{3})+", _pxd_docstring()))
+    assert sizes == {f"{BLOCK_MIN:,}", "65,536"}, sizes
+    if DOC.exists():
+        text = DOC.read_text(encoding="utf-8").split("## Same stream", 1)[1].split("\n## ", 1)[0]
+        assert set(re.findall(r"\d{1,3}(?:,\d{3})+", text)) == {f"{BLOCK_MIN:,}", "65,536"}
+
+
+def test_one_stream_up_to_the_block_size(ext):
+    """An output of BLOCK_MIN items is drawn from the generator itself (for CRT too)."""
+    n = np.full(BLOCK_MIN, 20.0)
+    r = np.full(BLOCK_MIN, 3.0)
+    g_py, g_c = _pair(8)
+    np.testing.assert_array_equal(ext.draw_pairs("crt", g_c, n, r),
+                                  R.crt(n.astype(np.int64), r, random_state=g_py))
+    _same_stream_after(g_py, g_c)
+
+
+def test_pxd_example_takes_a_generator_or_a_bit_generator(ext):
+    tables = importlib.import_module(PXD_MODULE).tables
+    expected = R.crt(100, 2.5, random_state=np.random.PCG64(3))
+    assert tables(np.random.Generator(np.random.PCG64(3)), 100, 2.5) == expected
+    assert tables(np.random.PCG64(3), 100, 2.5) == expected
+
+
+def test_pxd_threads_recipe_makes_generators():
+    """The spawning recipe of kernels.pxd's docstring runs and gives generators."""
+    m = re.search(r"``(\[numpy\.random\..*?\])``", _pxd_docstring(), flags=re.S)
+    assert m, "kernels.pxd lost its recipe for per-thread generators"
+    gens = eval(" ".join(m.group(1).split()), {"numpy": np, "seed": 5, "n_blocks": 3})
+    assert len(gens) == 3 and all(isinstance(g, np.random.Generator) for g in gens)
+    assert len({int(g.integers(2**62)) for g in gens}) == 3
+
+
+def test_docs_thread_example_draws_each_block_from_its_generator(ext):
+    if not DOC.exists():
+        pytest.skip("docs/ not beside the tests")
+    crt_blocks = importlib.import_module(THREADS_MODULE).crt_blocks
+    n = np.random.default_rng(0).integers(0, 500, 1000)
+    block = 64
+    seeds = np.random.SeedSequence(17).spawn(-(-n.size // block))
+    expected = np.concatenate([R.crt(n[b * block:(b + 1) * block], 1.5,
+                                     random_state=np.random.default_rng(s))
+                               for b, s in enumerate(seeds)])
+    np.testing.assert_array_equal(crt_blocks(17, n, 1.5, block), expected)
+
+
+@pytest.mark.parametrize("scale", [1e308, 1e-300])
+def test_split_of_a_rescaled_row_matches_python_api(ext, scale):
+    """Rows whose weights sum to inf or below 2**-900: the Python sampler's numbers are the
+    kernel's on the row divided by its max (docs/cython_api.md)."""
+    w = np.repeat(np.array([[1.0, 0.0, 0.75, 0.5], [0.25, 1.0, 0.0, 0.0]]) * scale, 20, axis=0)
+    n = np.tile([2, 3, 1000, 5], 10).astype(np.int64)
+    scaled = w / w.max(axis=1, keepdims=True)
+    g_py, g_c = _pair(10)
+    with np.errstate(over="ignore"):
+        expected = R.multinomial_split(n, w, random_state=g_py)
+    np.testing.assert_array_equal(ext.split(g_c, n, scaled, scaled.sum(axis=1)), expected)
+    _same_stream_after(g_py, g_c)
