@@ -143,3 +143,37 @@ def test_tags():
     assert tags.input_tags.positive_only and tags.input_tags.sparse and not tags.input_tags.allow_nan
     assert tags.transformer_tags is not None and not tags.target_tags.required
     assert pygbn.GBN()._get_tags()["requires_positive_X"]
+
+
+# ----------------------------------------------------------- real workflows
+_DOCS = ["sound mixer for alsa audio", "audio editor sound wave", "text editor for code",
+         "code editor syntax text", "mail client imap", "mail server smtp imap",
+         "game of chess board", "board game puzzle chess"] * 3
+_LABELS = np.array([0, 0, 1, 1, 2, 2, 3, 3] * 3)
+
+
+def test_pygbn_vectorizer_in_a_pipeline_before_gbn_and_a_classifier():
+    """pygbn.text.CountVectorizer as a Pipeline's first step: Pipeline passes ``y`` to its
+    fit/fit_transform and ``input_features`` to get_feature_names_out, and clone and
+    GridSearchCV need its get_params/set_params."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    from pygbn.text import CountVectorizer
+
+    pipe = Pipeline([("cv", CountVectorizer()), ("gbn", GBN(**SMALL)), ("lr", LogisticRegression())])
+    pipe.fit(_DOCS, _LABELS)
+    assert pipe.predict(_DOCS).shape == (len(_DOCS),)
+    assert 0.0 <= pipe.score(_DOCS, _LABELS) <= 1.0
+    unsupervised = Pipeline([("cv", CountVectorizer()), ("gbn", GBN(**SMALL))]).fit(_DOCS)
+    assert list(unsupervised.get_feature_names_out()) == [f"gbn{k}" for k in range(unsupervised[-1].widths_[0])]
+    assert np.isfinite(unsupervised.score(_DOCS))
+    vec = CountVectorizer(min_df=2, stop_words=None)
+    assert clone(vec).get_params() == vec.get_params() == dict(
+        stop_words=None, min_df=2, max_df=1.0, max_features=None, min_length=3, vocabulary=None)
+    assert vec.set_params(min_df=1) is vec and vec.min_df == 1
+    with pytest.raises(ValueError, match="invalid parameter 'min_count' for CountVectorizer"):
+        vec.set_params(min_count=1)
+    search = GridSearchCV(pipe, {"cv__max_features": [5, 10]}, cv=2).fit(_DOCS, _LABELS)
+    assert search.best_estimator_["cv"].max_features in (5, 10)
+    assert len(search.best_estimator_["cv"].vocab_) == search.best_estimator_["cv"].max_features

@@ -139,13 +139,20 @@ def _doc_count(value, n_docs: int, name: str) -> float:
     raise ValueError(f"{name} must be an int >= 0 or a float in [0, 1], got {value!r}")
 
 
+#: the parameters of CountVectorizer (its constructor's arguments)
+_VECTORIZER_PARAMS = ("stop_words", "min_df", "max_df", "max_features", "min_length", "vocabulary")
+
+
 class CountVectorizer:
     """Turn raw texts into a documents x terms matrix of counts.
 
     A small, dependency-free counterpart of scikit-learn's
     ``CountVectorizer`` with the recipe of the bundled corpus (module
     docstring).  The constructor only stores its arguments; :meth:`fit`
-    validates them.
+    validates them.  It follows scikit-learn's transformer protocol
+    (``get_params``/``set_params``, ``fit(X, y=None)``,
+    ``get_feature_names_out``) without importing scikit-learn, so it can be
+    the first step of a ``Pipeline`` (e.g. before :class:`pygbn.GBN`).
 
     Parameters
     ----------
@@ -209,6 +216,20 @@ class CountVectorizer:
         self.max_features = max_features
         self.min_length = min_length
         self.vocabulary = vocabulary
+
+    # -- parameters (scikit-learn's convention) ---------------------------
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor's arguments (scikit-learn convention: ``clone``, ``GridSearchCV``)."""
+        return {k: getattr(self, k) for k in _VECTORIZER_PARAMS}
+
+    def set_params(self, **params) -> "CountVectorizer":
+        """Set constructor arguments (scikit-learn convention); checked by ``fit``, not here."""
+        for k in params:
+            if k not in _VECTORIZER_PARAMS:
+                raise ValueError(f"invalid parameter {k!r} for CountVectorizer; valid: {sorted(_VECTORIZER_PARAMS)}")
+        for k, v in params.items():
+            setattr(self, k, v)
+        return self
 
     # -- parameter checks -------------------------------------------------
     def _stop_set(self) -> frozenset:
@@ -343,14 +364,18 @@ class CountVectorizer:
         logger.info("CountVectorizer: %d documents, %d terms", len(docs), len(vocab))
         return tokens
 
-    def fit(self, documents: Iterable[str]) -> "CountVectorizer":
-        """Learn the vocabulary of ``documents`` (an iterable of str); return self."""
+    def fit(self, documents: Iterable[str], y=None) -> "CountVectorizer":
+        """Learn the vocabulary of ``documents`` (an iterable of str); return self.
+
+        ``y`` is ignored (there for scikit-learn's ``Pipeline``, which passes it)."""
         docs = _check_documents(documents)
         self._fit_tokens(docs)
         return self
 
-    def fit_transform(self, documents: Iterable[str]) -> sp.csr_matrix:
-        """Learn the vocabulary and return the counts, shape (n_documents, n_terms)."""
+    def fit_transform(self, documents: Iterable[str], y=None) -> sp.csr_matrix:
+        """Learn the vocabulary and return the counts, shape (n_documents, n_terms).
+
+        ``y`` is ignored (there for scikit-learn's ``Pipeline``, which passes it)."""
         docs = _check_documents(documents)
         tokens = self._fit_tokens(docs)
         return self._count(tokens, self.vocabulary_)
@@ -397,8 +422,11 @@ class CountVectorizer:
             )
         return {w: i for i, w in enumerate(fixed)}
 
-    def get_feature_names_out(self) -> np.ndarray:
-        """The vocabulary as an array of str (scikit-learn's spelling)."""
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """The vocabulary as an array of str (scikit-learn's spelling).
+
+        ``input_features`` is ignored (the input is text, which has no
+        feature names; scikit-learn's ``Pipeline`` passes it)."""
         if not hasattr(self, "vocab_"):
             raise ValueError("this CountVectorizer is not fitted yet: call fit or fit_transform first")
         return np.asarray(self.vocab_, dtype=object)
