@@ -177,8 +177,8 @@ class GBN:
     scikit-learn: ``get_params``/``set_params``, the tags
     (``__sklearn_tags__``, imported lazily, and the older ``_more_tags``)
     declaring a transformer of nonnegative, possibly sparse data,
-    :class:`NotFittedError`, ``score(X, y=None)``, ``feature_names_in_`` and
-    :meth:`get_feature_names_out`; it works in ``Pipeline``,
+    :class:`NotFittedError`, ``score(X, y=None)``, ``feature_names_in_``,
+    :meth:`get_feature_names_out` and :meth:`set_output`; it works in ``Pipeline``,
     ``GridSearchCV`` and ``cross_val_score``.
     """
 
@@ -510,14 +510,62 @@ class GBN:
         Returns
         -------
         ndarray of shape (n_samples, K_1)
-            Each row sums to one (K_1 of the network of that depth).
+            Each row sums to one (K_1 of the network of that depth); a
+            DataFrame after :meth:`set_output` with "pandas" or "polars".
         """
         feats, _ = self._infer(X, depth, heldout=None)
-        return feats
+        return self._wrap_output(feats, X)
 
     def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``."""
         return self.fit(X, y, **fit_params).transform(X)
+
+    def set_output(self, *, transform: Optional[str] = None) -> "GBN":
+        """Set the container of :meth:`transform` and :meth:`fit_transform` (scikit-learn's API).
+
+        ``Pipeline.set_output`` and ``ColumnTransformer.set_output`` call it
+        on every step (and fail on a step without it).
+
+        Parameters
+        ----------
+        transform : str or None, default=None
+            One of "default", "pandas", "polars" or None.  "default": an ndarray; "pandas": a ``pandas.DataFrame`` with the
+            columns of :meth:`get_feature_names_out` (``gbn0, gbn1, ...``) and,
+            when ``X`` is a pandas DataFrame, its index; "polars": a
+            ``polars.DataFrame`` with those columns; None: unchanged.  pandas
+            or polars is imported only then (neither is a dependency of
+            pygbn): ImportError here when it is missing.  scikit-learn's
+            global ``set_config(transform_output=...)`` is not read.
+
+        Returns
+        -------
+        self
+        """
+        if transform is None:
+            return self
+        if not isinstance(transform, str) or transform not in ("default", "pandas", "polars"):
+            raise ValueError(f"transform must be 'default', 'pandas', 'polars' or None, got {transform!r}")
+        if transform != "default":
+            _output_library(transform)
+        self._sklearn_output_config = {"transform": transform}
+        return self
+
+    def _output_kind(self) -> str:
+        """The container :meth:`set_output` chose: "default", "pandas" or "polars"."""
+        return self.__dict__.get("_sklearn_output_config", {}).get("transform", "default")
+
+    def _wrap_output(self, features: np.ndarray, X):
+        """``features`` (of the rows of ``X``) in the container of :meth:`set_output`."""
+        kind = self._output_kind()
+        if kind == "default":
+            return features
+        lib = _output_library(kind)
+        prefix = type(self).__name__.lower()
+        columns = [f"{prefix}{k}" for k in range(features.shape[1])]
+        if kind == "polars":
+            return lib.DataFrame(features, schema=columns, orient="row")
+        index = X.index if isinstance(X, lib.DataFrame) else None
+        return lib.DataFrame(features, columns=columns, index=index)
 
     def perplexity(self, X, heldout, *, depth: Optional[int] = None) -> float:
         """Held-out perplexity of new documents (document completion).
@@ -746,6 +794,17 @@ def _check_data(X, link: Link, name: str, min_samples: int = 0):
     requirement = {"counts": "nonnegative counts", "binary": "binary (0/1)"}.get(link.data_kind, "nonnegative")
     M, names = check_array(X, name, min_samples=min_samples, who="GBN", requirement=requirement)
     return link.check_data(M, name), names
+
+
+def _output_library(kind: str):
+    """The module of a :meth:`GBN.set_output` container (``pandas`` or ``polars``), imported now."""
+    import importlib
+
+    try:
+        return importlib.import_module(kind)
+    except ImportError:
+        raise ImportError(f"set_output(transform={kind!r}) needs {kind}, which is not installed "
+                          f"(pip install {kind}); pygbn itself does not depend on it") from None
 
 
 def _differs(a, b) -> bool:

@@ -177,3 +177,59 @@ def test_pygbn_vectorizer_in_a_pipeline_before_gbn_and_a_classifier():
     search = GridSearchCV(pipe, {"cv__max_features": [5, 10]}, cv=2).fit(_DOCS, _LABELS)
     assert search.best_estimator_["cv"].max_features in (5, 10)
     assert len(search.best_estimator_["cv"].vocab_) == search.best_estimator_["cv"].max_features
+
+
+def test_set_output_in_a_pipeline():
+    """Pipeline.set_output calls set_output on every step, and refused a GBN without it."""
+    X = _counts()
+    pipe = make_pipeline(GBN(**SMALL)).set_output(transform="default")
+    assert isinstance(pipe.fit_transform(X), np.ndarray)
+    model = GBN(**SMALL)
+    assert model.set_output() is model and model.set_output(transform="default") is model
+    with pytest.raises(ValueError, match="transform must be .*got 'numpy'"):
+        model.set_output(transform="numpy")
+
+
+def test_set_output_pandas_without_pandas_is_an_import_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)       # import pandas fails
+    with pytest.raises(ImportError, match=r"set_output\(transform='pandas'\) needs pandas"):
+        GBN().set_output(transform="pandas")
+
+
+def test_set_output_pandas_columns_index_and_clone():
+    pd = pytest.importorskip("pandas")
+    X = _counts(n=20)
+    frame = pd.DataFrame(X, columns=[f"t{v}" for v in range(X.shape[1])], index=np.arange(100, 120))
+    model = GBN(**SMALL).set_output(transform="pandas")
+    out = model.fit_transform(frame)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(model.get_feature_names_out())
+    assert list(out.index) == list(frame.index)
+    np.testing.assert_array_equal(out.to_numpy(), GBN(**SMALL).fit(frame).transform(frame))
+    assert isinstance(clone(model).fit(X).transform(X), pd.DataFrame)   # clone keeps the setting
+
+
+class _FakeFrame:
+    """Stands in for pandas.DataFrame / polars.DataFrame where neither is installed."""
+
+    def __init__(self, data, **kwargs):
+        self.data, self.kwargs = data, kwargs
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars"])
+def test_set_output_builds_the_frame_with_the_output_names(monkeypatch, kind):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, kind, types.SimpleNamespace(DataFrame=_FakeFrame))
+    X = _counts(n=10)
+    model = GBN(**SMALL).fit(X)
+    plain = model.transform(X)
+    out = model.set_output(transform=kind).transform(X)
+    assert isinstance(out, _FakeFrame)
+    np.testing.assert_array_equal(out.data, plain)
+    names = list(model.get_feature_names_out())
+    expected = dict(schema=names, orient="row") if kind == "polars" else dict(columns=names, index=None)
+    assert out.kwargs == expected
+    assert isinstance(model.set_output(transform="default").transform(X), np.ndarray)
