@@ -211,10 +211,12 @@ class GBN:
         return {k: getattr(self, k) for k in _PARAM_NAMES}
 
     def set_params(self, **params) -> "GBN":
-        """Set parameters (scikit-learn convention)."""
+        """Set parameters (scikit-learn convention); checked by ``fit``, not here."""
+        valid = self.get_params(deep=False)
+        for k in params:
+            if k not in valid:
+                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; valid: {sorted(valid)}")
         for k, v in params.items():
-            if k not in _PARAM_NAMES:
-                raise ValueError(f"invalid parameter {k!r} for GBN; valid: {sorted(_PARAM_NAMES)}")
             setattr(self, k, v)
         return self
 

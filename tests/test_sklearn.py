@@ -210,6 +210,33 @@ def test_set_output_pandas_columns_index_and_clone():
     assert isinstance(clone(model).fit(X).transform(X), pd.DataFrame)   # clone keeps the setting
 
 
+def test_pickled_fitted_and_unfitted_models_and_parallel_grid_search():
+    """joblib's processes pickle the estimator (GridSearchCV(n_jobs=2)): the scores are those
+    of n_jobs=1, and a pickled fitted model transforms as the original."""
+    import pickle
+
+    X = _counts()
+    model = GBN(**SMALL)
+    assert pickle.loads(pickle.dumps(model)).get_params() == model.get_params()
+    model.fit(X)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).transform(X[:5]), model.transform(X[:5]))
+    twin = clone(model)
+    assert not hasattr(twin, "networks_") and twin.get_params() == model.get_params()
+    grid = {"n_components": [2, 4]}
+    serial = GridSearchCV(GBN(**SMALL), grid, cv=2).fit(X).cv_results_["mean_test_score"]
+    parallel = GridSearchCV(GBN(**SMALL), grid, cv=2, n_jobs=2).fit(X).cv_results_["mean_test_score"]
+    np.testing.assert_array_equal(parallel, serial)
+
+
+def test_set_params_checks_names_before_setting_any():
+    model = GBN(**SMALL)
+    with pytest.raises(ValueError, match="invalid parameter 'bogus' for GBN"):
+        model.set_params(n_layers=3, bogus=1)
+    assert model.n_layers == SMALL["n_layers"]
+    with pytest.raises(ValueError, match="n_components must be a positive int, got 0"):
+        model.set_params(n_components=0).fit(_counts())   # checked at fit, naming the parameter
+
+
 class _FakeFrame:
     """Stands in for pandas.DataFrame / polars.DataFrame where neither is installed."""
 
