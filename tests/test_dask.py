@@ -338,3 +338,55 @@ def test_missing_dask_says_how_to_install(tmp_path):
     out = _python("import sys; sys.modules['distributed'] = None\n"
                   "try:\n    import pygbn.dask\nexcept ImportError as e:\n    print(e)\n", tmp_path)
     assert 'pip install "augmentable-gbn[dask]"' in out.stdout
+
+
+def test_clone_copy_and_pickle_with_a_client(client, data):
+    """scikit-learn's clone deep-copied the client (which cannot be copied: TypeError); clone
+    and deepcopy now share it, pickling leaves it out."""
+    import copy
+    import pickle
+
+    sklearn_base = pytest.importorskip("sklearn.base")
+    obs, _ = data
+    m = DaskGBN(client=client, checkpoint_every=3, **PARAMS)
+    twin = sklearn_base.clone(m)
+    assert twin.client is client and twin.get_params()["checkpoint_every"] == 3
+    assert {k: v for k, v in twin.get_params().items() if k != "client"} == \
+        {k: v for k, v in m.get_params().items() if k != "client"}
+    m.fit(dask_array(obs[:150], 75))
+    assert not hasattr(sklearn_base.clone(m), "networks_")
+    deep = copy.deepcopy(m)
+    assert deep.client is client and deep.networks_ is not m.networks_ and deep.widths_ == m.widths_
+    restored = pickle.loads(pickle.dumps(m))
+    assert restored.client is None and m.client is client and restored.widths_ == m.widths_
+
+
+def test_client_and_set_params_errors_name_the_argument(client):
+    with pytest.raises(ValueError, match="client must be a distributed.Client or None, got 'tcp://x'"):
+        DaskGBN(client="tcp://x").fit([])
+    with pytest.raises(ValueError, match="invalid parameter 'bogus' for DaskGBN; valid: .*'checkpoint_every', 'client'"):
+        DaskGBN().set_params(bogus=1)
+
+
+def test_score_and_set_output_with_dask_arrays(client, data, monkeypatch):
+    """score of a dask array (sparse chunks) is that of the computed matrix (it failed:
+    'an object array with an entry that is not a number'); set_output applies to computed
+    features."""
+    import sys
+    import types
+
+    obs, _ = data
+    X = dask_array(obs[:150], 75)
+    m = DaskGBN(client=client, **PARAMS).fit(X)
+    assert m.score(X) == m.score(obs[:150])
+    monkeypatch.setitem(sys.modules, "pandas", types.SimpleNamespace(DataFrame=_Frame))  # a stand-in
+    with pytest.raises(ValueError, match="compute=True"):
+        m.set_output(transform="pandas").transform(X)
+    out = m.transform(X, compute=True)
+    assert isinstance(out, _Frame) and out.kwargs["columns"] == [f"daskgbn{k}" for k in range(m.widths_[0])]
+    np.testing.assert_array_equal(out.data, m.set_output(transform="default").transform(X, compute=True))
+
+
+class _Frame:
+    def __init__(self, data, **kwargs):
+        self.data, self.kwargs = data, kwargs

@@ -43,7 +43,9 @@ class DaskGBN(GBN):
     client : distributed.Client, optional
         The cluster to use (default: ``distributed.default_client()``, the
         most recently created client).  A dask-jobqueue, Kubernetes or any
-        other cluster is used through its ``Client``.
+        other cluster is used through its ``Client``.  scikit-learn's
+        ``clone`` and ``copy.deepcopy`` share it; a pickled DaskGBN does not
+        keep it (it is unpickled with ``client=None``).
     checkpoint_every : int, optional
         Copy every partition's state to another worker after every this many
         iterations, so that a partition lost with its worker is rebuilt (its
@@ -84,7 +86,8 @@ class DaskGBN(GBN):
     ``p mod n_workers``.  Rechunk the array (or split the files) to choose
     how many there are; their number changes nothing in the result.
     ``perplexity``, ``score`` and ``generate`` run in the client process, on
-    in-memory data (as :meth:`to_local`'s ``GBN`` does).
+    in-memory data (as :meth:`to_local`'s ``GBN`` does; a dask array is
+    computed into it first).
     """
 
     def __init__(self, client=None, *, checkpoint_every: Optional[int] = None, **params):
@@ -98,12 +101,30 @@ class DaskGBN(GBN):
         return {"client": self.client, "checkpoint_every": self.checkpoint_every,
                 **super().get_params(deep)}
 
-    def set_params(self, **params) -> "DaskGBN":
-        """Set parameters (scikit-learn convention)."""
-        for k in ("client", "checkpoint_every"):
-            if k in params:
-                setattr(self, k, params.pop(k))
-        return super().set_params(**params)
+    def __sklearn_clone__(self) -> "DaskGBN":
+        """scikit-learn's ``clone``: an unfitted DaskGBN with copies of the parameters but
+        the same ``client`` (a connection, which cannot be copied)."""
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        new = type(self)(client=client, **copy.deepcopy(params))
+        if "_sklearn_output_config" in self.__dict__:
+            new._sklearn_output_config = dict(self._sklearn_output_config)
+        return new
+
+    def __deepcopy__(self, memo) -> "DaskGBN":
+        """A deep copy that shares the ``client`` (a connection, which cannot be copied)."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        state = {k: v for k, v in self.__dict__.items() if k != "client"}
+        new.__dict__.update(copy.deepcopy(state, memo))
+        new.client = self.client
+        return new
+
+    def __getstate__(self) -> dict:
+        """Pickled without the ``client``, which cannot be: the unpickled model has
+        ``client=None`` and uses ``distributed.default_client()`` (as LightGBM's Dask
+        estimators do)."""
+        return {**self.__dict__, "client": None}
 
     def __repr__(self) -> str:
         defaults = DaskGBN().get_params()
@@ -127,10 +148,12 @@ class DaskGBN(GBN):
     @property
     def client_(self):
         """The client in use: ``client``, or ``distributed.default_client()``."""
-        if self.client is not None:
-            return self.client
-        from distributed import default_client
+        from distributed import Client, default_client
 
+        if self.client is not None:
+            if not isinstance(self.client, Client):
+                raise ValueError(f"client must be a distributed.Client or None, got {self.client!r}")
+            return self.client
         try:
             return default_client()
         except ValueError:
@@ -238,6 +261,8 @@ class DaskGBN(GBN):
             Which fitted network (default the deepest).
         compute : bool, default=False
             Return a numpy array (computed now) instead of a lazy dask array.
+            After :meth:`set_output` with "pandas" or "polars" it must be
+            True (the features then come as that DataFrame).
 
         Returns
         -------
@@ -248,6 +273,10 @@ class DaskGBN(GBN):
 
         net = self._network(depth)
         p = self._validated()
+        if self._output_kind() != "default" and not compute:
+            raise ValueError(f"set_output(transform={self._output_kind()!r}) applies to computed features: "
+                             "call transform(X, compute=True), or set_output(transform='default') for "
+                             "the lazy dask array")
         chunks = InputChunks.from_input(X, "X")
         if np.isfinite(chunks.n_columns) and int(chunks.n_columns) != net.n_features:
             raise ValueError(f"X has {int(chunks.n_columns)} features but the network was fitted "
@@ -266,7 +295,16 @@ class DaskGBN(GBN):
                                                               entropy)
             parts.append(da.from_delayed(feats, shape=(rows, K1), dtype=np.float64))
         out = da.concatenate(parts, axis=0)
-        return client.compute(out).result() if compute else out
+        return self._wrap_output(client.compute(out).result(), X) if compute else out
+
+    def _check_input(self, X, net, name: str = "X"):
+        """New data for ``score`` and ``perplexity`` (which run in this process): a dask
+        array is computed here first."""
+        import dask.array as da
+
+        if isinstance(X, da.Array):
+            X = X.compute()
+        return super()._check_input(X, net, name)
 
     # ----------------------------------------------------------------- local
     def to_local(self) -> GBN:
