@@ -116,6 +116,34 @@ def test_prg_link_keeps_the_median_rate():
     assert np.isfinite(a) and a > 0
 
 
+@pytest.mark.parametrize("y,lam,a", [
+    (0.7, 2.0, 1.3), (3.0, 0.01, 0.5), (1e-3, 50.0, 2.0), (40.0, 30.0, 1.0),
+    (5e-324, 1.0, 1.0), (1e-300, 1e-300, 1.0),    # the quotient lam a / y overflowed, z underflows
+    (1e30, 1.0, 1.0), (1e12, 1e3, 1e2),           # z = 2 sqrt(lam a y) >= 1e10: scipy's ive(1, z) is NaN
+    (1e300, 1e3, 1e-290), (1e30, 2.2e-308, 1e-30),
+])
+def test_prg_log_density_matches_mpmath(y, lam, a):
+    # ln p(y | lam) + lam of the PRG link, p(y) = exp(-lam - a y) sqrt(lam a / y) I_1(2 sqrt(lam a y))
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    Y, L, A = mp.mpf(y), mp.mpf(lam), mp.mpf(a)
+    ref = float(-A * Y + mp.log(mp.sqrt(L * A / Y) * mp.besseli(1, 2 * mp.sqrt(L * A * Y))))
+    got = PoissonRandomizedGammaLink().log_density_shifted(np.array([y]), np.array([lam]), np.array([a]))[0]
+    assert np.isfinite(got)
+    assert abs(got - ref) <= 1e-12 * max(1.0, abs(ref))
+
+
+def test_prg_traces_finite_for_large_and_subnormal_values():
+    # values of 1e30 (a cell's a_j y lam passes 1e20 while a_j adapts) and a subnormal
+    # value made the training log-likelihood NaN and inf
+    rng = np.random.default_rng(0)
+    X = rng.gamma(1.0, size=(6, 5)) * (rng.random((6, 5)) < 0.7)
+    X[0, 0], X[1, 1], X[2, 2] = 1e30, 5e-324, 1e-300
+    m = GBN(link="prg", n_components=3, n_layers=1, burn_in=2, n_collect=2, trace_every=1,
+            random_state=0).fit(X)
+    assert np.isfinite(m.loglikelihoods_[0]).all()
+
+
 @pytest.mark.parametrize("link,dtype,check", [
     ("poisson", np.int64, lambda G: (G >= 0).all()),
     ("bernoulli", np.int64, lambda G: set(np.unique(G)) <= {0, 1}),

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import gammaln, ive
+from scipy.special import gammaln, i1e
 
 from pygbn.model._latent import LatentMode
 from pygbn.model.layer import check_parameter
@@ -282,11 +282,18 @@ class PoissonRandomizedGammaLink(Link):
 
         ``p(y) = sum_{n>=1} Pois(n; lambda) Gam(y; n, 1/a)
         = exp(-lambda - a y) sqrt(lambda a / y) I_1(2 sqrt(lambda a y))``
-        (a density in y; a zero has probability ``exp(-lambda)``), with the
-        Bessel function taken as ``ive(1, z) e^z`` so that it cannot overflow.
+        (a density in y; a zero has probability ``exp(-lambda)``), evaluated as
+        ``-a y + ln(lambda) + ln(a) + ln(2 I_1(z) / z)`` with
+        ``z = 2 sqrt(lambda) sqrt(a) sqrt(y)`` and ``I_1(z) = i1e(z) e^z``: no
+        product or quotient of the three can overflow or underflow (a
+        subnormal ``y`` gives about ``ln(lambda a)``), and ``i1e`` stays
+        accurate for every ``z`` (scipy's ``ive(1, z)`` is NaN from
+        ``z`` ~ 1e10).
         """
-        z = 2.0 * np.sqrt(rates * aux * values)
-        return -aux * values + 0.5 * np.log(rates * aux / values) + np.log(ive(1, z)) + z
+        z = 2.0 * np.sqrt(rates) * np.sqrt(aux) * np.sqrt(values)
+        # 2 I_1(z) / z -> 1 as z -> 0 (its log is z**2 / 8 + ...): below 1e-100 it is 1 in float64
+        zs = np.maximum(z, 1e-100)
+        return -aux * values + np.log(rates) + np.log(aux) + np.log(2.0 * i1e(zs) / zs) + zs
 
     def sample_observations(self, rates, rng):
         x = rng.poisson(rates)
