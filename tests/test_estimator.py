@@ -295,6 +295,16 @@ def test_huge_counts_blocked():
     assert all(np.isfinite(p).all() for p in m.network_.phis)
 
 
+@pytest.mark.parametrize("method", ["collapsed", "partial"])
+def test_too_many_tokens_refused_before_the_labels_are_made(method):
+    # the partial chain made (and drew) every token's label before counting them: 2**52
+    # tokens asked numpy for 8 PiB (a MemoryError) where collapsed says what to do
+    X = np.ones((3, 4))
+    X[0, 0] = 2.0**52
+    with pytest.raises(ValueError, match=f"tokens, too many for method='{method}'.*method='blocked'"):
+        GBN(n_components=3, n_layers=1, method=method, random_state=0, **QUICK).fit(X)
+
+
 def test_single_document_and_single_term():
     m = GBN(n_components=3, n_layers=2, random_state=0, check=True, **QUICK)
     m.fit(np.array([[3, 0, 5, 1]]))

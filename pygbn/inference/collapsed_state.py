@@ -55,17 +55,23 @@ def token_arrays(Y: sp.csr_matrix, arrays=None):
             Y.data.astype(np.float64, copy=False))
 
 
+def check_token_count(n_tokens, method: str) -> int:
+    """``n_tokens`` as an int, or ValueError (naming ``method``) when the token-level
+    states cannot hold that many tokens (2**31 - 1 or more)."""
+    if n_tokens >= _MAX_TOKENS:
+        raise ValueError(
+            f"X holds {int(n_tokens)} tokens, too many for method={method!r} "
+            "(token-level labels); use method='blocked'"
+        )
+    return int(n_tokens)
+
+
 def initial_labels(values: np.ndarray, n_components: int, labels: Optional[np.ndarray],
                    rng: Optional[np.random.Generator], method: str) -> np.ndarray:
     """The tokens' labels: ``labels`` checked against the token count of the
     data ``values`` (CSR values), or drawn uniformly from ``rng``.  ValueError
     (naming ``method``) when there are too many tokens or ``labels`` does not fit."""
-    n_tokens = int(values.sum())
-    if n_tokens >= _MAX_TOKENS:
-        raise ValueError(
-            f"X holds {n_tokens} tokens, too many for method={method!r} "
-            "(token-level labels); use method='blocked'"
-        )
+    n_tokens = check_token_count(values.sum(), method)
     K = int(n_components)
     if labels is None:
         return rng.integers(0, K, size=n_tokens, dtype=label_dtype(K))

@@ -67,7 +67,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn.inference import _collapsed, _partial, _upper
-from pygbn.inference.collapsed_state import TokenLabels, doc_count_dtype, initial_labels, label_dtype, token_arrays
+from pygbn.inference.collapsed_state import (TokenLabels, check_token_count, doc_count_dtype, initial_labels,
+                                             label_dtype, token_arrays)
 from pygbn.inference.layer_one import CHUNK_BLOCKS
 from pygbn.inference.term_counts import DENSE_FRACTION, TermCounts, TermLayout, draw_phi_columns, split_target
 
@@ -183,7 +184,9 @@ class PartialState(TokenLabels):
         indptr, indices, values = sampler.indptr, sampler.indices, sampler.values
         doc_tokens = np.empty(indptr.size, dtype=np.int64)
         _partial.doc_token_offsets(indptr, values, doc_tokens)
-        labels = np.empty(int(doc_tokens[-1]) if doc_tokens.size else 0, dtype=label_dtype(K))
+        # refused before the labels are made (they would take 2 bytes a token, and a draw each)
+        n_tokens = check_token_count(int(doc_tokens[-1]) if doc_tokens.size else 0, "partial")
+        labels = np.empty(n_tokens, dtype=label_dtype(K))
         bounds = sampler.bounds
         for b, g in enumerate(sampler.doc_streams.generators[:max(len(bounds) - 1, 0)]):
             lo, hi = doc_tokens[bounds[b]], doc_tokens[bounds[b + 1]]
