@@ -150,6 +150,22 @@ def test_split_tokens(counts):
         pygbn.split_tokens(counts, 0.0)
 
 
+def test_split_tokens_of_a_huge_document():
+    # numpy's multivariate hypergeometric draw takes fewer than 10**9 tokens: a longer
+    # document of several cells raised numpy's "sum(colors) must be less than 1000000000"
+    # (from split_tokens and GBN.score), naming neither X nor the row
+    X = np.ones((3, 4))
+    X[1, 0] = 2e9
+    with pytest.raises(ValueError, match=r"X's row 1 holds 2000000003 tokens in 4 cells.*10\*\*9"):
+        pygbn.split_tokens(X, 0.3, random_state=0)
+    m = GBN(n_components=3, n_layers=1, method="blocked", random_state=0, **QUICK).fit(X)
+    with pytest.raises(ValueError, match="X's row 1 holds"):
+        m.score(X)
+    X[1, 1:] = 0         # one cell: the split needs no draw
+    tr, ho = pygbn.split_tokens(X, 0.3, random_state=0)
+    assert tr[1, 0] == 6e8 and ho[1, 0] == 1.4e9
+
+
 def test_generate_counts(counts):
     m = GBN(n_components=8, n_layers=2, random_state=0, **QUICK).fit(counts)
     G = m.generate(5, random_state=1)

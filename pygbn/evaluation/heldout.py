@@ -17,6 +17,8 @@ __all__ = ["split_tokens", "score_split", "SPLIT_SEED_TAG", "perplexity_from_sum
 #: mixed into an int ``random_state`` to seed :func:`score_split` (``GBN.score``'s split, and
 #: ``pygbn perplexity --seed``'s), so that the split and the chain draw from different streams
 SPLIT_SEED_TAG = 0x5EED
+#: numpy's multivariate hypergeometric draw (method "marginals") takes fewer tokens than this
+_MAX_SPLIT_TOKENS = 10**9
 
 
 def split_tokens(X, train_fraction: float = 0.3, random_state=None) -> Tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -25,7 +27,9 @@ def split_tokens(X, train_fraction: float = 0.3, random_state=None) -> Tuple[sp.
     As in the paper's protocol (Section 4.1), ``round(train_fraction * n_j)``
     tokens of document ``j`` (at least one, when it has any) are drawn
     uniformly without replacement for training and the rest are held out.
-    The split is a multivariate hypergeometric draw on each row's counts.
+    The split is a multivariate hypergeometric draw on each row's counts
+    (numpy's, which takes fewer than 10**9 tokens: a row of more, in more
+    than one cell, is a ValueError).
 
     Parameters
     ----------
@@ -56,6 +60,10 @@ def split_tokens(X, train_fraction: float = 0.3, random_state=None) -> Tuple[sp.
         k = min(k, n)
         if hi - lo == 1:
             train[lo] = k
+        elif n >= _MAX_SPLIT_TOKENS:
+            raise ValueError(f"X's row {j} holds {n} tokens in {hi - lo} cells: split_tokens splits a "
+                             "document of fewer than 10**9 tokens (or of one cell), "
+                             "the limit of numpy's multivariate hypergeometric draw")
         else:
             train[lo:hi] = rng.multivariate_hypergeometric(row, k, method="marginals")
     X_train = sp.csr_matrix((train, M.indices.copy(), M.indptr.copy()), shape=M.shape)
