@@ -321,6 +321,15 @@ def test_too_many_tokens_refused_before_the_labels_are_made(method):
         GBN(n_components=3, n_layers=1, method=method, random_state=0, **QUICK).fit(X)
 
 
+def test_check_mode_sums_counts_exactly():
+    # check=True compared the latent counts with float64 sums of the data, which round past
+    # 2**53: a valid chain failed "sum_k x_vjk != x_vj" (and the term-count check)
+    X = np.array([[2.0**53 - 1, 2.0], [2.0, 2.0**53 - 1]])    # totals 2**53 + 1: no float64
+    m = GBN(n_components=3, n_layers=2, method="blocked", random_state=0, check=True,
+            burn_in=2, n_collect=1, transform_iter=(1, 1)).fit(X)
+    assert np.isfinite(m.network_.phis[0]).all()
+
+
 def test_single_document_and_single_term():
     m = GBN(n_components=3, n_layers=2, random_state=0, check=True, **QUICK)
     m.fit(np.array([[3, 0, 5, 1]]))

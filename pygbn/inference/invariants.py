@@ -90,9 +90,15 @@ def check_global_invariants(sampler: "GibbsSampler") -> None:
             raise AssertionError(f"{name} = {v} not finite and positive")
     if sampler.link.latent_mode == LATENT_COUNTS and sampler.n_docs \
             and (sampler.update_globals or sampler.method == "collapsed"):
-        col = np.asarray(sampler.Y.sum(axis=0)).ravel().astype(np.int64)
+        col = np.asarray(_integer_counts(sampler.Y).sum(axis=0)).ravel()
         if not np.array_equal(net.layers[0].counts.sum(axis=1), col):
             raise AssertionError("layer-one term counts do not add up to the data")
+
+
+def _integer_counts(Y):
+    """Count data ``Y`` with int64 values, whose sums are exact (float64 sums round above 2**53;
+    the link keeps every total below 2**63)."""
+    return sp.csr_matrix((Y.data.astype(np.int64), Y.indices, Y.indptr), shape=Y.shape)
 
 
 def check_local_invariants(sampler: "GibbsSampler") -> None:
@@ -107,8 +113,8 @@ def check_local_invariants(sampler: "GibbsSampler") -> None:
             raise AssertionError(f"c^({t + 1}) not finite and positive")
     m1 = sampler.m[0]
     if sampler.link.latent_mode == LATENT_COUNTS:
-        row = np.asarray(sampler.Y.sum(axis=1)).ravel()
-        if not np.array_equal(m1.sum(axis=1), row.astype(np.int64)):
+        row = np.asarray(_integer_counts(sampler.Y).sum(axis=1)).ravel()
+        if not np.array_equal(m1.sum(axis=1), row):
             raise AssertionError("sum_k x_vjk != x_vj (layer-one split does not add up)")
     for t in range(2, net.depth + 1):
         below, here = sampler.m[t - 2], sampler.m[t - 1]
