@@ -270,7 +270,8 @@ class GBN:
         Parameters
         ----------
         X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Counts (link="poisson"; integral floats accepted), 0/1 values
+            Counts (link="poisson"; integral floats accepted; each below
+            2**53, adding up to less than 2**63), 0/1 values
             (link="bernoulli") or nonnegative reals (link="prg").  Never
             densified.
         y : ignored

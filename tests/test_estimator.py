@@ -330,6 +330,30 @@ def test_check_mode_sums_counts_exactly():
     assert np.isfinite(m.network_.phis[0]).all()
 
 
+@pytest.mark.parametrize("shape", [(1, 2048), (2048, 1)])
+def test_counts_adding_up_past_int64_are_refused(shape):
+    # every count below 2**53 was accepted, but a total of 2**63 wrapped the samplers' int64
+    # counters: a document's (silently wrong) or a term's (a RuntimeError of the split)
+    X = np.full(shape, 2.0**52)
+    with pytest.raises(ValueError, match=r"X's counts add up to 9.22337\d*e\+18: .* below 2\*\*63"):
+        GBN(n_components=3, n_layers=1, method="blocked", random_state=0, **QUICK).fit(X)
+    X[0, 0] -= 1                  # 2**63 - 1 in all (float64 rounds the sum up: refused too)
+    X[-1, -1] = 0                 # 2**63 - 2**52 in all
+    m = GBN(n_components=3, n_layers=1, method="blocked", random_state=0, check=True,
+            burn_in=2, n_collect=1, transform_iter=(1, 1)).fit(X)
+    assert np.isfinite(m.network_.phis[0]).all()
+
+
+@pytest.mark.parametrize("link,value,match", [
+    ("bernoulli", 1.0000001, "binary .* found 1.0000001;"),     # was "found 1"
+    ("poisson", 3.0000001, r"integer counts, found 3.0000001 \("),   # was "np.float64(3.0000001)"
+    ("poisson", 2.0**53 + 2, r"too large to represent exactly \(9007199254740994; the largest is 2\*\*53 - 1\)"),
+])
+def test_bad_values_are_shown_as_they_are(link, value, match):
+    with pytest.raises(ValueError, match=match):
+        GBN(link=link, n_components=3, **QUICK).fit(np.array([[value, 1.0], [0.0, 1.0]]))
+
+
 def test_single_document_and_single_term():
     m = GBN(n_components=3, n_layers=2, random_state=0, check=True, **QUICK)
     m.fit(np.array([[3, 0, 5, 1]]))

@@ -13,6 +13,7 @@ latent counts ``x^(1)`` that the rest of the network explains with
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -30,6 +31,10 @@ __all__ = [
     "get_link",
     "as_csr",
 ]
+
+#: count data (link="poisson") must add up to less than this (the samplers' counters are
+#: int64; every count must be below 2**53 too, so that float64 holds it exactly)
+MAX_COUNT_TOTAL = 2.0**63
 
 # the latent-count codes of pygbn.inference._blocked (defined once, in _latent.pxd)
 LATENT_COUNTS = LatentMode.LATENT_COUNTS
@@ -164,7 +169,9 @@ class PoissonLink(Link):
     """Counts: ``x^(1)_j ~ Pois(Phi^(1) theta^(1)_j)`` (paper eq:PFA).
 
     The observed counts are the latent counts; layer one may be updated by the
-    collapsed sampler (eq:z) or the blocked one (eq:step1).
+    collapsed sampler (eq:z) or the blocked one (eq:step1).  :meth:`check_data`
+    takes nonnegative integers (integral floats too) below 2**53 that add up
+    to less than 2**63 (the samplers' counters are int64).
     """
 
     name = "poisson"
@@ -181,11 +188,17 @@ class PoissonLink(Link):
             frac = M.data != np.floor(M.data)
             if frac.any():
                 raise ValueError(
-                    f"{name} must hold integer counts, found {M.data[frac][0]!r} "
+                    f"{name} must hold integer counts, found {float(M.data[frac][0])!r} "
                     "(use link='prg' for nonnegative real data)"
                 )
             if M.data.max() >= 2.0**53:
-                raise ValueError(f"{name} holds a count too large to represent exactly ({M.data.max():g})")
+                raise ValueError(f"{name} holds a count too large to represent exactly ({M.data.max():.17g}; "
+                                 "the largest is 2**53 - 1)")
+            # the samplers' counters (a document's, a term's, a factor's) are int64: they hold
+            # the total; fsum (exact, then rounded) only when the plain sum is near the limit
+            if M.data.sum() >= 2.0**62 and math.fsum(M.data) >= MAX_COUNT_TOTAL:
+                raise ValueError(f"{name}'s counts add up to {math.fsum(M.data):.17g}: the samplers' "
+                                 "64-bit counters hold totals below 2**63")
         return M
 
     def log_density_shifted(self, values, rates, aux):
@@ -215,9 +228,9 @@ class BernoulliPoissonLink(Link):
     def check_data(self, X, name: str = "X") -> sp.csr_matrix:
         M = as_csr(X, name)
         if M.data.size and not np.all(M.data == 1.0):
-            bad = M.data[M.data != 1.0][0]
+            bad = float(M.data[M.data != 1.0][0])
             raise ValueError(
-                f"{name} must be binary (0/1 or bool) for link='bernoulli', found {bad:g}; "
+                f"{name} must be binary (0/1 or bool) for link='bernoulli', found {bad!r}; "
                 "threshold it yourself if that is what you mean"
             )
         return M
