@@ -116,6 +116,18 @@ def test_prg_link_keeps_the_median_rate():
     assert np.isfinite(a) and a > 0
 
 
+@pytest.mark.parametrize("link", ["poisson", "bernoulli", "prg"])
+def test_more_columns_than_int32_indices_are_refused(link):
+    # the kernels index terms in int32: column 2**31 + 5 became -2147483643 (the Phi^(1)
+    # of such data takes 16 GiB a factor, which a large machine has)
+    def wide(V):
+        return sp.csr_matrix((np.ones(2), np.array([0, V - 1], dtype=np.int64), np.array([0, 1, 2])),
+                             shape=(2, V))
+    with pytest.raises(ValueError, match=r"X has 2147483653 features \(columns\); .* at most 2\*\*31 - 1"):
+        get_link(link).check_data(wide(2**31 + 5))
+    assert get_link(link).check_data(wide(2**31 - 1)).shape == (2, 2**31 - 1)
+
+
 @pytest.mark.parametrize("y,lam,a", [
     (0.7, 2.0, 1.3), (3.0, 0.01, 0.5), (1e-3, 50.0, 2.0), (40.0, 30.0, 1.0),
     (5e-324, 1.0, 1.0), (1e-300, 1e-300, 1.0),    # the quotient lam a / y overflowed, z underflows

@@ -36,6 +36,9 @@ __all__ = [
 #: int64; every count must be below 2**53 too, so that float64 holds it exactly)
 MAX_COUNT_TOTAL = 2.0**63
 
+#: the most features (columns) of the data: the kernels' term indices are int32
+MAX_FEATURES = 2**31 - 1
+
 # the latent-count codes of pygbn.inference._blocked (defined once, in _latent.pxd)
 LATENT_COUNTS = LatentMode.LATENT_COUNTS
 LATENT_CRT = LatentMode.LATENT_CRT
@@ -47,7 +50,8 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
     """Convert ``X`` (dense or any scipy.sparse format) to a canonical CSR matrix.
 
     Duplicates are summed, explicit zeros removed and indices sorted.  Raises
-    ``ValueError`` for non-2-D input, non-numeric data, NaN or inf.  ``X``
+    ``ValueError`` for non-2-D input, non-numeric data, NaN or inf, and more
+    than 2**31 - 1 columns (:data:`MAX_FEATURES`).  ``X``
     itself is never changed; a CSR ``X`` that is already canonical shares its
     arrays with the result (its values too when they have type ``dtype``):
     pygbn reads the data and never writes it, so a fit holds one copy at most.
@@ -75,6 +79,9 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
         M = sp.csr_matrix(arr.astype(dtype, copy=False))
     if M.ndim != 2:  # pragma: no cover - scipy sparse is always 2-D
         raise ValueError(f"{name} must be 2-D, got shape {M.shape}")
+    if M.shape[1] > MAX_FEATURES:
+        raise ValueError(f"{name} has {M.shape[1]} features (columns); pygbn takes at most 2**31 - 1 "
+                         "(its kernels index terms in int32)")
     canonical = M.has_canonical_format and M.data.all()
     if not canonical:
         M.sum_duplicates()
