@@ -301,17 +301,7 @@ class GBN:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
             if h_names is not None and names is not None and h_names != names:
                 raise ValueError("heldout's column names differ from those of X (other names, or another order)")
-        if vocabulary is not None:
-            if isinstance(vocabulary, (str, bytes)):
-                raise ValueError(f"vocabulary must be a sequence of str (one per feature), got the string "
-                                 f"{vocabulary!r}")
-            vocabulary = [str(v) for v in vocabulary]
-            if len(vocabulary) != V:
-                raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {V} features")
-            if names is not None and names != vocabulary:
-                raise ValueError("vocabulary differs from the column names of X; give one of them")
-        elif names is not None:
-            vocabulary = names
+        vocabulary = _check_vocabulary(vocabulary, V, names)
         rng = check_random_state(self.random_state)
         res = self._run_training(p, lambda callback: fit_layerwise(
             Y, p["schedule"], link=link, n_components=p["K"], eta=p["etas"], method=p["method"],
@@ -808,6 +798,23 @@ def _output_library(kind: str):
     except ImportError:
         raise ImportError(f"set_output(transform={kind!r}) needs {kind}, which is not installed "
                           f"(pip install {kind}); pygbn itself does not depend on it") from None
+
+
+def _check_vocabulary(vocabulary, n_features: int, names=None) -> Optional[List[str]]:
+    """``fit``'s ``vocabulary`` as a list of ``n_features`` str (each entry ``str()``-ed), or
+    the column names ``names`` of X when it is None; ValueError for a single string, another
+    length, or names that differ."""
+    if vocabulary is None:
+        return names
+    if isinstance(vocabulary, (str, bytes)):
+        raise ValueError(f"vocabulary must be a sequence of str (one per feature), got the string "
+                         f"{vocabulary!r}")
+    vocabulary = [str(v) for v in vocabulary]
+    if len(vocabulary) != n_features:
+        raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {n_features} features")
+    if names is not None and names != vocabulary:
+        raise ValueError("vocabulary differs from the column names of X; give one of them")
+    return vocabulary
 
 
 def _differs(a, b) -> bool:

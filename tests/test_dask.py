@@ -191,6 +191,16 @@ def test_bad_input_is_a_value_error_naming_the_partition(client, data, tmp_path,
     assert calls == []  # raised before the first iteration
 
 
+def test_vocabulary_is_checked_as_one_process_checks_it(client, data):
+    # a string was split into its characters (one a term) where GBN.fit refuses it
+    obs = data[0]
+    V = obs.shape[1]
+    with pytest.raises(ValueError, match="vocabulary must be a sequence of str"):
+        DaskGBN(client=client, **PARAMS).fit(dask_array(obs, 200), vocabulary="w" * V)
+    with pytest.raises(ValueError, match=f"vocabulary has 2 entries but X has {V} features"):
+        DaskGBN(client=client, **PARAMS).fit(dask_array(obs, 200), vocabulary=["a", "b"])
+
+
 def test_transform_to_local_and_save(client, data, reference, tmp_path):
     obs, held = data
     model = DaskGBN(client=client, **PARAMS).fit(dask_array(obs, 150), heldout=dask_array(held, 150))
