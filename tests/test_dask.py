@@ -191,6 +191,16 @@ def test_bad_input_is_a_value_error_naming_the_partition(client, data, tmp_path,
     assert calls == []  # raised before the first iteration
 
 
+def test_counts_adding_up_past_int64_across_partitions_are_refused(client):
+    # each partition's counts add up to 2**62 (each accepted by the link), all of them to
+    # 2**63: the sums over partitions wrapped the driver's int64 counters
+    X = sp.csr_matrix(np.full((2048, 1), 2.0**52))
+    calls = []
+    with pytest.raises(ValueError, match=r"X's counts add up to 9.22337\d*e\+18: .* below 2\*\*63"):
+        DaskGBN(client=client, callback=calls.append, **PARAMS).fit(dask_array(X, 1024))
+    assert calls == []
+
+
 def test_vocabulary_is_checked_as_one_process_checks_it(client, data):
     # a string was split into its characters (one a term) where GBN.fit refuses it
     obs = data[0]

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from pygbn.inference.gibbs import BLOCK_SIZE
 from pygbn.inference.partition import LocalPart
-from pygbn.model.links import Link
+from pygbn.model.links import Link, count_total
 
 __all__ = ["InputChunks", "Partition", "PartitionActor", "StaleActorError", "plan_partitions",
            "read_matrix"]
@@ -70,10 +70,11 @@ def _read_canonical(path: str, link: Link, name: str):
 
 
 def _describe(chunk) -> tuple:
-    """``(n_rows, n_columns, nnz)`` of a validated chunk, or ``("invalid", reason)``."""
+    """``(n_rows, n_columns, nnz, total)`` of a validated chunk (``total`` its values' sum,
+    :func:`~pygbn.model.links.count_total`), or ``("invalid", reason)``."""
     if isinstance(chunk, Invalid):
         return ("invalid", chunk.message)
-    return (int(chunk.shape[0]), int(chunk.shape[1]), int(chunk.nnz))
+    return (int(chunk.shape[0]), int(chunk.shape[1]), int(chunk.nnz), count_total(chunk.data))
 
 
 def _assemble(pieces: Sequence[tuple], link: Link, name: str) -> sp.csr_matrix:
@@ -171,6 +172,8 @@ class InputChunks:
     declared_rows: List[float]
     n_columns: float = float("nan")
     rows: List[int] = field(default_factory=list)
+    #: the sum of every chunk's values (set by :meth:`check`)
+    total: float = 0.0
 
     @classmethod
     def from_input(cls, X, name: str) -> "InputChunks":
@@ -219,7 +222,8 @@ class InputChunks:
 
     def check(self, client, chunks: list) -> Tuple[int, int, int]:
         """Gather the chunks' shapes and verdicts; ValueError naming the first bad input
-        partition.  Returns ``(n_documents, n_columns, nnz)`` and sets :attr:`rows`."""
+        partition.  Returns ``(n_documents, n_columns, nnz)`` and sets :attr:`rows` and
+        :attr:`total`."""
         described = []
         for label, fut in zip(self.labels, client.map(_describe, chunks, pure=False)):
             try:
@@ -241,6 +245,7 @@ class InputChunks:
             if np.isfinite(want) and d[0] != int(want):
                 raise ValueError(f"{label} has {d[0]} rows but its chunk declares {int(want)}")
         self.rows = [d[0] for d in described]
+        self.total = float(sum(d[3] for d in described))
         return sum(self.rows), expected, sum(d[2] for d in described)
 
     def pieces(self, start: int, stop: int) -> List[Tuple[int, int, int]]:

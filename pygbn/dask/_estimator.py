@@ -11,7 +11,7 @@ from pygbn._utils import check_int, check_random_state, draw_entropy, effective_
 from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
 from pygbn.dask._transport import ActorTransport
 from pygbn.estimator import GBN, _check_vocabulary
-from pygbn.model.links import get_link
+from pygbn.model.links import LATENT_COUNTS, check_count_total, get_link
 from pygbn.inference import infer_local
 from pygbn.inference.layerwise import run_layerwise
 from pygbn.inference.partition import PartitionedChain
@@ -211,6 +211,8 @@ class DaskGBN(GBN):
             raise ValueError(f"X must have at least one sample and one feature, got shape {(J, V)}")
         if nnz == 0:
             raise ValueError("X has no non-zero entry: there is nothing to fit")
+        if link.latent_mode == LATENT_COUNTS:
+            check_count_total(Xc.total)     # each chunk's total is below the limit, not their sum
         if Hc is not None:
             HJ, HV, _ = Hc.check(client, h_chunks)
             if (HJ, HV) != (J, V):

@@ -99,6 +99,21 @@ def _writeable(M: sp.csr_matrix) -> bool:
     return M.data.flags.writeable and M.indices.flags.writeable and M.indptr.flags.writeable
 
 
+def count_total(values: np.ndarray) -> float:
+    """The sum of the counts ``values``: numpy's, or ``math.fsum``'s (exact, then rounded)
+    when that passes 2**62 (near :data:`MAX_COUNT_TOTAL`)."""
+    total = float(np.sum(values))
+    return math.fsum(values) if total >= 2.0**62 else total
+
+
+def check_count_total(total: float, name: str = "X") -> None:
+    """ValueError unless count data adding up to ``total`` is below :data:`MAX_COUNT_TOTAL`:
+    the samplers' counters (a document's, a term's, a factor's) are int64 and hold the total."""
+    if total >= MAX_COUNT_TOTAL:
+        raise ValueError(f"{name}'s counts add up to {total:.17g}: the samplers' 64-bit counters hold "
+                         "totals below 2**63")
+
+
 class Link:
     """Base class: how observations relate to the layer-one latent counts."""
 
@@ -201,11 +216,7 @@ class PoissonLink(Link):
             if M.data.max() >= 2.0**53:
                 raise ValueError(f"{name} holds a count too large to represent exactly ({M.data.max():.17g}; "
                                  "the largest is 2**53 - 1)")
-            # the samplers' counters (a document's, a term's, a factor's) are int64: they hold
-            # the total; fsum (exact, then rounded) only when the plain sum is near the limit
-            if M.data.sum() >= 2.0**62 and math.fsum(M.data) >= MAX_COUNT_TOTAL:
-                raise ValueError(f"{name}'s counts add up to {math.fsum(M.data):.17g}: the samplers' "
-                                 "64-bit counters hold totals below 2**63")
+            check_count_total(count_total(M.data), name)
         return M
 
     def log_density_shifted(self, values, rates, aux):
