@@ -451,3 +451,20 @@ def check_vocab(vocab, n_terms: int, name: str = "vocab") -> list[str]:
         if not isinstance(w, str):
             raise ValueError(f"{name}[{i}] must be a str, got {w!r}")
     return words
+
+
+def check_fit_vocabulary(vocabulary, n_features: int, names=None) -> Optional[List[str]]:
+    """``fit``'s ``vocabulary`` as a list of ``n_features`` str (each entry ``str()``-ed), or
+    the column names ``names`` of X when it is None; ValueError for a single string, another
+    length, or names that differ."""
+    if vocabulary is None:
+        return names
+    if isinstance(vocabulary, (str, bytes)):
+        raise ValueError(f"vocabulary must be a sequence of str (one per feature), got the string "
+                         f"{vocabulary!r}")
+    vocabulary = [str(v) for v in vocabulary]
+    if len(vocabulary) != n_features:
+        raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {n_features} features")
+    if names is not None and names != vocabulary:
+        raise ValueError("vocabulary differs from the column names of X; give one of them")
+    return vocabulary

@@ -15,13 +15,14 @@ import logging
 import numbers
 import os
 import time
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from pygbn import io
-from pygbn._utils import (Progress, check_array, check_feature_names, check_int, check_random_state,
-                          effective_n_jobs, positive_per_layer, verbose_logging)
+from pygbn._sklearn import TransformerProtocol
+from pygbn._utils import (Progress, check_array, check_feature_names, check_fit_vocabulary, check_int,
+                          check_random_state, effective_n_jobs, positive_per_layer, verbose_logging)
 from pygbn.evaluation.heldout import SPLIT_SEED_TAG, score_split  # noqa: F401 (SPLIT_SEED_TAG: its old home)
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.model.links import Link, PoissonLink, get_link
@@ -62,7 +63,7 @@ class NotFittedError(ValueError, AttributeError):
     """
 
 
-class GBN:
+class GBN(TransformerProtocol):
     """Augmentable gamma belief network (Zhou, Cong & Chen, JMLR 2016).
 
     Fits a stack of gamma-distributed hidden layers to count, binary or
@@ -301,7 +302,7 @@ class GBN:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
             if h_names is not None and names is not None and h_names != names:
                 raise ValueError("heldout's column names differ from those of X (other names, or another order)")
-        vocabulary = _check_vocabulary(vocabulary, V, names)
+        vocabulary = check_fit_vocabulary(vocabulary, V, names)
         rng = check_random_state(self.random_state)
         res = self._run_training(p, lambda callback: fit_layerwise(
             Y, p["schedule"], link=link, n_components=p["K"], eta=p["etas"], method=p["method"],
@@ -513,53 +514,6 @@ class GBN:
         """``fit(X)`` then ``transform(X)``."""
         return self.fit(X, y, **fit_params).transform(X)
 
-    def set_output(self, *, transform: Optional[str] = None) -> "GBN":
-        """Set the container of :meth:`transform` and :meth:`fit_transform` (scikit-learn's API).
-
-        ``Pipeline.set_output`` and ``ColumnTransformer.set_output`` call it
-        on every step (and fail on a step without it).
-
-        Parameters
-        ----------
-        transform : str or None, default=None
-            One of "default", "pandas", "polars" or None.  "default": an ndarray; "pandas": a ``pandas.DataFrame`` with the
-            columns of :meth:`get_feature_names_out` (``gbn0, gbn1, ...``) and,
-            when ``X`` is a pandas DataFrame, its index; "polars": a
-            ``polars.DataFrame`` with those columns; None: unchanged.  pandas
-            or polars is imported only then (neither is a dependency of
-            pygbn): ImportError here when it is missing.  scikit-learn's
-            global ``set_config(transform_output=...)`` is not read.
-
-        Returns
-        -------
-        self
-        """
-        if transform is None:
-            return self
-        if not isinstance(transform, str) or transform not in ("default", "pandas", "polars"):
-            raise ValueError(f"transform must be 'default', 'pandas', 'polars' or None, got {transform!r}")
-        if transform != "default":
-            _output_library(transform)
-        self._sklearn_output_config = {"transform": transform}
-        return self
-
-    def _output_kind(self) -> str:
-        """The container :meth:`set_output` chose: "default", "pandas" or "polars"."""
-        return self.__dict__.get("_sklearn_output_config", {}).get("transform", "default")
-
-    def _wrap_output(self, features: np.ndarray, X):
-        """``features`` (of the rows of ``X``) in the container of :meth:`set_output`."""
-        kind = self._output_kind()
-        if kind == "default":
-            return features
-        lib = _output_library(kind)
-        prefix = type(self).__name__.lower()
-        columns = [f"{prefix}{k}" for k in range(features.shape[1])]
-        if kind == "polars":
-            return lib.DataFrame(features, schema=columns, orient="row")
-        index = X.index if isinstance(X, lib.DataFrame) else None
-        return lib.DataFrame(features, columns=columns, index=index)
-
     def perplexity(self, X, heldout, *, depth: Optional[int] = None) -> float:
         """Held-out perplexity of new documents (document completion).
 
@@ -661,58 +615,6 @@ class GBN:
                           n_jobs=p["n_jobs"], random_state=self.random_state)
         return res.features, res.perplexity
 
-    # ------------------------------------------------------------ scikit-learn
-    def get_feature_names_out(self, input_features=None) -> np.ndarray:
-        """Names of the columns of :meth:`transform`: ``gbn0, gbn1, ...`` (one per layer-one node).
-
-        Parameters
-        ----------
-        input_features : sequence of str, optional
-            Checked against ``feature_names_in_`` (or their number against
-            ``n_features_in_``), as scikit-learn does; not used otherwise.
-
-        Returns
-        -------
-        ndarray of str (dtype object)
-            The lowercased class name followed by the node index, as
-            scikit-learn's decomposition estimators name their outputs.
-        """
-        self._check_fitted()
-        if input_features is not None:
-            given = [str(v) for v in input_features]
-            fitted = self.__dict__.get("feature_names_in_")
-            if fitted is not None and given != [str(v) for v in fitted]:
-                raise ValueError("input_features is not equal to feature_names_in_")
-            if len(given) != self.n_features_in_:
-                raise ValueError(f"input_features should have length equal to the number of features "
-                                 f"({self.n_features_in_}), got {len(given)}")
-        prefix = type(self).__name__.lower()
-        return np.array([f"{prefix}{k}" for k in range(self.networks_[-1].layers[0].width)], dtype=object)
-
-    def __sklearn_tags__(self):
-        """scikit-learn's tags (imported here, only when scikit-learn asks for them).
-
-        A transformer (no target) of nonnegative 2-D data, dense or sparse,
-        without missing values; its output is float64.
-        """
-        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
-
-        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
-                    transformer_tags=TransformerTags(preserves_dtype=["float64"]),
-                    input_tags=InputTags(two_d_array=True, sparse=True, positive_only=True,
-                                         allow_nan=False),
-                    requires_fit=True, non_deterministic=False)
-
-    def _more_tags(self) -> dict:
-        """The same tags for scikit-learn before 1.6 (its dict-based tag API)."""
-        return {"requires_positive_X": True, "X_types": ["2darray", "sparse"], "allow_nan": False,
-                "requires_y": False, "requires_fit": True, "non_deterministic": False,
-                "preserves_dtype": [np.float64]}
-
-    def _get_tags(self) -> dict:
-        """scikit-learn before 1.6: its default tags updated with :meth:`_more_tags`."""
-        return {**_OLD_DEFAULT_TAGS, **self._more_tags()}
-
     # ------------------------------------------------------------- generate
     def generate(self, n_samples: int, *, depth: Optional[int] = None, random_state=None):
         """Synthetic samples drawn top-down from the fitted network (see Network.generate).
@@ -771,50 +673,12 @@ def _stored_traces(state: dict, n_nets: int):
     return ll, its, ws
 
 
-#: scikit-learn's default tags before 1.6 (its _DEFAULT_TAGS), completed by GBN._more_tags
-_OLD_DEFAULT_TAGS = {
-    "array_api_support": False, "non_deterministic": False, "requires_positive_X": False,
-    "requires_positive_y": False, "X_types": ["2darray"], "poor_score": False, "no_validation": False,
-    "multioutput": False, "allow_nan": False, "stateless": False, "multilabel": False,
-    "_skip_test": False, "_xfail_checks": False, "multioutput_only": False, "binary_only": False,
-    "requires_fit": True, "preserves_dtype": [np.float64], "requires_y": False, "pairwise": False,
-}
-
-
 def _check_data(X, link: Link, name: str, min_samples: int = 0):
     """``(Y, names)``: ``X`` as the link's canonical CSR matrix (:meth:`Link.check_data`,
     after :func:`pygbn._utils.check_array`), and its column names (or None)."""
     requirement = {"counts": "nonnegative counts", "binary": "binary (0/1)"}.get(link.data_kind, "nonnegative")
     M, names = check_array(X, name, min_samples=min_samples, who="GBN", requirement=requirement)
     return link.check_data(M, name), names
-
-
-def _output_library(kind: str):
-    """The module of a :meth:`GBN.set_output` container (``pandas`` or ``polars``), imported now."""
-    import importlib
-
-    try:
-        return importlib.import_module(kind)
-    except ImportError:
-        raise ImportError(f"set_output(transform={kind!r}) needs {kind}, which is not installed "
-                          f"(pip install {kind}); pygbn itself does not depend on it") from None
-
-
-def _check_vocabulary(vocabulary, n_features: int, names=None) -> Optional[List[str]]:
-    """``fit``'s ``vocabulary`` as a list of ``n_features`` str (each entry ``str()``-ed), or
-    the column names ``names`` of X when it is None; ValueError for a single string, another
-    length, or names that differ."""
-    if vocabulary is None:
-        return names
-    if isinstance(vocabulary, (str, bytes)):
-        raise ValueError(f"vocabulary must be a sequence of str (one per feature), got the string "
-                         f"{vocabulary!r}")
-    vocabulary = [str(v) for v in vocabulary]
-    if len(vocabulary) != n_features:
-        raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {n_features} features")
-    if names is not None and names != vocabulary:
-        raise ValueError("vocabulary differs from the column names of X; give one of them")
-    return vocabulary
 
 
 def _differs(a, b) -> bool:

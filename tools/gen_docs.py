@@ -89,10 +89,14 @@ def _doc_block(obj) -> list[str]:
 
 
 def _public_members(cls) -> list[tuple[str, object]]:
-    members = []
-    for name, value in cls.__dict__.items():
-        if name.startswith("_"):
+    """Public methods and properties of ``cls``, with those of its private pygbn mixins
+    (bases from a ``pygbn._*`` module, e.g. GBN's scikit-learn protocol), which have no page."""
+    members, seen = [], set()
+    classes = [cls] + [b for b in cls.__mro__[1:] if b.__module__.startswith("pygbn._")]
+    for name, value in ((n, v) for c in classes for n, v in c.__dict__.items()):
+        if name.startswith("_") or name in seen:
             continue
+        seen.add(name)
         if isinstance(value, property):
             members.append((name, value))
         elif isinstance(value, (staticmethod, classmethod)):

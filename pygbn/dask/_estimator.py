@@ -7,10 +7,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from pygbn._utils import check_int, check_random_state, draw_entropy, effective_n_jobs
+from pygbn._utils import check_fit_vocabulary, check_int, check_random_state, draw_entropy, effective_n_jobs
 from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
 from pygbn.dask._transport import ActorTransport
-from pygbn.estimator import GBN, _check_vocabulary
+from pygbn.estimator import GBN
 from pygbn.model.links import LATENT_COUNTS, check_count_total, get_link
 from pygbn.inference import infer_local
 from pygbn.inference.layerwise import run_layerwise
@@ -217,7 +217,7 @@ class DaskGBN(GBN):
             HJ, HV, _ = Hc.check(client, h_chunks)
             if (HJ, HV) != (J, V):
                 raise ValueError(f"heldout must have the shape of X {(J, V)}, got {(HJ, HV)}")
-        vocabulary = _check_vocabulary(vocabulary, V)
+        vocabulary = check_fit_vocabulary(vocabulary, V)
         partitions = plan_partitions(Xc.rows)
         transport = ActorTransport(client, partitions, Xc, Hc, link, self.n_jobs,
                                    checkpoint_every=self.checkpoint_every)
