@@ -516,3 +516,33 @@ def test_read_lines_from_a_stream_and_decode_errors(tmp_path):
 def test_no_documents_says_so():
     with pytest.raises(ValueError, match="documents is empty"):
         tx.CountVectorizer().fit_transform([])
+
+
+def test_fixed_vocabulary_as_a_mapping_or_a_set():
+    # a mapping gives each term its column (scikit-learn's meaning), whatever its order
+    vec = tx.CountVectorizer(vocabulary={"sql": 1, "audio": 0})
+    X = vec.fit_transform(["sql sql audio", "nothing"])
+    assert vec.vocab_ == ["audio", "sql"] and vec.vocabulary_ == {"audio": 0, "sql": 1}
+    np.testing.assert_array_equal(X.toarray(), [[1, 2], [0, 0]])
+    np.testing.assert_array_equal(tx.CountVectorizer(vocabulary={"sql": np.int64(1), "audio": np.int64(0)})
+                                  .transform(["sql sql audio"]).toarray(), [[1, 2]])
+    for bad, match in [({"sql": 0, "audio": 2}, r"column 0 \.\. 1, got 'audio': 2"),
+                       ({"sql": 0, "audio": 0}, "both 'sql' and 'audio' to column 0"),
+                       ({"sql": 0, "audio": 1.0}, "got 'audio': 1.0"),
+                       ({"sql": 0, "audio": True}, "got 'audio': True")]:
+        with pytest.raises(ValueError, match=match):
+            tx.CountVectorizer(vocabulary=bad).fit(["sql"])
+    # a set has no order: sorted, so the columns do not depend on the run's str hashing
+    words = {"zeta", "alpha", "mid", "beta", "omega", "gamma"}
+    vec = tx.CountVectorizer(vocabulary=words)
+    assert list(vec.get_feature_names_out()) == sorted(words)  # no fit needed, as in scikit-learn
+    assert vec.fit(["alpha"]).vocab_ == sorted(words)
+    assert tx.CountVectorizer(vocabulary=frozenset(words)).fit(["alpha"]).vocab_ == sorted(words)
+
+
+def test_fixed_vocabulary_from_an_iterator():
+    vec = tx.CountVectorizer(vocabulary=iter(["beta", "alpha"]))
+    assert "vocabulary=<list_iterator>" in repr(vec)  # its length is unknown: repr does not fail
+    vec.fit(["alpha beta beta"])
+    assert vec.vocab_ == ["beta", "alpha"]
+    np.testing.assert_array_equal(vec.transform(["alpha beta beta"]).toarray(), [[2, 1]])

@@ -32,7 +32,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -139,6 +139,23 @@ def _doc_count(value, n_docs: int, name: str) -> float:
     raise ValueError(f"{name} must be an int >= 0 or a float in [0, 1], got {value!r}")
 
 
+def _mapping_vocab(mapping: Mapping) -> list:
+    """The terms of a term -> column mapping in column order; the columns must be 0 .. n-1."""
+    n = len(mapping)
+    by_col: dict = {}
+    for term, col in mapping.items():
+        if isinstance(col, bool) or not isinstance(col, (numbers.Integral, np.integer)) or not 0 <= col < n:
+            raise ValueError(
+                f"vocabulary as a mapping must map each term to a column 0 .. {n - 1}, "
+                f"got {term!r}: {col!r}"
+            )
+        col = int(col)
+        if col in by_col:
+            raise ValueError(f"vocabulary maps both {by_col[col]!r} and {term!r} to column {col}")
+        by_col[col] = term
+    return [by_col[j] for j in range(n)]
+
+
 #: the parameters of CountVectorizer (its constructor's arguments)
 _VECTORIZER_PARAMS = ("stop_words", "min_df", "max_df", "max_features", "min_length", "vocabulary")
 
@@ -172,11 +189,14 @@ class CountVectorizer:
         counts (ties alphabetical).
     min_length : int, default 3
         Shortest token kept by the tokeniser.
-    vocabulary : sequence of str, optional
+    vocabulary : sequence of str, mapping or set of str, optional
         A fixed vocabulary, in column order (e.g. that of a fitted model).
-        Every token equal to one of its terms is counted; ``stop_words``,
-        ``min_df``, ``max_df`` and ``max_features`` are then not used, and
-        :meth:`transform` works without :meth:`fit`.
+        As in scikit-learn, a mapping gives each term its column (the
+        columns must be 0 .. n-1, each once) and a set is taken in sorted
+        order.  Every token equal to one of its terms is counted;
+        ``stop_words``, ``min_df``, ``max_df`` and ``max_features`` are then
+        not used, and :meth:`transform` and :meth:`get_feature_names_out`
+        work without :meth:`fit`.
 
     Attributes
     ----------
@@ -253,12 +273,19 @@ class CountVectorizer:
     def _fixed_vocab(self) -> list[str] | None:
         if self.vocabulary is None:
             return None
-        if isinstance(self.vocabulary, (str, bytes)):
+        given = self.vocabulary
+        if isinstance(given, (str, bytes)):
             raise ValueError("vocabulary must be a sequence of str, got a single str")
-        try:
-            vocab = list(self.vocabulary)
-        except TypeError:
-            raise ValueError(f"vocabulary must be a sequence of str, got {self.vocabulary!r}") from None
+        if isinstance(given, Mapping):
+            vocab = _mapping_vocab(given)
+        elif isinstance(given, (set, frozenset)):
+            # a set has no order (and str hashes differ between runs): sorted, as scikit-learn does
+            vocab = sorted(given, key=lambda w: (not isinstance(w, str), str(w)))
+        else:
+            try:
+                vocab = list(given)
+            except TypeError:
+                raise ValueError(f"vocabulary must be a sequence of str, got {given!r}") from None
         if not vocab:
             raise ValueError("vocabulary must not be empty")
         seen = set()
@@ -427,13 +454,28 @@ class CountVectorizer:
 
         ``input_features`` is ignored (the input is text, which has no
         feature names; scikit-learn's ``Pipeline`` passes it)."""
-        if not hasattr(self, "vocab_"):
-            raise ValueError("this CountVectorizer is not fitted yet: call fit or fit_transform first")
-        return np.asarray(self.vocab_, dtype=object)
+        if hasattr(self, "vocab_"):
+            return np.asarray(self.vocab_, dtype=object)
+        fixed = self._fixed_vocab()
+        if fixed is None:
+            raise ValueError(
+                "this CountVectorizer is not fitted yet: call fit or fit_transform first, "
+                "or pass vocabulary="
+            )
+        return np.asarray(fixed, dtype=object)
 
     def __repr__(self) -> str:
         return (
             f"CountVectorizer(stop_words={self.stop_words!r}, min_df={self.min_df!r}, max_df={self.max_df!r}, "
             f"max_features={self.max_features!r}, min_length={self.min_length!r}, "
-            f"vocabulary={'None' if self.vocabulary is None else '<%d terms>' % len(self.vocabulary)})"
+            f"vocabulary={_vocab_repr(self.vocabulary)})"
         )
+
+
+def _vocab_repr(vocabulary) -> str:
+    if vocabulary is None:
+        return "None"
+    try:
+        return "<%d terms>" % len(vocabulary)
+    except TypeError:  # an iterator: its length is not known without consuming it
+        return "<%s>" % type(vocabulary).__name__
