@@ -546,3 +546,21 @@ def test_fixed_vocabulary_from_an_iterator():
     vec.fit(["alpha beta beta"])
     assert vec.vocab_ == ["beta", "alpha"]
     np.testing.assert_array_equal(vec.transform(["alpha beta beta"]).toarray(), [[2, 1]])
+
+
+def test_save_counts_checks_the_vocabulary_before_writing(tmp_path):
+    X = np.array([[1, 2], [0, 3]])
+    for vocab, match in [(["a", "a"], "repeat"), ("ab", "single str"), (["a", " b"], r"vocab\[1\]")]:
+        with pytest.raises(ValueError, match=match):
+            tx.save_counts(tmp_path / "c.npz", X, vocab=vocab, vocab_path=tmp_path / "v.txt")
+        assert not (tmp_path / "c.npz").exists() and not (tmp_path / "v.txt").exists()
+
+
+def test_align_vocabulary_keeps_the_dtype():
+    for dtype in (np.int32, np.int64, np.float64):
+        X = sp.csr_matrix(np.array([[1, 2], [0, 3]], dtype=dtype))
+        Y = tx.align_vocabulary(X, ["a", "b"], ["b", "c", "a"])
+        assert Y.dtype == dtype and Y.has_canonical_format
+        np.testing.assert_array_equal(Y.toarray(), [[2, 0, 1], [3, 0, 0]])
+    with pytest.raises(ValueError, match="none of the terms"):
+        tx.align_vocabulary(X, ["a", "b"], ["c"])

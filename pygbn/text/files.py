@@ -276,8 +276,8 @@ def read_stop_words(path, *, encoding: str = "utf-8") -> list[str]:
     return list(words)
 
 
-def write_vocab(path, vocab: Sequence[str]) -> str:
-    """Write ``vocab`` one term per line (UTF-8); return the path."""
+def _check_terms(vocab) -> list[str]:
+    """``vocab`` as a list of terms that :func:`read_vocab` reads back as they are."""
     if isinstance(vocab, (str, bytes)):
         raise ValueError("vocab must be a sequence of str, got a single str")
     terms = list(vocab)
@@ -288,6 +288,12 @@ def write_vocab(path, vocab: Sequence[str]) -> str:
             )
     if len(set(terms)) != len(terms):
         raise ValueError("vocab must not repeat a term")
+    return terms
+
+
+def write_vocab(path, vocab: Sequence[str]) -> str:
+    """Write ``vocab`` one term per line (UTF-8); return the path."""
+    terms = _check_terms(vocab)
     path = os.fspath(path)
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for t in terms:
@@ -538,7 +544,7 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
     if (vocab is None) != (vocab_path is None):
         raise ValueError("pass both vocab and vocab_path, or neither")
     if vocab is not None:
-        terms = list(vocab)
+        terms = _check_terms(vocab)  # before anything is written: a bad vocab leaves no counts file
         if len(terms) != X.shape[1]:
             raise ValueError(f"vocab has {len(terms)} terms but counts have {X.shape[1]} columns")
     # open the file here, so that a missing folder or a permission error raises (scipy.io.mmwrite
@@ -559,7 +565,7 @@ def align_vocabulary(X, vocab: Sequence[str], target: Sequence[str], name: str =
     A term of both vocabularies goes to its column in ``target`` (e.g. a
     fitted model's vocabulary); terms missing from ``target`` are dropped and
     terms of ``target`` missing from ``vocab`` get zero columns.  ``name``
-    names ``X`` in errors.  Returns a csr_matrix of shape
+    names ``X`` in errors.  Returns a csr_matrix of ``X``'s dtype, shape
     ``(n_documents, len(target))``.
 
     Raises
@@ -577,7 +583,8 @@ def align_vocabulary(X, vocab: Sequence[str], target: Sequence[str], name: str =
     keep = cols >= 0
     if not keep.any():
         raise ValueError(f"none of the terms of {name} is in the vocabulary to align to ({len(target)} terms)")
-    C = sp.csr_matrix((np.ones(int(keep.sum())), (np.flatnonzero(keep), cols[keep])),
+    # ones of X's dtype: integer counts stay integers
+    C = sp.csr_matrix((np.ones(int(keep.sum()), dtype=X.dtype), (np.flatnonzero(keep), cols[keep])),
                       shape=(len(vocab), len(target)))
     logger.debug("matched %d of %d terms of %s to the model's vocabulary", int(keep.sum()), len(vocab), name)
     return (X @ C).tocsr()
