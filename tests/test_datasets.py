@@ -150,3 +150,15 @@ def test_build_script_reproduces_the_bundled_files(tmp_path):
     rows = [row_of[n] for n in demo.names[:50]]
     cols = [col_of[w] for w in demo.vocab]
     assert (full[rows][:, cols] != demo.counts[:50]).nnz == 0
+
+
+def test_each_load_is_a_fresh_copy():
+    # no cache behind load_demo: changing what one call returned leaves the next call intact
+    first = ds.load_demo("train")
+    first.counts.data[:] = 0
+    first.vocab[0] = "changed"
+    first.labels[:] = "x"
+    first.info["name"] = "changed"
+    again = ds.load_demo("train")
+    assert int(again.counts.sum()) == 97967 and again.vocab[0] != "changed"
+    assert "x" not in set(again.labels) and again.info["name"] != "changed"
