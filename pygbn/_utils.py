@@ -453,15 +453,40 @@ def check_vocab(vocab, n_terms: int, name: str = "vocab") -> list[str]:
     return words
 
 
+def vocab_from_mapping(mapping: Mapping) -> list:
+    """The terms of a term -> column mapping (e.g. scikit-learn's ``vocabulary_``) in column
+    order; ValueError unless the columns are the ints 0 .. n-1, each once."""
+    n = len(mapping)
+    by_col: dict = {}
+    for term, col in mapping.items():
+        if isinstance(col, bool) or not isinstance(col, (numbers.Integral, np.integer)) or not 0 <= col < n:
+            raise ValueError(
+                f"vocabulary as a mapping must map each term to a column 0 .. {n - 1}, "
+                f"got {term!r}: {col!r}"
+            )
+        col = int(col)
+        if col in by_col:
+            raise ValueError(f"vocabulary maps both {by_col[col]!r} and {term!r} to column {col}")
+        by_col[col] = term
+    return [by_col[j] for j in range(n)]
+
+
 def check_fit_vocabulary(vocabulary, n_features: int, names=None) -> Optional[List[str]]:
     """``fit``'s ``vocabulary`` as a list of ``n_features`` str (each entry ``str()``-ed), or
-    the column names ``names`` of X when it is None; ValueError for a single string, another
-    length, or names that differ."""
+    the column names ``names`` of X when it is None.  A mapping term -> column (such as
+    scikit-learn's ``CountVectorizer.vocabulary_``) is read by its columns
+    (:func:`vocab_from_mapping`); ValueError for a single string, a set (no column order),
+    another length, or names that differ."""
     if vocabulary is None:
         return names
     if isinstance(vocabulary, (str, bytes)):
         raise ValueError(f"vocabulary must be a sequence of str (one per feature), got the string "
                          f"{vocabulary!r}")
+    if isinstance(vocabulary, Mapping):
+        vocabulary = vocab_from_mapping(vocabulary)
+    elif isinstance(vocabulary, Set) and not isinstance(vocabulary, KeysView):
+        raise ValueError(f"vocabulary must be in column order (a list, tuple, 1-D array or a mapping "
+                         f"term -> column), got a {type(vocabulary).__name__}, which has no order")
     vocabulary = [str(v) for v in vocabulary]
     if len(vocabulary) != n_features:
         raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {n_features} features")

@@ -282,10 +282,12 @@ class GBN(TransformerProtocol):
             (see :func:`pygbn.evaluation.split_tokens`), from a sample every
             5th collected iteration, or from the depth's last iteration when
             it collected fewer.
-        vocabulary : sequence of str, optional
-            Feature names, kept on the fitted networks for exploration and
-            as ``feature_names_in_`` (default: the column names of a
-            DataFrame-like ``X``, if any).
+        vocabulary : sequence of str or mapping, optional
+            Feature names in column order, kept on the fitted networks for
+            exploration and as ``feature_names_in_`` (default: the column
+            names of a DataFrame-like ``X``, if any).  A mapping term ->
+            column, such as scikit-learn's ``CountVectorizer.vocabulary_``,
+            is read by its columns; a set (no order) is refused.
         """
         p = self._validated()
         link = p["link"]

@@ -272,6 +272,19 @@ def test_heldout_is_validated_as_X_is(counts):
                                                      heldout=Frame(counts, cols).reorder(cols[::-1]))
     with pytest.raises(ValueError, match="sequence of str"):
         GBN(n_components=3, **QUICK).fit(counts[:, :3], vocabulary="abc")
+    with pytest.raises(ValueError, match="no order"):
+        GBN(n_components=3, **QUICK).fit(counts[:, :3], vocabulary={"a", "b", "c"})
+    with pytest.raises(ValueError, match="column 0 .. 2"):
+        GBN(n_components=3, **QUICK).fit(counts[:, :3], vocabulary={"a": 0, "b": 1, "c": 3})
+
+
+def test_fit_reads_a_vocabulary_mapping_by_its_columns(counts):
+    """scikit-learn's CountVectorizer.vocabulary_ maps term -> column in another order than
+    its columns: the names must follow the columns, not the mapping's insertion order."""
+    V = counts.shape[1]
+    mapping = {f"w{j}": j for j in reversed(range(V))}
+    m = GBN(n_components=3, n_layers=1, random_state=0, **QUICK).fit(counts, vocabulary=mapping)
+    assert list(m.feature_names_in_) == [f"w{j}" for j in range(V)]
     with pytest.raises(ValueError, match=r"train_fraction must be in \(0, 1\)"):
         m.score(counts, train_fraction=1.0)
     assert np.isnan(m.perplexity(counts, np.zeros_like(counts)))      # no held-out token

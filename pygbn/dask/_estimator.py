@@ -179,8 +179,10 @@ class DaskGBN(GBN):
             Held-out counts of the same documents (Poisson link): the
             held-out perplexity of each depth is recorded in ``perplexity_``
             (the same numbers as one process).
-        vocabulary : sequence of str, optional
-            Feature names, kept on the fitted networks.
+        vocabulary : sequence of str or mapping, optional
+            Feature names in column order, kept on the fitted networks (a
+            mapping term -> column is read by its columns, as in
+            :meth:`pygbn.GBN.fit`).
 
         Raises
         ------

@@ -37,7 +37,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int
+from pygbn._utils import check_int, vocab_from_mapping
 from pygbn.text.files import (COUNT_SUFFIXES, DecodeError, align_vocabulary, load_counts, read_documents,
                               read_folder, read_lines, read_stop_words, read_vocab, save_counts, write_vocab)
 
@@ -137,23 +137,6 @@ def _doc_count(value, n_docs: int, name: str) -> float:
             raise ValueError(f"{name} as a float must be a proportion in [0, 1], got {value!r}")
         return float(value) * n_docs
     raise ValueError(f"{name} must be an int >= 0 or a float in [0, 1], got {value!r}")
-
-
-def _mapping_vocab(mapping: Mapping) -> list:
-    """The terms of a term -> column mapping in column order; the columns must be 0 .. n-1."""
-    n = len(mapping)
-    by_col: dict = {}
-    for term, col in mapping.items():
-        if isinstance(col, bool) or not isinstance(col, (numbers.Integral, np.integer)) or not 0 <= col < n:
-            raise ValueError(
-                f"vocabulary as a mapping must map each term to a column 0 .. {n - 1}, "
-                f"got {term!r}: {col!r}"
-            )
-        col = int(col)
-        if col in by_col:
-            raise ValueError(f"vocabulary maps both {by_col[col]!r} and {term!r} to column {col}")
-        by_col[col] = term
-    return [by_col[j] for j in range(n)]
 
 
 #: the parameters of CountVectorizer (its constructor's arguments)
@@ -277,7 +260,7 @@ class CountVectorizer:
         if isinstance(given, (str, bytes)):
             raise ValueError("vocabulary must be a sequence of str, got a single str")
         if isinstance(given, Mapping):
-            vocab = _mapping_vocab(given)
+            vocab = vocab_from_mapping(given)
         elif isinstance(given, (set, frozenset)):
             # a set has no order (and str hashes differ between runs): sorted, as scikit-learn does
             vocab = sorted(given, key=lambda w: (not isinstance(w, str), str(w)))
