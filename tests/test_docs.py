@@ -41,20 +41,68 @@ def test_math_to_code_names_exist():
         except (ImportError, AttributeError):
             missing.append(name)
     assert not missing, f"math_to_code.md names that do not exist: {missing}"
-    # C-level kernels are named as "file.pyx: function"; the function must be defined there
-    for path, func in re.findall(r"`(pygbn/[\w/]+\.pyx): (\w+)`", text):
+    # C-level kernels are named as "file.pyx: function" (or file.pxd); the function must be
+    # defined there
+    for path, func in re.findall(r"`(pygbn/[\w/]+\.px[dx]): (\w+)`", text):
         src = REPO / path
         if src.exists():
-            assert re.search(rf"\b{func}\b", src.read_text(encoding="utf-8")), (path, func)
+            assert re.search(rf"\bc?p?def\b[^\n]*\b{func}\(", src.read_text(encoding="utf-8")), (path, func)
+
+
+#: every equation label of the paper's LaTeX source (Zhou, Cong & Chen 2016); there is no eq:step3
+PAPER_LABELS = ["PGBN", "Phi", "c_j", "PFA", "BerPo", "CRT", "step1", "step2", "step4", "step5", "step6",
+                "p", "z", "Ber-PGBN", "Gam-PGBN", "c_g", "projection", "weight", "PoAug", "NBAug",
+                "deepPFA_aug", "CompoundPo", "Po-log", "x_given_theta", "phi_given_r", "gamma", "sigmoid"]
 
 
 def test_math_to_code_covers_the_paper_equations():
     text = (DOCS / "math_to_code.md").read_text(encoding="utf-8")
-    labels = ["PGBN", "Phi", "c_j", "PFA", "BerPo", "CRT", "step1", "step2", "step4", "step5", "step6",
-              "p", "z", "Ber-PGBN", "Gam-PGBN", "c_g", "projection", "weight", "PoAug", "NBAug",
-              "deepPFA_aug", "CompoundPo", "Po-log", "x_given_theta", "phi_given_r", "gamma", "sigmoid"]
-    for label in labels:
+    for label in PAPER_LABELS:
         assert re.search(rf"eq:{re.escape(label)}\b", text), f"eq:{label} is not mapped"
+
+
+def _c_docstring(path: str, func: str) -> str:
+    """The docstring of the C-level (cdef/def) function ``func`` in the source file ``path``."""
+    src = (REPO / path).read_text(encoding="utf-8")
+    m = re.search(rf"^[ \t]*c?p?def\b[^\n]*\b{func}\((.*?)\):[^\n]*\n\s*(?:r?\"\"\")(.*?)\"\"\"", src, re.S | re.M)
+    return m.group(2) if m else ""
+
+
+def test_math_to_code_rows_name_a_function_citing_their_equations():
+    # the promise of math_to_code.md: each equation is findable in one function whose
+    # docstring cites it; so every row that maps labels to code names at least one
+    # function, class or kernel whose docstring cites each of the row's labels
+    text = (DOCS / "math_to_code.md").read_text(encoding="utf-8")
+    uncited = []
+    for row in text.splitlines():
+        cells = row.split(" | ")
+        if not row.startswith("| eq:") or len(cells) < 3:
+            continue
+        labels = re.findall(r"eq:([\w-]*\w)", cells[0])
+        docs = []
+        for name in re.findall(r"`(pygbn(?:\.\w+)+)`", cells[2]):
+            docs.append(inspect.getdoc(resolve(name)) or "")
+        for path, func in re.findall(r"`(pygbn/[\w/]+\.px[dx]): (\w+)`", cells[2]):
+            docs.append(_c_docstring(path, func))
+        if not docs:        # discussion only, no code of its own
+            continue
+        for label in labels:
+            if not any(re.search(rf"eq:{re.escape(label)}(?![\w-])", d) for d in docs):
+                uncited.append(f"eq:{label}")
+    assert not uncited, f"math_to_code.md rows whose named code has no docstring citing them: {uncited}"
+
+
+def test_equation_citations_are_paper_labels():
+    # an eq: citation in the code or the docs names a label of the paper (a typo, or a label
+    # the paper does not have, such as eq:step3, would send the reader nowhere)
+    files = [p for ext in ("*.py", "*.pyx", "*.pxd") for p in (REPO / "pygbn").rglob(ext)]
+    files += [*DOCS.glob("*.md"), REPO / "README.md"]
+    bad = []
+    for path in files:
+        for label in re.findall(r"\beq:([A-Za-z][\w-]*\w)", path.read_text(encoding="utf-8")):
+            if label not in PAPER_LABELS:
+                bad.append(f"{path.relative_to(REPO)}: eq:{label}")
+    assert not bad, f"eq: citations of labels the paper does not have: {bad}"
 
 
 def _gen_docs():

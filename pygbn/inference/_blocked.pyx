@@ -309,8 +309,9 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     For each document ``j`` and stored cell ``(v, obs)`` of row ``j`` of the
     CSR matrix (``indptr``, ``indices``, ``values``):
     ``w_k = phi[v, k] * theta[j, k]``, latent count ``x`` from ``obs`` by
-    ``mode`` (identity, truncated Poisson with rate ``sum(w)``, truncated
-    Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``; ``theta`` may be one
+    ``mode`` (identity, truncated Poisson with rate ``sum(w)``, eq:Ber-PGBN,
+    truncated Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``, eq:Gam-PGBN:
+    :c:func:`pygbn.model._latent.latent_count`; ``theta`` may be one
     row shared by all documents), then
     ``x ~> Mult(x, w / sum(w))`` (eq:step1), added to ``m_out[j, :]`` and to
     ``n_out[v, :]`` (one array shared by the threads, atomic integer

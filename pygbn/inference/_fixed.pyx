@@ -99,7 +99,8 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     and the latent counts ``x_out``: for each document ``j`` and stored cell
     ``(v, obs)``, ``w_k = phi[v, k] * theta[j, k]``, the latent count ``x`` from
     ``obs`` by ``mode`` (identity, truncated Poisson with rate ``sum(w)``,
-    truncated Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``), and
+    eq:Ber-PGBN, truncated Bessel with ``alpha = 2 sqrt(aux[j] obs sum(w))``,
+    eq:Gam-PGBN: :c:func:`pygbn.model._latent.latent_count`), and
     ``x ~> Mult(x, w / sum(w))`` added to ``m_out[j, :]`` (overwritten).
     ``theta`` may be one row shared by all documents.  ``totals``, when
     given, receives each document's latent total ``sum_k m_out[j, k]`` (what

@@ -4,7 +4,7 @@
 Phi^(1) is explicit and theta^(1) is integrated out.  Given Phi^(1) and the
 document's prior shape ``a_j`` (``r`` when the network has one layer,
 ``Phi^(2) theta_j^(2)`` otherwise), the label of token ``i`` of document
-``j`` (term ``v``) has the Polya-urn conditional
+``j`` (term ``v``) has the Polya-urn conditional (the paper's eq:z with Phi^(1) given)
 
     pi(k)  ∝  phi_vk (n_jk + a_jk),                       (n_jk without token i)
 

@@ -9,15 +9,17 @@ from pygbn.random._kernels cimport random_crt, random_truncated_poisson, random_
 
 cpdef enum LatentMode:
     LATENT_COUNTS = 0         # Poisson link: the observation is the latent count      (eq:PFA)
-    LATENT_CRT = 1            # upper layers: CRT(m, sum_k phi_vk theta_kj)            (eq:CRT)
+    LATENT_CRT = 1            # CRT(m, sum_k phi_vk theta_kj), eq:CRT: no link's mode (the upper
+                              # layers draw theirs in pygbn.inference._upper.propagate_counts)
     LATENT_TRUNC_POISSON = 2  # Bernoulli-Poisson link, b = 1: Pois_+(sum_k ...)       (eq:Ber-PGBN)
     LATENT_TRUNC_BESSEL = 3   # PRG link, y > 0: Bessel_-1(2 sqrt(a_j y sum_k ...))    (eq:Gam-PGBN)
 
 
 cdef inline int64_t latent_count(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
     """The latent count of one observed cell given ``total`` = sum_k phi_vk theta_kj
-    (and, for the PRG link, ``aux`` = a_j): the observation itself, CRT(obs, total),
-    Pois_+(total) or Bessel_-1(2 sqrt(aux obs total)), by ``mode`` (LatentMode)."""
+    (and, for the PRG link, ``aux`` = a_j): the observation itself (eq:PFA), CRT(obs, total)
+    (eq:CRT), Pois_+(total) (eq:Ber-PGBN, where b = 1) or Bessel_-1(2 sqrt(aux obs total))
+    (eq:Gam-PGBN, where y > 0), by ``mode`` (LatentMode)."""
     if mode == LATENT_COUNTS:
         return <int64_t> obs
     elif mode == LATENT_CRT:
