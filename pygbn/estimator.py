@@ -619,7 +619,7 @@ class GBN(TransformerProtocol):
 
     # ------------------------------------------------------------- generate
     def generate(self, n_samples: int, *, depth: Optional[int] = None, random_state=None):
-        """Synthetic samples drawn top-down from the fitted network (see Network.generate).
+        """Synthetic samples drawn top-down from the fitted network (paper eq:PGBN; see Network.generate).
 
         Parameters
         ----------

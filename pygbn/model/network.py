@@ -87,7 +87,7 @@ class Network:
     r : ndarray of shape (K_T,)
         Gamma shapes of the top layer's hidden units.
     gamma0, c0 : float
-        ``r_k ~ Gam(gamma0 / K_T, 1 / c0)``.
+        ``r_k ~ Gam(gamma0 / K_T, 1 / c0)`` (paper eq:Phi).
     hyper : Hyperparameters or dict
         A dict (keys among a0, b0, e0, f0, as ``GBN(hyperparameters=...)``
         takes them) is converted.
