@@ -115,11 +115,19 @@ def test_tree_and_subnetwork_delegate():
 
 
 def test_generate_top_terms():
+    """The paper's Section 4.1: a synthetic document's words ranked by their Poisson rates
+    Phi^(1) theta^(1)_j (not by the counts drawn from them), from the draws generate makes."""
     net = make_network(V=30, widths=(5, 3), seed=6)
-    got = net.generate_top_terms(7, n=4, random_state=11)
-    X = net.generate(7, random_state=11)
-    assert got == ex.generated_top_terms(X, net.vocabulary, n=4)
-    assert len(got) == 7 and all(len(doc) <= 4 for doc in got)
+    got, X = net.generate_top_terms(7, n=4, random_state=11, return_samples=True)
+    X2, thetas = net.generate(7, random_state=11, return_hidden=True)
+    np.testing.assert_array_equal(X, X2)
+    assert net.generate_top_terms(7, n=4, random_state=11) == got
+    rates = thetas[0] @ net.layers[0].phi.T
+    for j, doc in enumerate(got):
+        assert doc == [net.vocabulary[v] for v in np.argsort(-rates[j], kind="stable")[:4]]
+    assert len(got) == 7 and all(len(doc) == 4 for doc in got)
+    with pytest.raises(ValueError, match="return_samples must be a bool"):
+        net.generate_top_terms(2, random_state=0, return_samples=1)
     with pytest.raises(ValueError, match="vocab must be given"):
         make_network(vocab=False).generate_top_terms(2)
 
@@ -374,7 +382,8 @@ def test_generate_top_terms_checks_its_arguments_before_drawing():
     net = make_network()
     for kwargs, match in [(dict(n=0), "n must be a positive int, got 0"),
                           (dict(vocab=["a"]), "vocab must hold 12 terms"),
-                          (dict(n=2.0), "n must be a positive int, got 2.0")]:
+                          (dict(n=2.0), "n must be a positive int, got 2.0"),
+                          (dict(return_samples=1), "return_samples must be a bool")]:
         rng = np.random.default_rng(5)
         before = rng.bit_generator.state
         with pytest.raises(ValueError, match=match):
@@ -382,5 +391,6 @@ def test_generate_top_terms_checks_its_arguments_before_drawing():
         assert rng.bit_generator.state == before
     with pytest.raises(ValueError, match="vocab must be given"):
         make_network(vocab=False).generate_top_terms(3, random_state=0)
+    _, thetas = net.generate(4, random_state=1, return_hidden=True)
     assert net.generate_top_terms(4, n=3, random_state=1) == ex.generated_top_terms(
-        net.generate(4, random_state=1), net.vocabulary, n=3)
+        thetas[0] @ net.layers[0].phi.T, net.vocabulary, n=3)

@@ -605,12 +605,16 @@ def cmd_generate(args) -> int:
     model = _load_model(args.model)
     net, _ = _network(model, args.depth)
     vocab = _vocab_for(net, args)
-    X = net.generate(args.n, random_state=args.seed)
     is_text = vocab is not None and net.link.name == "poisson"
+    if is_text:        # words ranked by their Poisson rates, as the paper's Section 4.1
+        terms, X = net.generate_top_terms(args.n, n=args.n_words, random_state=args.seed, vocab=vocab,
+                                          return_samples=True)
+    else:
+        X = net.generate(args.n, random_state=args.seed)
     if args.output is not None:
         _write_matrix(args.output, X)
     if is_text:
-        for j, words in enumerate(explore.generated_top_terms(X, vocab, n=args.n_words), start=1):
+        for j, words in enumerate(terms, start=1):
             _out(f"{j}: {' '.join(_clean_term(w) for w in words) if words else '(empty document)'}")
     elif args.output is None:
         _write_matrix_stdout(X)

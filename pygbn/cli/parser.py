@@ -307,7 +307,8 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     p = add_command("generate", cmd_generate, help="synthetic documents from a saved model",
                     description="Draw samples top-down through a saved network with c_j at the "
                     "training medians. For a text model, print the top words of each generated "
-                    "document; otherwise write the matrix (CSV on stdout without -o).")
+                    "document, ranked by their Poisson rates as in the paper's Section 4.1; "
+                    "otherwise write the matrix (CSV on stdout without -o).")
     p.add_argument("model", help="model file written by 'pygbn fit'")
     p.add_argument("-n", type=_nonneg_int, default=10, help="number of samples (default: %(default)s)")
     p.add_argument("--seed", type=_nonneg_int, default=None, help="random seed (default: fresh entropy)")

@@ -79,16 +79,18 @@ def generated_top_terms(counts, vocab: Sequence[str], n: int = 10) -> list[list[
     Parameters
     ----------
     counts : array_like or sparse matrix, shape (n_documents, V)
-        One document per row, e.g. the synthetic documents drawn top-down
-        through the network (eq:PGBN).
+        One document per row: its counts, or its Poisson rates
+        ``Phi^(1) theta^(1)_j`` (how the paper's Section 4.1 ranks the words
+        of the synthetic documents drawn top-down through the network,
+        eq:PGBN; :meth:`pygbn.model.Network.generate_top_terms`).
     vocab : sequence of str, length V
     n : int, default 10
 
     Returns
     -------
     list of list of str
-        For each document, its terms with a positive count, largest count
-        first (ties by lower column index), at most n of them.
+        For each document, its terms with a positive value, largest first
+        (ties by lower column index), at most n of them.
     """
     n = check_int(n, "n", 1)
     if sp.issparse(counts):

@@ -608,27 +608,34 @@ class Network:
                             vocab=self._vocab_or(vocab, False), n_terms=n_terms)
 
     def generate_top_terms(self, n_samples: int, n: int = 10, random_state=None,
-                           vocab: Optional[Sequence[str]] = None) -> List[List[str]]:
+                           vocab: Optional[Sequence[str]] = None, return_samples: bool = False):
         """Generate documents top-down and return the top-n terms of each.
 
-        Equivalent to ``explore.generated_top_terms(self.generate(n_samples,
-        random_state), vocab, n)`` (paper Section 4.1, "Generating synthetic
-        documents").
+        As the paper's Section 4.1 ("Generating synthetic documents"), a
+        document's terms are ranked by their Poisson rates
+        ``Phi^(1) theta^(1)_j`` (eq:PGBN), with ``theta^(1)_j`` drawn top-down
+        as :meth:`generate` draws it: ``explore.generated_top_terms(rates,
+        vocab, n)`` with the rates of the documents ``generate(n_samples,
+        random_state)`` returns (the same draws).
 
         Parameters
         ----------
         n_samples : int
             Number of documents.
         n : int, default 10
-            Terms per document (fewer if a document has fewer distinct terms).
+            Terms per document (fewer only if fewer terms have a positive rate).
         random_state : None, int, SeedSequence or Generator
         vocab : sequence of str, optional
             Default ``self.vocabulary``.
+        return_samples : bool, default False
+            Also return the generated samples (the matrix :meth:`generate`
+            gives for the same ``random_state``).
 
         Returns
         -------
         list of list of str
-            Each document's terms, largest count first.
+            Each document's terms, largest rate first (ties by lower column).
+        X : ndarray of shape (n_samples, V), only if ``return_samples``
 
         Raises
         ------
@@ -639,8 +646,12 @@ class Network:
         """
         words = check_vocab(self._vocab_or(vocab, True), self.n_features, "vocab")
         n = check_int(n, "n", 1)        # before drawing the documents, not after
-        X = self.generate(n_samples, random_state=random_state)
-        return explore.generated_top_terms(X, words, n=n)
+        if not isinstance(return_samples, (bool, np.bool_)):
+            raise ValueError(f"return_samples must be a bool, got {return_samples!r}")
+        X, thetas = self.generate(n_samples, random_state=random_state, return_hidden=True)
+        rates = thetas[0] @ self.layers[0].phi.T
+        terms = explore.generated_top_terms(rates, words, n=n)
+        return (terms, X) if return_samples else terms
 
     def save_factor_grid(self, t: int, shape, path, **kwargs) -> str:
         """Write the projected factors of layer t as one PNG or SVG image grid.
