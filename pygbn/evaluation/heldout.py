@@ -24,9 +24,11 @@ _MAX_SPLIT_TOKENS = 10**9
 def split_tokens(X, train_fraction: float = 0.3, random_state=None) -> Tuple[sp.csr_matrix, sp.csr_matrix]:
     """Split each document's tokens into a training and a held-out part.
 
-    As in the paper's protocol (Section 4.1), ``round(train_fraction * n_j)``
-    tokens of document ``j`` (at least one, when it has any) are drawn
-    uniformly without replacement for training and the rest are held out.
+    As in the paper's protocol (Section 4.1), ``floor(train_fraction * n_j + 0.5)``
+    tokens of document ``j`` (``train_fraction * n_j`` rounded half up, as
+    the authors' MATLAB ``round``, not Python's half-to-even ``round``: 5 of
+    15 tokens at 0.3; at least one, when it has any) are drawn uniformly
+    without replacement for training and the rest are held out.
     The split is a multivariate hypergeometric draw on each row's counts
     (numpy's, which takes fewer than 10**9 tokens: a row of more, in more
     than one cell, is a ValueError).
