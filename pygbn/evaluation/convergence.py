@@ -26,9 +26,14 @@ normalisation):
   mean_j c_j(t)) / var+`` (on the whole chains, W and var+ as above with
   M = m, N = n); Geyer's initial monotone sequence truncates the sum: the
   pair sums ``P_k = rho(2k) + rho(2k+1)`` are kept while positive and made
-  non-increasing, ``tau = -1 + 2 sum_k P_k`` and ``ESS = m n / tau``.  For
-  independent draws ESS is about m n; for an AR(1) chain with coefficient
-  phi about ``m n (1 - phi) / (1 + phi)``.
+  non-increasing, ``tau = -1 + 2 sum_k P_k`` and ``ESS = m n / max(tau,
+  1 / log10(max(m n, 10)))`` (Stan's cap, reached only by strongly
+  anticorrelated draws: ESS is at most ``m n log10(m n)``).  For independent draws ESS is
+  about m n; for an AR(1) chain with coefficient phi about
+  ``m n (1 - phi) / (1 + phi)``.  ESS is computed on the whole chains, not
+  on the split halves that R-hat uses (as arviz's and Stan's split ESS do),
+  and without the extra tail term ``rho`` after the last pair that they
+  add: a trend within a chain shows in the split-R-hat, not here.
 """
 from __future__ import annotations
 
@@ -118,7 +123,9 @@ def effective_sample_size(chains) -> float:
     Returns
     -------
     float
-        ``m n / tau`` (see the module notes); NaN when every chain is constant.
+        ``m n / tau`` (see the module notes); NaN when every draw is the same.
+        Chains each constant at a different value are perfectly
+        autocorrelated: their ESS is about ``m / 2`` (and their R-hat is inf).
     """
     arr = _check_chains(chains, 4)
     m, n = arr.shape
