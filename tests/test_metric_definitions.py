@@ -122,10 +122,11 @@ def test_split_tokens_rounds_half_up():
 
 def test_ess_of_constant_chains():
     """NaN only when every draw is the same; chains each stuck at its own value are perfectly
-    autocorrelated: ESS m n / (2 n - 1), about m / 2 (R-hat inf)."""
+    autocorrelated: over the M = 2m split halves of N draws ESS is M N / (2 N - 1), about m
+    (R-hat inf)."""
     assert np.isnan(effective_sample_size(np.ones((3, 10))))
     apart = np.repeat(np.arange(4.0)[:, None], 100, axis=1)
-    assert effective_sample_size(apart) == pytest.approx(400 / 199)
+    assert effective_sample_size(apart) == pytest.approx(400 / 99)
     assert rhat(apart) == np.inf
 
 
@@ -133,3 +134,15 @@ def test_ess_cap_of_anticorrelated_draws():
     """tau is kept at least 1 / log10(m n) (Stan's cap): ESS <= m n log10(m n)."""
     x = np.tile([1.0, -1.0], (2, 50))
     assert effective_sample_size(x) == pytest.approx(200 * np.log10(200))
+
+
+def test_ess_is_computed_on_split_chains():
+    """As BDA3 11.5, Stan and arviz: ESS over the split halves, so a trend within a chain lowers
+    it (on whole chains the trend was read as between-draw spread: ESS about twice as high)."""
+    rng = np.random.default_rng(4)
+    trend = np.linspace(0, 3, 400)[None, :] + rng.standard_normal((4, 400))
+    swapped = np.concatenate([trend[:, 200:], trend[:, :200]], axis=1)   # the same halves
+    assert effective_sample_size(swapped) == pytest.approx(effective_sample_size(trend), rel=1e-12)
+    iid = rng.standard_normal((4, 400))
+    assert effective_sample_size(iid) == pytest.approx(1600, rel=0.15)
+    assert effective_sample_size(trend) < 0.2 * 1600

@@ -21,19 +21,19 @@ normalisation):
   ``R-hat = sqrt(var+ / W)``.  Near 1 when the chains agree with one
   another and with themselves over time; values above about 1.01 (strict)
   or 1.1 (lenient) say the chains have not mixed.
-* **Effective sample size.**  With the autocovariances ``c_j(t)`` of each
-  chain (divisor n) the combined autocorrelation is ``rho(t) = 1 - (W -
-  mean_j c_j(t)) / var+`` (on the whole chains, W and var+ as above with
-  M = m, N = n); Geyer's initial monotone sequence truncates the sum: the
+* **Effective sample size.**  On the same split chains (M = 2m halves of
+  N draws; BDA3 Section 11.5, Stan's and arviz's split ESS): with the
+  autocovariances ``c_j(t)`` of each half (divisor N) the combined
+  autocorrelation is ``rho(t) = 1 - (W - mean_j c_j(t)) / var+`` (W and
+  var+ as above); Geyer's initial monotone sequence truncates the sum: the
   pair sums ``P_k = rho(2k) + rho(2k+1)`` are kept while positive and made
-  non-increasing, ``tau = -1 + 2 sum_k P_k`` and ``ESS = m n / max(tau,
-  1 / log10(max(m n, 10)))`` (Stan's cap, reached only by strongly
-  anticorrelated draws: ESS is at most ``m n log10(m n)``).  For independent draws ESS is
-  about m n; for an AR(1) chain with coefficient phi about
-  ``m n (1 - phi) / (1 + phi)``.  ESS is computed on the whole chains, not
-  on the split halves that R-hat uses (as arviz's and Stan's split ESS do),
-  and without the extra tail term ``rho`` after the last pair that they
-  add: a trend within a chain shows in the split-R-hat, not here.
+  non-increasing, ``tau = -1 + 2 sum_k P_k`` and ``ESS = M N / max(tau,
+  1 / log10(max(M N, 10)))`` (Stan's cap, reached only by strongly
+  anticorrelated draws: ESS is at most ``M N log10(M N)``).  For
+  independent draws ESS is about m n; for an AR(1) chain with coefficient
+  phi about ``m n (1 - phi) / (1 + phi)``; a trend within a chain lowers
+  it, as it raises the split-R-hat.  Unlike Stan and arviz, no rank
+  normalisation and no extra tail term ``rho`` after the last pair.
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def _autocovariance(arr: np.ndarray) -> np.ndarray:
 
 
 def effective_sample_size(chains) -> float:
-    """Effective sample size of the draws of several chains (Geyer's initial monotone sequence).
+    """Effective sample size of the draws of several chains (split chains, Geyer's initial monotone sequence).
 
     Parameters
     ----------
@@ -123,11 +123,12 @@ def effective_sample_size(chains) -> float:
     Returns
     -------
     float
-        ``m n / tau`` (see the module notes); NaN when every draw is the same.
-        Chains each constant at a different value are perfectly
-        autocorrelated: their ESS is about ``m / 2`` (and their R-hat is inf).
+        ``M N / tau`` over the split chains (see the module notes); NaN when
+        every draw is the same.  Chains each constant at a different value
+        are perfectly autocorrelated: their ESS is about ``m`` (each half a
+        chain of its own; their R-hat is inf).
     """
-    arr = _check_chains(chains, 4)
+    arr = _split(_check_chains(chains, 4))
     m, n = arr.shape
     W, var_plus = _variances(arr)
     if var_plus == 0.0:
