@@ -447,7 +447,8 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
     tops = {t: explore.top_term_indices(rel.phis, t, n_words) for t in layers}
     counts = None
     if reference is not None and n_words >= 2:
-        counts = cooccurrence(np.concatenate(list(tops.values()), axis=None), reference)
+        counts = cooccurrence(np.concatenate(list(tops.values()), axis=None), reference,
+                              topics=np.vstack(list(tops.values())))
     elif reference is not None:
         raise CLIError("--coherence needs --n-words of at least 2")
     lines = []

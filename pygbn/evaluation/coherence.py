@@ -45,9 +45,11 @@ tokens for ``c_uci``/``c_npmi`` and 110 for ``c_v``; pygbn uses them when
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
 from pygbn.model.links import as_csr
 
@@ -93,8 +95,11 @@ class Cooccurrence:
         The counted terms (vocabulary indices, sorted).
     n_windows : int
         ``N``, the number of windows.
-    joint : ndarray of int64, shape (R, R)
+    joint : ndarray of int64, or scipy.sparse.csr_matrix of int64, shape (R, R)
         ``D(w, w')`` for the terms in ``terms``'s order; the diagonal is ``D(w)``.
+        A CSR matrix when only the pairs of some topics were counted
+        (:func:`cooccurrence` with ``topics``): its stored entries, zeros
+        included, are exactly the counted pairs and the whole diagonal.
     """
 
     terms: np.ndarray
@@ -104,11 +109,38 @@ class Cooccurrence:
     @property
     def occurrences(self) -> np.ndarray:
         """``D(w)`` of each term (the diagonal of ``joint``)."""
+        if sp.issparse(self.joint):
+            return np.asarray(self.joint.diagonal(), dtype=np.int64)
         return np.diagonal(self.joint).copy()
 
     def positions(self, words: np.ndarray) -> np.ndarray:
         """Positions in ``terms`` of the vocabulary indices ``words`` (all counted)."""
         return np.searchsorted(self.terms, words)
+
+    @cached_property
+    def _pair_keys(self):
+        """``(keys, values)``: ``i * R + j`` of the stored entries of a sparse ``joint``
+        (sorted) and their counts."""
+        J = self.joint.tocsr()
+        if not J.has_sorted_indices:
+            J = J.copy()
+            J.sort_indices()
+        rows = np.repeat(np.arange(J.shape[0], dtype=np.int64), np.diff(J.indptr))
+        return rows * J.shape[1] + J.indices.astype(np.int64), np.asarray(J.data, dtype=np.int64)
+
+    def blocks(self, topics: np.ndarray) -> np.ndarray:
+        """``D(w_i, w_j)`` within each topic: an int64 array of shape (K, n, n) for
+        ``topics`` (K, n) of counted terms; ValueError if a sparse ``joint`` lacks a pair."""
+        idx = self.positions(topics)
+        if not sp.issparse(self.joint):
+            return self.joint[idx[:, :, None], idx[:, None, :]]
+        keys, values = self._pair_keys
+        want = idx[:, :, None].astype(np.int64) * self.joint.shape[1] + idx[:, None, :]
+        at = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
+        if keys.size == 0 or not (keys[at] == want).all():
+            raise ValueError("counts does not hold every pair of terms of the topics (count them with "
+                             "cooccurrence(..., topics=) of topics that include these)")
+        return values[at]
 
 
 def _window_presence(tokens: np.ndarray, size: int) -> np.ndarray:
@@ -130,7 +162,7 @@ def _window_presence(tokens: np.ndarray, size: int) -> np.ndarray:
 
 
 def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
-                 window_size: Optional[int] = None) -> Cooccurrence:
+                 window_size: Optional[int] = None, topics=None) -> Cooccurrence:
     """Count the windows of a reference corpus that hold the terms ``terms`` and their pairs.
 
     Parameters
@@ -145,6 +177,14 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
         sliding windows of ``window_size`` tokens (see the module notes).
     window_size : int, optional
         Sliding-window length (``texts`` only), at least 1.
+    topics : array-like of int, shape (K, n), optional
+        Count only the pairs of terms within a topic (the pairs
+        :func:`coherence_from_counts` reads for these topics, or for any of
+        them) and each term's ``D(w)``: ``joint`` is then a sparse matrix
+        of about ``K n^2 + R`` entries instead of a dense ``R x R`` one (for
+        the topics of a whole network, R is in the tens of thousands and a
+        dense ``joint`` takes gigabytes).  Every term of ``topics`` must be
+        in ``terms``.  The counts are the same.
 
     Returns
     -------
@@ -154,6 +194,15 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
     if (X is None) == (texts is None):
         raise ValueError("give the reference corpus as exactly one of X (counts) and texts (token lists)")
     R = terms.size
+    wanted = None
+    if topics is not None:
+        topics = check_topics(topics)
+        if not np.isin(topics, terms).all():
+            raise ValueError("topics holds a term that is not in terms")
+        pos = np.searchsorted(terms, topics).astype(np.int64)
+        # the keys i * R + j of the counted pairs: every ordered pair within a topic, and the diagonal
+        wanted = np.unique(np.concatenate([(pos[:, :, None] * R + pos[:, None, :]).ravel(),
+                                           np.arange(R, dtype=np.int64) * (R + 1)]))
     if X is not None:
         if window_size is not None:
             raise ValueError(f"window_size needs texts (token order); X gives document co-occurrence, "
@@ -164,20 +213,22 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
         if R and terms[-1] >= M.shape[1]:
             raise ValueError(f"the topics use term {terms[-1]} but X has {M.shape[1]} columns")
         B = (M[:, terms] > 0).astype(np.int64)
-        joint = np.asarray((B.T @ B).todense(), dtype=np.int64).reshape(R, R)
+        if wanted is None:
+            joint = np.asarray((B.T @ B).todense(), dtype=np.int64).reshape(R, R)
+        else:
+            joint = _sparse_joint(wanted, _wanted_products(B, wanted, R), R)
         return Cooccurrence(terms=terms, n_windows=int(M.shape[0]), joint=joint)
     if window_size is not None and (isinstance(window_size, bool) or not isinstance(
             window_size, (int, np.integer)) or window_size < 1):
         raise ValueError(f"window_size must be a positive integer, got {window_size!r}")
-    lookup = {int(t): i for i, t in enumerate(terms)}
-    joint = np.zeros((R, R), dtype=np.int64)
+    joint = np.zeros((R, R) if wanted is None else wanted.size, dtype=np.int64)
     n_windows = 0
     for d, doc in enumerate(texts):
         tok = np.asarray(doc)
         if tok.ndim != 1 or (tok.size and tok.dtype.kind not in "iu"):
             raise ValueError(f"texts[{d}] must be a 1-D sequence of term indices, got {doc!r}"[:200])
         size = tok.size + 1 if window_size is None else int(window_size)
-        mapped = np.array([lookup.get(int(v), -1) for v in tok], dtype=np.int64)
+        mapped = _positions_or_minus_one(terms, tok)
         used = np.unique(mapped[mapped >= 0])
         local = np.searchsorted(used, mapped).astype(np.int64)
         local[mapped < 0] = -1
@@ -185,8 +236,60 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
         n_windows += present.shape[0]
         if used.size:
             P = present.astype(np.int64)
-            joint[np.ix_(used, used)] += P.T @ P
+            if wanted is None:
+                joint[np.ix_(used, used)] += P.T @ P
+            else:
+                keys = (used[:, None] * R + used[None, :]).ravel()
+                at = np.minimum(np.searchsorted(wanted, keys), wanted.size - 1)
+                hit = wanted[at] == keys
+                joint[at[hit]] += (P.T @ P).ravel()[hit]
+    if wanted is not None:
+        joint = _sparse_joint(wanted, joint, R)
     return Cooccurrence(terms=terms, n_windows=n_windows, joint=joint)
+
+
+def _positions_or_minus_one(terms: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """The position in the sorted ``terms`` of each token, -1 for a token not in it (int64)."""
+    tokens = tokens.astype(np.int64, copy=False) if tokens.size else np.zeros(0, dtype=np.int64)
+    if terms.size == 0:
+        return np.full(tokens.size, -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(terms, tokens), terms.size - 1)
+    return np.where(terms[at] == tokens, at, -1).astype(np.int64)
+
+
+#: entries of the (rows x R) block products of :func:`_wanted_products` (bounds their memory)
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _wanted_products(B, wanted: np.ndarray, R: int) -> np.ndarray:
+    """``(B.T @ B)[i, j]`` for the sorted keys ``wanted = i * R + j``, by blocks of rows i
+    (each block product has at most ``_BLOCK_ENTRIES`` entries), never all R x R."""
+    out = np.zeros(wanted.size, dtype=np.int64)
+    Bt = B.T.tocsr()
+    step = max(1, _BLOCK_ENTRIES // max(R, 1))
+    for a0 in range(0, R, step):
+        a1 = min(R, a0 + step)
+        lo, hi = np.searchsorted(wanted, [a0 * R, a1 * R])
+        if lo == hi:
+            continue
+        S = (Bt[a0:a1] @ B).tocsr()
+        S.sort_indices()
+        keys = np.repeat(np.arange(a0, a1, dtype=np.int64), np.diff(S.indptr)) * R + S.indices
+        if keys.size == 0:
+            continue
+        w = wanted[lo:hi]
+        at = np.minimum(np.searchsorted(keys, w), keys.size - 1)
+        hit = keys[at] == w
+        out[lo:hi][hit] = S.data[at[hit]]
+    return out
+
+
+def _sparse_joint(wanted: np.ndarray, values: np.ndarray, R: int) -> sp.csr_matrix:
+    """The (R, R) CSR matrix holding ``values`` at the sorted keys ``wanted`` (zeros kept)."""
+    rows, cols = np.divmod(wanted, R)
+    indptr = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=R), out=indptr[1:])
+    return sp.csr_matrix((values, cols, indptr), shape=(R, R))
 
 
 def _pmi(joint: np.ndarray, occ: np.ndarray, n: int, normalize: bool, eps: float) -> np.ndarray:
@@ -202,19 +305,19 @@ def _pmi(joint: np.ndarray, occ: np.ndarray, n: int, normalize: bool, eps: float
     return out
 
 
-def _topic_coherence(counts: Cooccurrence, topic: np.ndarray, measure: str, eps: float) -> float:
-    idx = counts.positions(topic)
-    joint = counts.joint[np.ix_(idx, idx)].astype(np.float64)
+def _topic_coherence(block: np.ndarray, n_windows: int, measure: str, eps: float) -> float:
+    """A topic's coherence from ``block``, the window counts ``D(w_i, w_j)`` of its terms."""
+    joint = block.astype(np.float64)
     occ = np.diagonal(joint).copy()
-    n = float(counts.n_windows)
-    k = topic.size
+    n = float(n_windows)
+    k = block.shape[0]
     if measure == "u_mass":
         i, j = np.tril_indices(k, -1)          # pairs (w_i, w_j) with j < i: conditioned on w_j
         vals = np.zeros(i.size)
         ok = occ[j] > 0
         vals[ok] = np.log((joint[i[ok], j[ok]] / n + eps) / (occ[j[ok]] / n))
         return float(np.mean(vals))
-    npmi = _pmi(joint, occ, counts.n_windows, measure != "c_uci", eps)
+    npmi = _pmi(joint, occ, n_windows, measure != "c_uci", eps)
     if measure in ("c_uci", "c_npmi"):
         off = ~np.eye(k, dtype=bool)
         return float(np.mean(npmi[off]))
@@ -258,7 +361,8 @@ def coherence(topics, X=None, *, measure: str = "c_v", texts: Optional[Sequence]
         respectively for unrelated terms, NPMI lies in [-1, 1], C_V in [-1, 1].
     """
     topics = check_topics(topics)
-    counts = cooccurrence(topics, X, texts=texts, window_size=window_for(measure, texts, window_size))
+    counts = cooccurrence(topics, X, texts=texts, window_size=window_for(measure, texts, window_size),
+                          topics=topics)
     return coherence_from_counts(topics, counts, measure, eps)
 
 
@@ -276,7 +380,8 @@ def window_for(measure: str, texts, window_size: Optional[int]) -> Optional[int]
 
 def coherence_from_counts(topics, counts: Cooccurrence, measure: str = "c_v", eps: float = EPSILON) -> np.ndarray:
     """:func:`coherence` from window counts already made (:func:`cooccurrence` of a set
-    of terms that holds every topic's), e.g. to score several layers with one count.
+    of terms that holds every topic's, with ``topics=`` topics that include these to
+    count only their pairs), e.g. to score several layers with one count.
 
     ``measure`` and ``eps`` (a number in (0, 1), numpy scalars included) as for
     :func:`coherence`; raises ValueError naming the bad argument."""
@@ -292,7 +397,8 @@ def coherence_from_counts(topics, counts: Cooccurrence, measure: str = "c_v", ep
         raise ValueError("counts does not hold every term of the topics")
     if counts.n_windows == 0:
         raise ValueError("the reference corpus has no document")
-    return np.array([_topic_coherence(counts, t, measure, float(eps)) for t in topics])
+    blocks = counts.blocks(topics)
+    return np.array([_topic_coherence(b, counts.n_windows, measure, float(eps)) for b in blocks])
 
 
 def diversity(topics) -> float:

@@ -481,7 +481,7 @@ class Network:
                                  f"vocabulary")
         topics = [self.top_term_indices(t, n) for t in layers]
         counts = cooccurrence(np.concatenate(topics, axis=None), X, texts=texts,
-                              window_size=window_for(measure, texts, window_size))
+                              window_size=window_for(measure, texts, window_size), topics=np.vstack(topics))
         out = [coherence_from_counts(top, counts, measure) for top in topics]
         return out[0] if layer is not None else out
 
