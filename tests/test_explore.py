@@ -759,6 +759,39 @@ def test_top_indices_equal_stable_argsort(n_rows, n_cols, n, levels, seed):
     np.testing.assert_array_equal(got, np.argsort(-mat, axis=0, kind="stable")[: min(n, n_rows)].T)
 
 
+def test_top_indices_by_blocks_of_columns(monkeypatch):
+    """Columns taken a few at a time (blocks of 1, 2 and 7 columns here) give the stable argsort."""
+    import pygbn.explore._terms as terms
+
+    mat = np.random.default_rng(5).integers(0, 4, size=(50, 23)).astype(float)
+    expected = np.argsort(-mat, axis=0, kind="stable")[:3].T
+    for entries in (1, 100, 350):
+        monkeypatch.setattr(terms, "_BLOCK_ENTRIES", entries)
+        np.testing.assert_array_equal(top_indices_of_columns(mat, 3), expected)
+
+
+def test_top_terms_of_a_large_layer_one_copy_no_phi():
+    """top_term_indices(phis, 1) of a 64 MB Phi^(1) (V = 16000, K = 500) used to copy it
+    three times (the projection's copy, its negated transpose, the partition of that: a
+    192 MB peak; 2.3 GB for V = 100000 and K = 1000); now it reads Phi^(1) itself and
+    sorts a few columns at a time."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    phi = rng.gamma(0.1, size=(16000, 500))
+    phi /= phi.sum(axis=0)
+    tracemalloc.start()
+    try:
+        top = ex.top_term_indices([phi], 1, 10)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.75 * phi.nbytes, (peak, phi.nbytes)
+    np.testing.assert_array_equal(top[:3], np.argsort(-phi[:, :3], axis=0, kind="stable")[:10].T)
+    proj = ex.project([phi], 1)          # project still returns a copy the caller may change
+    assert proj is not phi and not np.shares_memory(proj, phi)
+
+
 # ---------------------------------------------------------------------------
 # review fixes: tolerance shared with model files, tau, vocab, images
 # ---------------------------------------------------------------------------

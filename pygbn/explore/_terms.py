@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from pygbn._utils import check_int
 from pygbn.explore._validate import check_phis, check_vocab
-from pygbn.explore._weights import project
+from pygbn.explore._weights import projection
 
 
 def top_indices_of_columns(mat: np.ndarray, n: int) -> np.ndarray:
@@ -21,14 +21,21 @@ def top_indices_of_columns(mat: np.ndarray, n: int) -> np.ndarray:
     n = min(n, n_rows)
     if 4 * n >= n_rows:
         return np.argsort(-mat, axis=0, kind="stable")[:n].T.copy()
-    neg = -np.ascontiguousarray(mat.T)  # one row per column of mat
-    thresh = np.partition(neg, n - 1, axis=1)[:, n - 1]
     out = np.empty((n_cols, n), dtype=np.intp)
-    for k in range(n_cols):
-        row = neg[k]
-        idx = np.flatnonzero(row <= thresh[k])
-        out[k] = idx[np.argsort(row[idx], kind="stable")[:n]]
+    # a few columns at a time: the transposed, negated copy and its partition take
+    # _BLOCK_ENTRIES entries each, not three times the size of mat
+    step = max(1, _BLOCK_ENTRIES // n_rows)
+    for c0 in range(0, n_cols, step):
+        neg = -np.ascontiguousarray(mat[:, c0:c0 + step].T)  # one row per column of mat
+        thresh = np.partition(neg, n - 1, axis=1)[:, n - 1]
+        for i, row in enumerate(neg):
+            idx = np.flatnonzero(row <= thresh[i])
+            out[c0 + i] = idx[np.argsort(row[idx], kind="stable")[:n]]
     return out
+
+
+#: entries of the blocks :func:`top_indices_of_columns` copies at a time
+_BLOCK_ENTRIES = 1 << 20
 
 
 def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
@@ -44,7 +51,7 @@ def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
         Row k lists node k's top dimensions, most probable first.
     """
     n = check_int(n, "n", 1)
-    return top_indices_of_columns(project(phis, t), n)
+    return top_indices_of_columns(projection(phis, t), n)
 
 
 def top_terms(phis, t: int, vocab: Sequence[str], n: int = 10) -> list[list[str]]:
