@@ -112,7 +112,8 @@ def _network_from(meta, prefix: str, arrays: dict) -> Network:
     layers = []
     for t, lm in enumerate(layers_meta, start=1):
         _need(isinstance(lm, dict), f"{where}: layer {t} must be an object")
-        phi = np.array(_array(arrays, f"{prefix}phi{t}", 2), dtype=np.float64)
+        # the archive's own array (read for this call alone): no second copy of a large Phi
+        phi = np.asarray(_array(arrays, f"{prefix}phi{t}", 2), dtype=np.float64)
         _need(phi.shape[0] > 0 and phi.shape[1] > 0, f"{where}: Phi^({t}) is empty (shape {phi.shape})")
         if t > 1:
             _need(phi.shape[0] == layers[-1].width, f"{where}: Phi^({t}) has {phi.shape[0]} rows but layer "

@@ -379,3 +379,25 @@ def test_a_fit_on_mostly_empty_samples_saves_and_loads(tmp_path):
     back = pygbn.load(tmp_path / "m.npz")
     assert back.network_.layers[0].c_median == m.network_.layers[0].c_median
     np.testing.assert_array_equal(back.transform(Y[150:]), m.transform(Y[150:]))
+
+
+def test_reading_a_large_model_holds_one_copy_of_phi(tmp_path):
+    """read_model copied every Phi it had just read from the archive: loading a network
+    with a 40 MB Phi^(1) peaked above twice its size (1631 MiB for a 763 MiB Phi^(1));
+    now the archive's array is the network's.  The model loads back bit for bit."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    phi = rng.gamma(0.1, size=(10000, 500))
+    phi /= phi.sum(axis=0)
+    path = tmp_path / "big.npz"
+    io.write_model(path, [Network(layers=[Layer(phi)], r=np.ones(500))], kind="Network")
+    tracemalloc.start()
+    try:
+        net = io.read_model(path).networks[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * phi.nbytes, (peak, phi.nbytes)
+    np.testing.assert_array_equal(net.layers[0].phi, phi)
+    assert net.layers[0].phi.flags.writeable and net.layers[0].phi.flags.c_contiguous
