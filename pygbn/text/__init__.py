@@ -26,10 +26,12 @@ fitted model's); they live in :mod:`pygbn.text.files`.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import numbers
 import re
-from collections import Counter
+from array import array
+from collections import defaultdict
 from functools import lru_cache
 from importlib import resources
 from typing import Iterable, Mapping, Sequence
@@ -65,6 +67,8 @@ __all__ = [
 TOKEN_PATTERN = r"[a-z]+"
 _TOKEN_RE = re.compile(TOKEN_PATTERN)
 _INT32_MAX = np.iinfo(np.int32).max
+#: tokens (or documents) CountVectorizer tokenises before turning them into (document, term) pairs
+_CHUNK_TOKENS = 1 << 18
 
 
 def tokenize(text: str, min_length: int = 3) -> list[str]:
@@ -290,14 +294,71 @@ class CountVectorizer:
         return vocab
 
     # -- core ---------------------------------------------------------------
-    def _tokens(self, docs: list[str], stop: frozenset) -> list[list[str]]:
+    # The documents are tokenised one at a time into int ids; every _CHUNK_TOKENS tokens the
+    # ids become distinct (document, id) pairs with their counts.  The corpus is never held
+    # as lists of token strings (about 70 bytes a token: 12 times the text of a corpus of
+    # short documents), nor as one array of all its tokens.
+    def _token_pairs(self, docs: list[str], stop: frozenset, index: dict | None):
+        """``(rows, ids, counts, words)``: the distinct (document, id) pairs of the tokens of
+        ``docs`` (``stop`` removed), sorted by document then id, and their counts (int32
+        arrays, int64 where needed).
+        With ``index`` (term -> column) the ids are columns and tokens outside it are dropped
+        (``words`` is None); without it a token's id is its place among the distinct tokens
+        in order of first appearance, ``words`` (a list)."""
         min_length = check_int(self.min_length, "min_length", 1)
-        if stop:
-            return [[t for t in tokenize(d, min_length) if t not in stop] for d in docs]
-        return [tokenize(d, min_length) for d in docs]
+        find = _TOKEN_RE.findall
+        if index is None:
+            known: dict = defaultdict(itertools.count().__next__)
+            lookup = known.__getitem__
+        else:
+            lookup = index.get
+        parts: tuple = ([], [], [])    # rows, ids, counts of each chunk (int32 where they fit)
+        ids = array("q")
+        lengths: list[int] = []
+        first = 0                       # the document of lengths[0]
 
-    def _learn_vocab(self, tokens: list[list[str]]) -> tuple[list[str], np.ndarray]:
-        n_docs = len(tokens)
+        def flush():
+            nonlocal ids, lengths, first
+            if len(ids):
+                # key = (document within the chunk) * 2^32 + id: ids and chunk rows stay below 2^31
+                keys = np.repeat(np.arange(len(lengths), dtype=np.int64) << 32, lengths)
+                keys += np.frombuffer(ids, dtype=np.int64)
+                keys.sort()
+                new = np.empty(keys.size, dtype=bool)
+                new[0] = True
+                np.not_equal(keys[1:], keys[:-1], out=new[1:])
+                at = np.flatnonzero(new)
+                counts = np.diff(np.append(at, keys.size))
+                keys = keys[at]
+                for part, a in zip(parts, ((keys >> 32) + first, keys & 0xFFFFFFFF, counts)):
+                    part.append(a.astype(np.int32) if a.max() <= _INT32_MAX else a)
+            first += len(lengths)
+            ids, lengths = array("q"), []
+
+        for d in docs:
+            toks = find(d.lower())
+            if min_length > 1:
+                toks = [t for t in toks if len(t) >= min_length]
+            if stop:
+                toks = [t for t in toks if t not in stop]
+            before = len(ids)
+            if index is None:
+                ids.extend(map(lookup, toks))
+            else:
+                ids.extend(c for c in map(lookup, toks) if c is not None)
+            lengths.append(len(ids) - before)
+            if len(ids) >= _CHUNK_TOKENS or len(lengths) >= _CHUNK_TOKENS:
+                flush()
+        flush()
+        words = list(known) if index is None else None    # insertion order: id order
+        out = []
+        for part in parts:             # one at a time: the chunks and one concatenation at most
+            out.append(np.concatenate(part) if part else np.zeros(0, np.int32))
+            part.clear()
+        return (*out, words)
+
+    def _learn_vocab(self, n_docs: int, words: list[str], tf: np.ndarray, df: np.ndarray):
+        """The kept terms (alphabetical) and their ids, from every token's ``tf`` and ``df``."""
         if n_docs == 0:
             raise ValueError("documents is empty: there is no vocabulary to learn")
         min_c = _doc_count(self.min_df, n_docs, "min_df")
@@ -315,71 +376,68 @@ class CountVectorizer:
         mf = self.max_features
         if mf is not None:
             mf = check_int(mf, "max_features", 1)
-        df: Counter = Counter()
-        tf: Counter = Counter()
-        for toks in tokens:
-            tf.update(toks)
-            df.update(set(toks))
-        terms = [w for w, c in df.items() if min_c <= c <= max_c]
-        if mf is not None and len(terms) > mf:
-            terms = sorted(terms, key=lambda w: (-tf[w], w))[: int(mf)]
-        terms.sort()
-        if not terms:
+        kept = np.flatnonzero((df >= min_c) & (df <= max_c))
+        if mf is not None and kept.size > mf:
+            kept = np.array(sorted(kept.tolist(), key=lambda i: (-tf[i], words[i]))[: int(mf)], dtype=np.int64)
+        kept = np.array(sorted(kept.tolist(), key=words.__getitem__), dtype=np.int64)
+        if not kept.size:
             raise ValueError(
-                f"no terms are left (from {len(df)} distinct tokens in {n_docs} documents) after "
+                f"no terms are left (from {len(words)} distinct tokens in {n_docs} documents) after "
                 f"min_df={self.min_df!r}, max_df={self.max_df!r} and stop words; loosen them or add documents"
             )
-        return terms, np.array([df[w] for w in terms], dtype=np.int64)
+        return [words[i] for i in kept], kept
 
     @staticmethod
-    def _count(tokens: list[list[str]], index: dict) -> sp.csr_matrix:
-        indptr = [0]
-        indices: list[int] = []
-        data: list[int] = []
-        for toks in tokens:
-            c = Counter(index[t] for t in toks if t in index)
-            cols = sorted(c)
-            indices.extend(cols)
-            data.extend(c[k] for k in cols)
-            indptr.append(len(indices))
-        vals = np.asarray(data, dtype=np.int64)
-        dtype = np.int32 if (vals.size == 0 or vals.max() <= _INT32_MAX) else np.int64
-        idx_dtype = np.int32 if len(indices) <= _INT32_MAX else np.int64
-        return sp.csr_matrix(
-            (vals.astype(dtype), np.asarray(indices, dtype=idx_dtype), np.asarray(indptr, dtype=idx_dtype)),
-            shape=(len(tokens), len(index)),
-        )
+    def _matrix(rows: np.ndarray, cols: np.ndarray, counts: np.ndarray, n_docs: int, n_terms: int) -> sp.csr_matrix:
+        """The CSR counts of the (document, column) pairs, sorted by document then column."""
+        dtype = np.int32 if (counts.size == 0 or counts.max() <= _INT32_MAX) else np.int64
+        idx_dtype = np.int32 if counts.size <= _INT32_MAX else np.int64
+        indptr = np.zeros(n_docs + 1, dtype=idx_dtype)
+        np.cumsum(np.bincount(rows, minlength=n_docs), out=indptr[1:])
+        return sp.csr_matrix((counts.astype(dtype, copy=False), cols.astype(idx_dtype, copy=False), indptr),
+                             shape=(n_docs, n_terms))
 
-    def _fit_tokens(self, docs: list[str]) -> list[list[str]] | None:
+    def _count(self, docs: list[str], index: dict) -> tuple[sp.csr_matrix, np.ndarray]:
+        """The counts of ``index``'s terms in ``docs`` (no stop words removed) and their
+        document frequencies."""
+        rows, cols, counts, _ = self._token_pairs(docs, frozenset(), index)
+        return (self._matrix(rows, cols, counts, len(docs), len(index)),
+                np.bincount(cols, minlength=len(index)).astype(np.int64))
+
+    def _fit_counts(self, docs: list[str]) -> sp.csr_matrix:
+        """Learn (or take) the vocabulary and set the fitted attributes; return the counts."""
         fixed = self._fixed_vocab()
         if fixed is not None:
             self.vocab_ = fixed
             self.vocabulary_ = {w: i for i, w in enumerate(fixed)}
-            tokens = self._tokens(docs, frozenset())
-            df = np.zeros(len(fixed), dtype=np.int64)
-            for toks in tokens:
-                for w in set(toks):
-                    j = self.vocabulary_.get(w)
-                    if j is not None:
-                        df[j] += 1
+            X, df = self._count(docs, self.vocabulary_)
             self.document_frequency_ = df
             self.n_documents_ = len(docs)
-            return tokens
-        tokens = self._tokens(docs, self._stop_set())
-        vocab, df = self._learn_vocab(tokens)
+            return X
+        rows, uid, counts, words = self._token_pairs(docs, self._stop_set(), None)
+        tf = np.bincount(uid, weights=counts, minlength=len(words)).astype(np.int64)
+        df = np.bincount(uid, minlength=len(words))
+        vocab, kept = self._learn_vocab(len(docs), words, tf, df)
+        column = np.full(len(words), -1, dtype=np.int32 if kept.size <= _INT32_MAX else np.int64)
+        column[kept] = np.arange(kept.size)
+        cols = column[uid]
+        del uid
+        keep = cols >= 0
+        X = self._matrix(rows[keep], cols[keep], counts[keep], len(docs), len(vocab))
+        X.sort_indices()           # each row's columns in alphabetical, not first-seen, order
         self.vocab_ = vocab
         self.vocabulary_ = {w: i for i, w in enumerate(vocab)}
-        self.document_frequency_ = df
+        self.document_frequency_ = df[kept].astype(np.int64)
         self.n_documents_ = len(docs)
         logger.info("CountVectorizer: %d documents, %d terms", len(docs), len(vocab))
-        return tokens
+        return X
 
     def fit(self, documents: Iterable[str], y=None) -> "CountVectorizer":
         """Learn the vocabulary of ``documents`` (an iterable of str); return self.
 
         ``y`` is ignored (there for scikit-learn's ``Pipeline``, which passes it)."""
         docs = _check_documents(documents)
-        self._fit_tokens(docs)
+        self._fit_counts(docs)
         return self
 
     def fit_transform(self, documents: Iterable[str], y=None) -> sp.csr_matrix:
@@ -387,8 +445,7 @@ class CountVectorizer:
 
         ``y`` is ignored (there for scikit-learn's ``Pipeline``, which passes it)."""
         docs = _check_documents(documents)
-        tokens = self._fit_tokens(docs)
-        return self._count(tokens, self.vocabulary_)
+        return self._fit_counts(docs)
 
     def transform(self, documents: Iterable[str]) -> sp.csr_matrix:
         """Count the vocabulary's terms in new documents.
@@ -401,7 +458,7 @@ class CountVectorizer:
         scipy.sparse.csr_matrix of int, shape (n_documents, len(vocab_))
         """
         docs = _check_documents(documents)
-        return self._count(self._tokens(docs, frozenset()), self._index())
+        return self._count(docs, self._index())[0]
 
     def sequences(self, documents: Iterable[str]) -> list[np.ndarray]:
         """Each document as the sequence of its tokens' term indices, in reading order.
@@ -417,8 +474,8 @@ class CountVectorizer:
         """
         docs = _check_documents(documents)
         index = self._index()
-        return [np.array([index.get(t, -1) for t in toks], dtype=np.int64)
-                for toks in self._tokens(docs, frozenset())]
+        min_length = check_int(self.min_length, "min_length", 1)
+        return [np.array([index.get(t, -1) for t in tokenize(d, min_length)], dtype=np.int64) for d in docs]
 
     def _index(self) -> dict:
         """Term -> column of the fitted (or given) vocabulary."""
