@@ -76,7 +76,12 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
             raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
         if arr.ndim != 2:
             raise ValueError(f"{name} must be 2-D (samples x features), got shape {arr.shape}")
-        M = sp.csr_matrix(arr.astype(dtype, copy=False))
+        if arr.dtype == np.float16:       # a dtype scipy.sparse does not take
+            arr = arr.astype(dtype)
+        # the non-zeros first, then their values cast: never a dense float64 copy of X
+        M = sp.csr_matrix(arr)
+        if M.dtype != dtype:
+            M = sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
     if M.ndim != 2:  # pragma: no cover - scipy sparse is always 2-D
         raise ValueError(f"{name} must be 2-D, got shape {M.shape}")
     if M.shape[1] > MAX_FEATURES:
@@ -227,7 +232,7 @@ class PoissonLink(Link):
         return float(Y.data.sum())
 
     def sample_observations(self, rates, rng):
-        return rng.poisson(rates).astype(np.int64)
+        return rng.poisson(rates).astype(np.int64, copy=False)     # int64 already: no second copy
 
 
 class BernoulliPoissonLink(Link):
