@@ -394,3 +394,36 @@ def test_generate_top_terms_checks_its_arguments_before_drawing():
     _, thetas = net.generate(4, random_state=1, return_hidden=True)
     assert net.generate_top_terms(4, n=3, random_state=1) == ex.generated_top_terms(
         thetas[0] @ net.layers[0].phi.T, net.vocabulary, n=3)
+
+
+def test_every_layer_topics_walk_the_network_once(monkeypatch):
+    """Network.coherence and Network.diversity of every layer projected each layer from
+    Phi^(1) anew (T (T - 1) / 2 products of a (V, K) matrix; the CLI's topics twice over):
+    they now walk down the network once, with the same top terms."""
+    import pygbn.explore._terms as terms
+    from pygbn.explore._terms import top_term_indices_by_layer
+
+    rng = np.random.default_rng(4)
+    widths, V = [6, 5, 4, 3], 40
+    layers, rows = [], V
+    for k in widths:
+        phi = rng.gamma(0.3, size=(rows, k))
+        layers.append(Layer(phi=phi / phi.sum(axis=0)))
+        rows = k
+    net = Network(layers=layers, r=rng.gamma(1.0, size=widths[-1]))
+    X = sp.csr_matrix(rng.poisson(0.3, size=(50, V)))
+    expected = {t: net.top_term_indices(t, 7) for t in range(1, 5)}
+    coh = [pygbn.evaluation.coherence(expected[t], X, measure="c_npmi") for t in range(1, 5)]
+    div = [pygbn.evaluation.diversity(net.top_term_indices(t, 9)) for t in range(1, 5)]
+    by_layer = top_term_indices_by_layer(net.phis, [3, 1, 4], 7)
+    assert list(by_layer) == [3, 1, 4]
+    for t, idx in by_layer.items():
+        np.testing.assert_array_equal(idx, expected[t])
+
+    def per_layer_projection(*args):
+        raise AssertionError("projected a layer on its own")
+
+    monkeypatch.setattr(terms, "projection", per_layer_projection)
+    for a, b in zip(net.coherence(X, measure="c_npmi", n=7), coh):
+        np.testing.assert_array_equal(a, b)
+    assert net.diversity(n=9) == div

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn import explore, text
+from pygbn.explore._terms import top_term_indices_by_layer
 from pygbn.datasets import load_demo
 from pygbn.estimator import GBN, load
 from pygbn.evaluation import SPLIT_SEED_TAG
@@ -444,7 +445,11 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
     """The lines of ``pygbn topics``; with a ``reference`` corpus each node's coherence by
     ``measures`` and each layer's mean coherence and topic diversity too."""
     rel = net.relabel_by_popularity()
-    tops = {t: explore.top_term_indices(rel.phis, t, n_words) for t in layers}
+    # one walk down the network for every layer; the top n_words are a prefix of the top
+    # diversity_words (the same order: by probability, ties by the lower index)
+    scored = reference is not None and n_words >= 2
+    deepest = top_term_indices_by_layer(rel.phis, layers, max(n_words, diversity_words) if scored else n_words)
+    tops = {t: idx[:, :n_words] for t, idx in deepest.items()}
     counts = None
     if reference is not None and n_words >= 2:
         counts = cooccurrence(np.concatenate(list(tops.values()), axis=None), reference,
@@ -459,7 +464,7 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
         scores = {m: coherence_from_counts(idx, counts, m) for m in measures} if counts is not None else {}
         header = f"layer {t} ({w.shape[0]} nodes{'' if shown == w.shape[0] else f', top {shown}'})"
         if scores:
-            div = diversity(explore.top_term_indices(rel.phis, t, diversity_words))
+            div = diversity(deepest[t][:, :diversity_words])
             header += "; mean coherence " + ", ".join(f"{m} {v.mean():.4f}" for m, v in scores.items()) \
                 + f"; diversity {div:.3f} (top {diversity_words})"
         lines.append(header + ":")

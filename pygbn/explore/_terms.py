@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn._utils import check_int
-from pygbn.explore._validate import check_phis, check_vocab
+from pygbn.explore._validate import check_layer, check_phis, check_vocab
 from pygbn.explore._weights import projection
 
 
@@ -52,6 +52,23 @@ def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
     """
     n = check_int(n, "n", 1)
     return top_indices_of_columns(projection(phis, t), n)
+
+
+def top_term_indices_by_layer(phis, layers, n: int = 10) -> dict:
+    """``{t: top_term_indices(phis, t, n)}`` for the layer numbers ``layers``, with one walk
+    down the chain of products (the projection of layer t is that of layer t-1 times
+    Phi^(t)): T - 1 products for all layers instead of T (T - 1) / 2.  The same arrays."""
+    n = check_int(n, "n", 1)
+    ph = check_phis(phis)
+    wanted = {check_layer(t, len(ph)) for t in layers}
+    out = {}
+    proj = np.ascontiguousarray(ph[0])      # the products of projection(): the same numbers
+    for t in range(1, max(wanted, default=0) + 1):
+        if t > 1:
+            proj = proj @ ph[t - 1]
+        if t in wanted:
+            out[t] = top_indices_of_columns(proj, n)
+    return {t: out[t] for t in layers}
 
 
 def top_terms(phis, t: int, vocab: Sequence[str], n: int = 10) -> list[list[str]]:
