@@ -143,22 +143,39 @@ class Cooccurrence:
         return values[at]
 
 
-def _window_presence(tokens: np.ndarray, size: int) -> np.ndarray:
-    """Which windows of one document hold each of its terms: a (n_windows, n_terms) bool array
-    for ``tokens`` already mapped to ``0..n_terms-1`` (-1: not counted)."""
+#: entries (windows x terms) of the presence blocks :func:`_window_counts` makes at a time
+_WINDOW_ENTRIES = 1 << 20
+
+
+def _window_counts(tokens: np.ndarray, size: int, n_terms: int):
+    """``(n_windows, C)``: the windows of one document and ``C[a, b]``, the number of them
+    holding both term a and term b (int64, shape (n_terms, n_terms)), for ``tokens`` already
+    mapped to ``0..n_terms-1`` (-1: not counted).
+
+    The window-by-term presence is made a block of windows at a time and multiplied in
+    float64 (BLAS): the counts are integers below 2^53, so exact."""
     L = tokens.size
     n_win = L - size + 1 if L >= size else 1
     keep = tokens >= 0
     pos, col = np.flatnonzero(keep), tokens[keep]
-    n_cols = int(col.max()) + 1 if col.size else 0
-    diff = np.zeros((n_win + 1, n_cols), dtype=np.int32)
     if L >= size:     # token p lies in windows max(0, p-s+1) .. min(p, L-s)
         first, last = np.maximum(pos - size + 1, 0), np.minimum(pos, L - size)
     else:
         first, last = np.zeros_like(pos), np.zeros_like(pos)
-    np.add.at(diff, (first, col), 1)
-    np.add.at(diff, (last + 1, col), -1)
-    return np.cumsum(diff[:-1], axis=0) > 0
+    C = np.zeros((n_terms, n_terms))
+    if n_terms == 0:
+        return n_win, C.astype(np.int64)
+    step = max(1, _WINDOW_ENTRIES // n_terms)
+    for w0 in range(0, n_win, step):
+        w1 = min(n_win, w0 + step)
+        sel = (last >= w0) & (first < w1)
+        diff = np.zeros((w1 - w0 + 1, n_terms), dtype=np.int32)
+        np.add.at(diff, (np.maximum(first[sel], w0) - w0, col[sel]), 1)
+        np.add.at(diff, (np.minimum(last[sel], w1 - 1) - w0 + 1, col[sel]), -1)
+        np.cumsum(diff, axis=0, out=diff)
+        P = (diff[:-1] > 0).astype(np.float64)
+        C += P.T @ P
+    return n_win, C.astype(np.int64)
 
 
 def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
@@ -232,17 +249,16 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
         used = np.unique(mapped[mapped >= 0])
         local = np.searchsorted(used, mapped).astype(np.int64)
         local[mapped < 0] = -1
-        present = _window_presence(local, size)
-        n_windows += present.shape[0]
+        n_win, C = _window_counts(local, size, used.size)
+        n_windows += n_win
         if used.size:
-            P = present.astype(np.int64)
             if wanted is None:
-                joint[np.ix_(used, used)] += P.T @ P
+                joint[np.ix_(used, used)] += C
             else:
                 keys = (used[:, None] * R + used[None, :]).ravel()
                 at = np.minimum(np.searchsorted(wanted, keys), wanted.size - 1)
                 hit = wanted[at] == keys
-                joint[at[hit]] += (P.T @ P).ravel()[hit]
+                joint[at[hit]] += C.ravel()[hit]
     if wanted is not None:
         joint = _sparse_joint(wanted, joint, R)
     return Cooccurrence(terms=terms, n_windows=n_windows, joint=joint)
