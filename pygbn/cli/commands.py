@@ -16,7 +16,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn import explore, text
-from pygbn.explore._terms import top_term_indices_by_layer
 from pygbn.datasets import load_demo
 from pygbn.estimator import GBN, load
 from pygbn.evaluation import SPLIT_SEED_TAG
@@ -448,7 +447,7 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
     # one walk down the network for every layer; the top n_words are a prefix of the top
     # diversity_words (the same order: by probability, ties by the lower index)
     scored = reference is not None and n_words >= 2
-    deepest = top_term_indices_by_layer(rel.phis, layers, max(n_words, diversity_words) if scored else n_words)
+    deepest = explore.top_term_indices_by_layer(rel.phis, layers, max(n_words, diversity_words) if scored else n_words)
     tops = {t: idx[:, :n_words] for t, idx in deepest.items()}
     counts = None
     if reference is not None and n_words >= 2:

@@ -60,6 +60,7 @@ from pygbn.explore._images import factor_images, image_grid, save_factor_grid
 from pygbn.explore._plot import line_plot_svg, trace_svg
 from pygbn.explore._nodes import LAYER_COLOURS, Edge, Node, clean_text, layer_colour  # noqa: F401 (LAYER_COLOURS)
 from pygbn.explore._terms import generated_top_terms, top_term_indices, top_terms
+from pygbn.explore._terms import top_term_indices_by_layer  # noqa: F401 (for Network and the CLI)
 from pygbn.explore._trees import TauLike, subnetwork, tree  # noqa: F401 (TauLike)
 from pygbn.explore._weights import layer_weights, node_weights, project, projections, relabel_by_popularity
 

@@ -8,7 +8,6 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from pygbn import explore
-from pygbn.explore._terms import top_term_indices_by_layer
 from pygbn.evaluation.coherence import coherence_from_counts, cooccurrence, window_for
 from pygbn.evaluation.coherence import diversity as topic_diversity
 from pygbn._utils import (LOOSE_SIMPLEX_TOLERANCE, MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE,
@@ -480,7 +479,7 @@ class Network:
                 raise ValueError(f"X has {X.shape[1]} columns but the network has n_features="
                                  f"{self.n_features}: the reference counts must be in the network's "
                                  f"vocabulary")
-        topics = list(top_term_indices_by_layer(self.phis, layers, n).values())
+        topics = list(explore.top_term_indices_by_layer(self.phis, layers, n).values())
         counts = cooccurrence(np.concatenate(topics, axis=None), X, texts=texts,
                               window_size=window_for(measure, texts, window_size), topics=np.vstack(topics))
         out = [coherence_from_counts(top, counts, measure) for top in topics]
@@ -510,7 +509,8 @@ class Network:
         """
         layers = self._layers_of(layer)
         self._check_top_n(n, "diversity", "topics of at least 2 terms")
-        out = [topic_diversity(top) for top in top_term_indices_by_layer(self.phis, layers, n).values()]
+        tops = explore.top_term_indices_by_layer(self.phis, layers, n)
+        out = [topic_diversity(top) for top in tops.values()]
         return out[0] if layer is not None else out
 
     def _check_top_n(self, n, what: str, why: str) -> None:
