@@ -11,6 +11,7 @@ import logging
 import numbers
 import os
 import sys
+import threading
 from collections.abc import KeysView, Mapping, Set
 from typing import List, Optional, Sequence
 
@@ -356,32 +357,66 @@ class Progress:
             self._times, self._loglik = [], None
 
 
+def _shown_from(lg: logging.Logger) -> Optional[int]:
+    """The lowest level of a handler that the records of ``lg`` reach (``lg``'s own and, while
+    they propagate, its ancestors'; NullHandlers aside), or None when they reach none."""
+    levels = []
+    node: Optional[logging.Logger] = lg
+    while node is not None:
+        levels += [h.level for h in node.handlers if not isinstance(h, logging.NullHandler)]
+        node = node.parent if node.propagate else None
+    return min(levels) if levels else None
+
+
+_VERBOSE_LOCK = threading.Lock()
+#: the fits in progress with verbose on, and what the first of them changed
+_verbose_state = {"count": 0, "level": logging.NOTSET, "handler": None}
+
+
 class verbose_logging:
-    """Attach a stderr handler to the "pygbn" logger for the duration (opt-in progress)."""
+    """Progress on for the duration (opt-in): the "pygbn" logger's level lowered to INFO and,
+    when no handler that its records reach shows INFO, a stderr handler attached to it.
+
+    A handler configured by the user (on "pygbn" or an ancestor, e.g. ``logging.basicConfig``'s
+    on the root) shows the lines instead, once each; when the user's handlers show only from
+    a higher level, the stderr handler shows just the levels below it, so that no line is
+    shown twice.  Overlapping fits (threads) share one setup, undone when the last ends.
+    """
 
     def __init__(self, on: bool):
         self.on = on
-        self.handler = None
 
     def __enter__(self):
         if self.on:
-            lg = logging.getLogger("pygbn")
-            self.old_level = lg.level
-            if lg.level == logging.NOTSET or lg.level > logging.INFO:
-                lg.setLevel(logging.INFO)
-            if not any(isinstance(h, logging.StreamHandler) and not isinstance(h, logging.NullHandler)
-                       for h in lg.handlers):
-                self.handler = logging.StreamHandler(sys.stderr)
-                self.handler.setFormatter(logging.Formatter("pygbn: %(message)s"))
-                lg.addHandler(self.handler)
+            with _VERBOSE_LOCK:
+                st = _verbose_state
+                if st["count"] == 0:
+                    lg = logging.getLogger("pygbn")
+                    st["level"] = lg.level
+                    if lg.level == logging.NOTSET or lg.level > logging.INFO:
+                        lg.setLevel(logging.INFO)
+                    floor = _shown_from(lg)
+                    if floor is None or floor > logging.INFO:
+                        handler = logging.StreamHandler(sys.stderr)
+                        handler.setFormatter(logging.Formatter("pygbn: %(message)s"))
+                        if floor is not None:       # the user's handlers show floor and above
+                            handler.addFilter(lambda record: record.levelno < floor)
+                        lg.addHandler(handler)
+                        st["handler"] = handler
+                st["count"] += 1
         return self
 
     def __exit__(self, *exc):
         if self.on:
-            lg = logging.getLogger("pygbn")
-            if self.handler is not None:
-                lg.removeHandler(self.handler)
-            lg.setLevel(self.old_level)
+            with _VERBOSE_LOCK:
+                st = _verbose_state
+                st["count"] -= 1
+                if st["count"] == 0:
+                    lg = logging.getLogger("pygbn")
+                    if st["handler"] is not None:
+                        lg.removeHandler(st["handler"])
+                        st["handler"] = None
+                    lg.setLevel(st["level"])
         return False
 
 

@@ -117,9 +117,12 @@ class GBN(TransformerProtocol):
         ``numpy.random.RandomState`` is refused (pass an int, or
         ``numpy.random.default_rng(seed)``).
     verbose : bool or int, default=False
-        Show progress on stderr (depth, iteration, widths, seconds per
-        iteration) through the ``"pygbn"`` logger; an int sets how many
-        iterations between lines (True: 50).
+        Show progress (depth, iteration, widths, seconds per iteration)
+        through the ``"pygbn"`` logger at level INFO; an int sets how many
+        iterations between lines (True: 50).  Where logging is configured
+        (a handler on ``"pygbn"`` or on the root logger, e.g. by
+        ``logging.basicConfig``) the lines go through that configuration,
+        once each; otherwise to stderr for the duration of the fit.
     callback : callable, optional
         ``callback(info)`` after every training iteration; ``info`` is a dict
         with ``depth``, ``iteration``, ``n_iterations``, ``widths``,

@@ -187,6 +187,98 @@ def test_callback_and_verbose(counts, caplog):
     assert any("iteration" in r.getMessage() for r in caplog.records)
 
 
+class _Collect(logging.Handler):
+    def __init__(self, level=logging.NOTSET):
+        super().__init__(level)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+TINY = dict(n_components=6, n_layers=2, burn_in=(4, 2), n_collect=2, min_width=1, random_state=0)
+
+
+def _progress(lines):
+    return [l for l in lines if "iteration" in l or "done" in l]
+
+
+def test_verbose_lines_once_through_the_users_root_handler(counts, capsys):
+    """With logging configured by the user (basicConfig's root handler), verbose=True shows each
+    progress line once, through that handler: no stderr handler of pygbn's doubles it."""
+    user = _Collect()
+    root = logging.getLogger()
+    root.addHandler(user)
+    lg = logging.getLogger("pygbn")
+    before = (list(lg.handlers), lg.level)
+    try:
+        for _ in range(2):  # repeated fits: no line duplicated, nothing left behind
+            GBN(verbose=2, **TINY).fit(counts)
+    finally:
+        root.removeHandler(user)
+    assert (list(lg.handlers), lg.level) == before
+    shown = _progress(user.messages)
+    assert sum("layer 1 | iteration 1/" in m for m in shown) == 2
+    assert sum(m.startswith("fit done") for m in shown) == 2
+    assert "pygbn:" not in capsys.readouterr().err
+
+
+def test_verbose_without_handlers_attaches_one_and_removes_it(counts, capsys, monkeypatch):
+    """No logging configured: verbose=True writes each line once to stderr, then takes its
+    handler and level back (repeated fits do not duplicate lines)."""
+    lg = logging.getLogger("pygbn")
+    monkeypatch.setattr(lg, "propagate", False)    # away from pytest's capture handlers
+    before = (list(lg.handlers), lg.level)
+    for _ in range(2):
+        GBN(verbose=2, **TINY).fit(counts)
+        err = capsys.readouterr().err.splitlines()
+        assert sum(l.startswith("pygbn: layer 1 | iteration 1/6 ") for l in err) == 1
+        assert sum(l.startswith("pygbn: fit done") for l in err) == 1
+        assert (list(lg.handlers), lg.level) == before
+    GBN(verbose=False, **TINY).fit(counts)
+    assert capsys.readouterr().err == ""
+
+
+def test_verbose_with_a_users_warning_handler(counts, capsys, monkeypatch):
+    """A user's handler that shows WARNING and up: progress (INFO) goes to stderr, a warning
+    shows once (through the user's handler only)."""
+    lg = logging.getLogger("pygbn")
+    monkeypatch.setattr(lg, "propagate", False)
+    user = _Collect(logging.WARNING)
+    lg.addHandler(user)
+    try:
+        def cb(info):
+            if info["depth"] == 1 and info["iteration"] == 1:
+                logging.getLogger("pygbn").warning("something is wrong")
+
+        GBN(verbose=2, callback=cb, **TINY).fit(counts)
+    finally:
+        lg.removeHandler(user)
+    err = capsys.readouterr().err
+    assert user.messages == ["something is wrong"]
+    assert "something is wrong" not in err
+    assert "pygbn: layer 1 | iteration 1/6" in err
+
+
+def test_overlapping_verbose_fits_share_one_setup(capsys, monkeypatch):
+    """Two verbose fits that overlap (threads): the second keeps its progress after the first
+    ends, and the logger's level and handlers are as before once both have ended."""
+    from pygbn._utils import verbose_logging
+
+    lg = logging.getLogger("pygbn")
+    monkeypatch.setattr(lg, "propagate", False)
+    before = (list(lg.handlers), lg.level)
+    a, b = verbose_logging(True), verbose_logging(True)
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    lg.info("still fitting")
+    b.__exit__(None, None, None)
+    assert (list(lg.handlers), lg.level) == before
+    lg.info("after")
+    assert capsys.readouterr().err == "pygbn: still fitting\n"
+
+
 def test_get_set_params_and_repr():
     m = GBN(n_components=7)
     assert m.get_params()["n_components"] == 7
