@@ -12,6 +12,7 @@ import numbers
 import os
 import sys
 import threading
+import warnings
 from collections.abc import KeysView, Mapping, Set
 from typing import List, Optional, Sequence
 
@@ -33,6 +34,7 @@ __all__ = [
     "check_feature_names",
     "Progress",
     "verbose_logging",
+    "warn_user",
 ]
 
 # Ranges shared by the object model, the explorers and the model files (pygbn.io
@@ -355,6 +357,22 @@ class Progress:
                                             info["depth"], it, n, info["widths"], float(np.mean(recent)), ll)
         if it == n:
             self._times, self._loglik = [], None
+
+
+#: this package's folder, for the stack level of :func:`warn_user`
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type = UserWarning) -> None:
+    """``warnings.warn`` with the stack level of the first caller outside pygbn: the warning
+    names the user's line, however deep in the package it is raised (and Python's default
+    filter then shows it once per line of the user's code, not at every call)."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def _shown_from(lg: logging.Logger) -> Optional[int]:

@@ -266,6 +266,26 @@ def test_network_file_is_accepted(work, tmp_path, capsys):
     assert code == 1 and "one network of depth 2" in err
 
 
+def test_library_warnings_are_pygbn_lines_and_quiet_silences_them(tmp_path, capsys):
+    """A warning of the library (here: model terms the tokeniser never produces) is one
+    'pygbn: ...' line on stderr, not a source location; --quiet silences it."""
+    rng = np.random.default_rng(0)
+    save_counts(tmp_path / "c.mtx", sp.csr_matrix(rng.poisson(1.0, size=(30, 4))))
+    write_vocab(tmp_path / "v.txt", ["apple", "banana", "c++", "cherry"])
+    (tmp_path / "new.txt").write_text("apple banana\ncherry apple\n", encoding="utf-8")
+    code, _, err = _main(capsys, "fit", tmp_path / "c.mtx", "--vocab", tmp_path / "v.txt", "--n-components", "3",
+                         "--layers", "1", "--burn-in", "3", "--collect", "2", "--seed", "0", "-q",
+                         "-o", tmp_path / "m.npz")
+    assert code == 0 and err == ""
+    chain = ["--burn-in", "2", "--collect", "2", "-o", tmp_path / "f.npy"]
+    code, _, err = _main(capsys, "transform", tmp_path / "m.npz", tmp_path / "new.txt", *chain)
+    assert code == 0, err
+    assert err.splitlines() == ["pygbn: 1 vocabulary term(s) can never be produced by the tokeniser "
+                                "([a-z]+, length >= 3), e.g. 'c++': their columns stay zero"]
+    code, _, err = _main(capsys, "transform", tmp_path / "m.npz", tmp_path / "new.txt", *chain, "-q")
+    assert code == 0 and err == ""
+
+
 def test_generate_matrix_for_a_model_without_vocabulary(tmp_path, capsys):
     rng = np.random.default_rng(0)
     X = (rng.random((30, 9)) < 0.3).astype(np.int64)

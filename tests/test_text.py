@@ -2,6 +2,7 @@
 import gzip
 import os
 import re
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -135,7 +136,7 @@ def test_document_frequency_rules():
     assert tx.CountVectorizer(min_length=4).fit(["cats sat"]).vocab_ == ["cats"]
 
 
-def test_fixed_vocabulary(caplog):
+def test_fixed_vocabulary():
     vocab = ["sql", "audio", "the", "game"]
     vec = tx.CountVectorizer(vocabulary=vocab)
     X = vec.transform(["The audio of the game, the SQL"])  # no fit needed
@@ -143,13 +144,33 @@ def test_fixed_vocabulary(caplog):
     vec.fit(DESCRIPTIONS)
     assert vec.vocab_ == vocab
     assert vec.document_frequency_.tolist() == [2, 2, 3, 2]
-    with caplog.at_level("WARNING", logger="pygbn"):
+    with pytest.warns(UserWarning, match="never be produced"):
         tx.CountVectorizer(vocabulary=["ok", "C++"]).fit(["ok"])
-    assert "never be produced" in caplog.text
     with pytest.raises(ValueError, match="twice"):
         tx.CountVectorizer(vocabulary=["a", "a"]).fit(["a"])
     with pytest.raises(ValueError, match="empty"):
         tx.CountVectorizer(vocabulary=[]).fit(["a"])
+
+
+def test_unreachable_vocabulary_warns_at_the_users_line():
+    """A vocabulary term the tokeniser never produces is a UserWarning (shown without any logging
+    set up), naming the caller's line whichever method found it, once per line by default."""
+    vec = tx.CountVectorizer(vocabulary=["apple", "x", "c3po"])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        vec.transform(["apple"])        # not fitted: the vocabulary is checked here
+        vec.fit_transform(["apple x"])
+    assert [w.category for w in seen] == [UserWarning, UserWarning]
+    assert all(w.filename == __file__ for w in seen)
+    assert "2 vocabulary term(s)" in str(seen[0].message) and "'x'" in str(seen[0].message)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            tx.CountVectorizer(vocabulary=["apple", "x"]).transform(["apple"])
+    assert len(seen) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tx.CountVectorizer(vocabulary=["apple", "pear"]).fit_transform(["apple"])   # all reachable
 
 
 @pytest.mark.parametrize(

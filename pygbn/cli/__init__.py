@@ -25,8 +25,8 @@ User errors (a missing file, a bad option, data of the wrong type for the
 link, a file that is not a model) print one line ``pygbn: error: ...`` on
 stderr and exit with status 1 (2 for a bad command line), never a traceback;
 set the environment variable ``PYGBN_DEBUG=1`` to see the traceback.
-Progress goes to stderr (silence it with ``--quiet``); results go to stdout
-or to the ``-o`` file.
+Progress and warnings go to stderr as ``pygbn: ...`` lines (silence them
+with ``--quiet``); results go to stdout or to the ``-o`` file.
 
 The options are defined in :mod:`pygbn.cli.parser`, what each command does
 in :mod:`pygbn.cli.commands`; :func:`main` runs one and reports errors.
@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from typing import Optional, Sequence
 
 from pygbn.cli.commands import CLIError
@@ -97,7 +98,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # INFO for the duration); nothing else is chatty, so an early error stays one line
     lg.setLevel(logging.ERROR if args.quiet else logging.WARNING)
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            # a warning of the library (or of numpy) is a line like the log's, not a source location
+            warnings.showwarning = lambda message, *_, **__: lg.warning("%s", message)
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         _error("interrupted")
         return 130

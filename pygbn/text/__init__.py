@@ -39,7 +39,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int, vocab_from_mapping
+from pygbn._utils import check_int, vocab_from_mapping, warn_user
 from pygbn.text.files import (COUNT_SUFFIXES, DecodeError, align_vocabulary, load_counts, read_documents,
                               read_folder, read_lines, read_stop_words, read_vocab, save_counts, write_vocab)
 
@@ -183,7 +183,9 @@ class CountVectorizer:
         order.  Every token equal to one of its terms is counted;
         ``stop_words``, ``min_df``, ``max_df`` and ``max_features`` are then
         not used, and :meth:`transform` and :meth:`get_feature_names_out`
-        work without :meth:`fit`.
+        work without :meth:`fit`.  A term the tokeniser never produces (not
+        ``[a-z]+`` of at least ``min_length`` letters) is kept, with a
+        ``UserWarning``: its column stays zero.
 
     Attributes
     ----------
@@ -285,12 +287,8 @@ class CountVectorizer:
         min_length = check_int(self.min_length, "min_length", 1)
         unreachable = [w for w in vocab if len(w) < min_length or _TOKEN_RE.fullmatch(w) is None]
         if unreachable:
-            logger.warning(
-                "%d vocabulary term(s) can never be produced by the tokeniser ([a-z]+, length >= %d), e.g. %r",
-                len(unreachable),
-                min_length,
-                unreachable[0],
-            )
+            warn_user(f"{len(unreachable)} vocabulary term(s) can never be produced by the tokeniser "
+                      f"([a-z]+, length >= {min_length}), e.g. {unreachable[0]!r}: their columns stay zero")
         return vocab
 
     # -- core ---------------------------------------------------------------
