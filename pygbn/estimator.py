@@ -126,7 +126,9 @@ class GBN(TransformerProtocol):
     callback : callable, optional
         ``callback(info)`` after every training iteration; ``info`` is a dict
         with ``depth``, ``iteration``, ``n_iterations``, ``widths``,
-        ``seconds`` and ``sampler``.  Returning ``False`` stops training.
+        ``seconds``, ``sampler`` and ``loglikelihood`` (the training
+        log-likelihood per token at a ``trace_every``-th iteration, else
+        None).  Returning ``False`` stops training.
     prune : bool, default=True
         Prune the inactive factors of each new top layer at iteration ``B_T``.
     min_width : int, default=4

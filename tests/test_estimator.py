@@ -203,6 +203,14 @@ def _progress(lines):
     return [l for l in lines if "iteration" in l or "done" in l]
 
 
+def test_callback_info_holds_what_the_docstring_lists(counts):
+    infos = []
+    GBN(callback=infos.append, trace_every=2, **TINY).fit(counts)
+    assert {frozenset(i) for i in infos} == {frozenset(["depth", "iteration", "n_iterations", "widths",
+                                                        "seconds", "sampler", "loglikelihood"])}
+    assert all((i["loglikelihood"] is not None) == (i["iteration"] % 2 == 0) for i in infos)
+
+
 def test_verbose_lines_once_through_the_users_root_handler(counts, capsys):
     """With logging configured by the user (basicConfig's root handler), verbose=True shows each
     progress line once, through that handler: no stderr handler of pygbn's doubles it."""
