@@ -460,7 +460,7 @@ def truncated_bessel_logpmf(n, alpha):
     nn, aa = n[ok], alpha[ok]
     h = aa / 2
     tiny = aa < 1e-6
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # each branch overflows where unused
         log_ratio = np.where(h < nn / 2, np.log(h) - np.log(nn), np.log1p((h - nn) / nn))
         val = ((2 * nn - 1) * log_ratio + (2 * nn - aa) - _LOG_2PI
                - 2 * _stirlerr(nn) - np.log(nn) - np.log(special.i1e(aa)))
@@ -607,7 +607,8 @@ def prg_mean(lam, c):
     """Mean ``lam / c`` (NaN outside ``0 <= lam < inf``, ``0 < c < inf``)."""
     lam, c = np.asarray(lam, dtype=np.float64), np.asarray(c, dtype=np.float64)
     ok = _prg_ok(lam, c)
-    return _finish(np.where(ok, lam / np.where(ok, c, 1.0), np.nan))
+    with np.errstate(over="ignore"):         # a mean beyond the float range is inf, not a warning
+        return _finish(np.where(ok, lam / np.where(ok, c, 1.0), np.nan))
 
 
 def prg_var(lam, c):
@@ -616,7 +617,8 @@ def prg_var(lam, c):
     ok = _prg_ok(lam, c)
     c = np.where(ok, c, 1.0)
     with np.errstate(over="ignore"):
-        return _finish(np.where(ok, 2 * lam / (c * c), np.nan))
+        # divided by c twice: c * c underflows to 0 for c < ~1e-162 (lam = 0 gave NaN, a tiny lam inf)
+        return _finish(np.where(ok, 2 * lam / c / c, np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -650,7 +652,8 @@ def negative_binomial_mean(r, p):
     r, p = np.asarray(r, dtype=np.float64), np.asarray(p, dtype=np.float64)
     ok = _nb_ok(r, p)
     p = np.where(ok, p, 0.5)
-    return _finish(np.where(ok, r * p / (1 - p), np.nan))
+    with np.errstate(over="ignore"):         # a mean beyond the float range is inf, not a warning
+        return _finish(np.where(ok, r * p / (1 - p), np.nan))
 
 
 def negative_binomial_var(r, p):

@@ -297,6 +297,21 @@ def test_moments_at_extreme_parameters():
         np.testing.assert_allclose(S.dirichlet_var(np.array([1.0, 2.0])), [1 / 18, 1 / 18], rtol=1e-15)
 
 
+def test_moments_and_log_pmfs_at_extreme_parameters_without_a_warning():
+    """prg_var(0, 1e-300) gave NaN and prg_var(1e-300, 1e-300) inf (c * c underflowed to 0;
+    they are 0 and 2e300); prg_mean, negative_binomial_mean (as their variances already did)
+    and truncated_bessel_logpmf at a huge alpha (in its unused small-alpha branch) warned of
+    an overflow."""
+    assert _quiet(S.prg_var, 0.0, 1e-300) == 0.0
+    np.testing.assert_allclose(_quiet(S.prg_var, 1e-300, 1e-300), 2e300, rtol=1e-15)
+    np.testing.assert_allclose(_quiet(S.prg_var, 3.0, 0.5), 24.0, rtol=1e-15)
+    assert _quiet(S.prg_var, 0.3, 1e-300) == np.inf
+    assert _quiet(S.prg_mean, 1e300, 1e-12) == np.inf
+    assert _quiet(S.negative_binomial_mean, 1e300, 1 - 1e-16) == np.inf
+    lp = _quiet(S.truncated_bessel_logpmf, [1.0, 3.0], 1e300)
+    assert np.isfinite(lp).all() and (lp < -1e299).all()
+
+
 def _quiet(f, *args):
     """f(*args) with every numpy warning an error."""
     import warnings
