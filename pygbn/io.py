@@ -13,6 +13,7 @@ fitted attributes) and how it is rebuilt.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -354,14 +355,23 @@ def _file_mode(path: str) -> int:
 
 def _read_archive(path: str) -> dict:
     """Every array of the ``.npz`` at ``path`` (metadata size checked before it is read)."""
-    try:
-        z = np.load(path, allow_pickle=False)
-    except Exception as exc:  # a corrupted archive raises many kinds of errors
-        if "pickle" in str(exc):  # numpy's guess for what is neither .npz nor .npy
-            raise _Bad("it is not a .npz archive (pygbn never reads pickles)") from None
-        raise _Bad(f"cannot read it as .npz: {_short(exc)}") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise _Bad("it is a single array, not a .npz archive")
+    # the file is opened here, not by np.load: np.load(path) leaves it open when the zip
+    # is damaged (its NpzFile raises after np.load has given up closing the file)
+    with contextlib.ExitStack() as stack:
+        try:
+            fh = stack.enter_context(open(path, "rb"))
+            z = np.load(fh, allow_pickle=False)
+        except Exception as exc:  # a corrupted archive raises many kinds of errors
+            if "pickle" in str(exc):  # numpy's guess for what is neither .npz nor .npy
+                raise _Bad("it is not a .npz archive (pygbn never reads pickles)") from None
+            raise _Bad(f"cannot read it as .npz: {_short(exc)}") from None
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise _Bad("it is a single array, not a .npz archive")
+        return _read_npz(z)
+
+
+def _read_npz(z) -> dict:
+    """:func:`_read_archive`'s reading of an open ``NpzFile``."""
     with z:
         try:
             info = {i.filename: i.file_size for i in z.zip.infolist()}

@@ -4,8 +4,10 @@ The fuzz tests mutate saved files (bytes of the archive, JSON metadata,
 arrays) and assert that ``load`` either raises ValueError or returns a
 model whose ``transform`` works.
 """
+import gc
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -295,6 +297,25 @@ def test_fuzz_archive_bytes(files, tmp_path, name, edits):
     p = tmp_path / "bytes.npz"
     p.write_bytes(bytes(data))
     _loads_or_value_error(p)
+
+
+def test_a_damaged_archive_leaves_no_file_open(files, tmp_path):
+    """A zip whose central directory is damaged: np.load(path) raised after giving up
+    closing the file, so load left it open (a ResourceWarning when it was collected)."""
+    data = bytearray(files["gbn"])
+    for pos in range(len(data) - 22, len(data)):     # each byte of the end-of-directory record
+        bad = bytearray(data)
+        bad[pos] ^= 0xFF
+        p = tmp_path / f"bad{pos}.npz"
+        p.write_bytes(bytes(bad))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                pygbn.load(p)
+            except ValueError:
+                pass
+            gc.collect()
+        assert [w for w in seen if issubclass(w.category, ResourceWarning)] == [], pos
 
 
 def _paths(obj, prefix=()):
