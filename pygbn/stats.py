@@ -32,7 +32,7 @@ __all__ = [
     "logarithmic_logpmf", "logarithmic_sf", "logarithmic_mean", "logarithmic_var",
     "truncated_poisson_logpmf", "truncated_poisson_mean", "truncated_poisson_var",
     "truncated_bessel_logpmf", "truncated_bessel_mean", "truncated_bessel_var",
-    "prg_logpdf", "prg_log_p0", "prg_cdf", "prg_mean", "prg_var",
+    "prg_logpdf", "prg_log_p0", "prg_cdf", "prg_mean", "prg_var", "PRG_CDF_MAX_LAM",
     "negative_binomial_logpmf", "negative_binomial_mean", "negative_binomial_var",
     "multinomial_logpmf",
     "dirichlet_logpdf", "dirichlet_mean", "dirichlet_var",
@@ -573,17 +573,24 @@ def prg_logpdf(x, lam, c):
     return _finish(out)
 
 
+#: the largest lam :func:`prg_cdf` sums for (about 24 sqrt(lam) terms per value of x)
+PRG_CDF_MAX_LAM = 1e10
+
+
 def prg_cdf(x, lam: float, c: float):
     """``P(X <= x)`` for X ~ PRG(lam, c) (scalar lam and c; x any shape).
 
     ``exp(-lam) + sum_n Pois(n; lam) P(Gam(n, rate c) <= x)``, the sum taken
-    over the n carrying all but ~1e-20 of the Poisson mass (lam up to ~1e7).
-    NaN for a NaN ``x`` or parameters outside ``0 <= lam < inf``, ``0 < c < inf``.
+    over the n carrying all but ~1e-20 of the Poisson mass, about
+    ``24 sqrt(lam)`` terms for each value of x (lam up to
+    :data:`PRG_CDF_MAX_LAM`).  NaN for a NaN ``x`` or parameters outside
+    ``0 <= lam < inf``, ``0 < c < inf``.
 
     Raises
     ------
     ValueError
-        If ``lam`` or ``c`` is not a scalar.
+        If ``lam`` or ``c`` is not a scalar, or ``lam`` is finite and above
+        :data:`PRG_CDF_MAX_LAM` (the sum would need too many terms).
     """
     x = np.asarray(x, dtype=np.float64)
     for name, v in (("lam", lam), ("c", c)):
@@ -592,13 +599,19 @@ def prg_cdf(x, lam: float, c: float):
     lam, c = float(lam), float(c)
     if not _prg_ok(lam, c):
         return _finish(np.full(x.shape, np.nan))
+    if lam > PRG_CDF_MAX_LAM:
+        raise ValueError(f"prg_cdf sums about 24 sqrt(lam) Poisson terms and takes lam up to "
+                         f"{PRG_CDF_MAX_LAM:g}, got lam={lam:g}")
     sd = np.sqrt(lam)
     lo = max(1, int(lam - 12 * sd - 30))
     hi = int(lam + 12 * sd + 30)
     n = np.arange(lo, hi + 1, dtype=np.float64)
     w = np.exp(np.asarray(poisson_logpmf(n, lam)))
-    cx = np.maximum(c * x, 0.0)
-    out = np.exp(-lam) + (special.gammainc(n[None, :], cx.reshape(-1, 1)) @ w)
+    cx = np.maximum(c * x.reshape(-1), 0.0)
+    out = np.empty(cx.shape)
+    step = max(1, (1 << 22) // n.size)            # values of x at a time: at most ~2^22 terms
+    for i in range(0, cx.size, step):
+        out[i:i + step] = np.exp(-lam) + special.gammainc(n[None, :], cx[i:i + step, None]) @ w
     out = np.where(x.reshape(-1) < 0, 0.0, np.minimum(out, 1.0)).reshape(x.shape)
     return _finish(np.where(np.isnan(x), np.nan, out))
 

@@ -437,3 +437,23 @@ def test_dirichlet_logpdf_support():
                                st.dirichlet.logpdf(x.T / x.sum(axis=1), np.full(1000, 0.3)), rtol=1e-9)
     assert np.isfinite(S.dirichlet_logpdf(np.float32([0.1, 0.2, 0.7]), [1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(S.dirichlet_mean([0.0, 2.0]), [0.0, 1.0])
+
+
+def test_prg_cdf_large_lam():
+    """Beyond its range prg_cdf summed one term (lam - 12 sd rounds to lam at 1e300: 4e-151
+    instead of about 1) or would build an array of 24 sqrt(lam) terms per x (2.4e9 at 1e16):
+    now a ValueError naming lam.  Up to the limit the sum is right: at lam = 1e9 the PRG is
+    nearly normal (mean lam / c, variance 2 lam / c^2), and x in blocks gives the values of x one at a time."""
+    with pytest.raises(ValueError, match=r"takes lam up to 1e\+10, got lam=1e\+300"):
+        S.prg_cdf(1.0, 1e300, 1.0)
+    with pytest.raises(ValueError, match="lam=2e\\+10"):
+        S.prg_cdf([1.0, 2.0], 2e10, 3.0)
+    lam, c = 1e9, 2.0
+    mean, sd = lam / c, math.sqrt(2 * lam) / c
+    got = S.prg_cdf([mean - sd, mean, mean + sd], lam, c)
+    np.testing.assert_allclose(got, [0.15865525, 0.5, 0.84134475], atol=2e-4)
+    x = np.linspace(0, 30, 3000).reshape(30, 100)     # more values of x than one block at lam = 1e7
+    big = S.prg_cdf(x, 1e7, 1e6)
+    one = np.array([S.prg_cdf(v, 1e7, 1e6) for v in x.ravel()[::97]])
+    assert big.shape == x.shape
+    np.testing.assert_allclose(big.ravel()[::97], one, rtol=1e-12, atol=1e-300)
