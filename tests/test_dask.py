@@ -410,3 +410,14 @@ def test_score_and_set_output_with_dask_arrays(client, data, monkeypatch):
 class _Frame:
     def __init__(self, data, **kwargs):
         self.data, self.kwargs = data, kwargs
+
+
+def test_verbose_shows_the_start_line(client, data, caplog):
+    """DaskGBN's first line (documents, partitions, workers) was logged before verbose's setup
+    lowered the "pygbn" logger to INFO, so with verbose on and no logging configured it was
+    dropped while the progress lines showed."""
+    obs = data[0]
+    DaskGBN(client=client, **{**PARAMS, "n_layers": 1, "verbose": 4}).fit(dask_array(obs, 200))
+    lines = [r.getMessage() for r in caplog.records if r.name == "pygbn"]
+    assert any(m.startswith("DaskGBN: 400 documents") for m in lines), lines
+    assert any(m.startswith("fit done") for m in lines), lines

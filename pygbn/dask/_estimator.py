@@ -7,7 +7,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from pygbn._utils import check_fit_vocabulary, check_int, check_random_state, draw_entropy, effective_n_jobs
+from pygbn._utils import (check_fit_vocabulary, check_int, check_random_state, draw_entropy, effective_n_jobs,
+                          verbose_logging)
 from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
 from pygbn.dask._transport import ActorTransport
 from pygbn.estimator import GBN
@@ -223,21 +224,23 @@ class DaskGBN(GBN):
         partitions = plan_partitions(Xc.rows)
         transport = ActorTransport(client, partitions, Xc, Hc, link, self.n_jobs,
                                    checkpoint_every=self.checkpoint_every)
-        try:
-            transport.start(x_chunks, h_chunks)
-            del x_chunks, h_chunks  # the actors hold their own rows now
-            logger.info("DaskGBN: %d documents, %d terms in %d partitions on %d workers", J, V,
-                        len(partitions), len(set(transport.workers)))
-            rng = check_random_state(self.random_state)
-            chain = PartitionedChain.for_training(transport.send, V, p["K"], link=link,
-                                                  eta=p["etas"][0], hyper=p["hyper"],
-                                                  n_jobs=p["n_jobs"], random_state=rng,
-                                                  method=p["method"])
-            res = self._run_training(p, lambda callback: run_layerwise(
-                chain, p["schedule"], p["etas"], heldout=Hc is not None, callback=callback,
-                check=self.check))
-        finally:
-            transport.close()
+        # verbose's setup from here (_run_training's nests in it), so that the first line shows too
+        with verbose_logging(bool(p["verbose_every"])):
+            try:
+                transport.start(x_chunks, h_chunks)
+                del x_chunks, h_chunks  # the actors hold their own rows now
+                logger.info("DaskGBN: %d documents, %d terms in %d partitions on %d workers", J, V,
+                            len(partitions), len(set(transport.workers)))
+                rng = check_random_state(self.random_state)
+                chain = PartitionedChain.for_training(transport.send, V, p["K"], link=link,
+                                                      eta=p["etas"][0], hyper=p["hyper"],
+                                                      n_jobs=p["n_jobs"], random_state=rng,
+                                                      method=p["method"])
+                res = self._run_training(p, lambda callback: run_layerwise(
+                    chain, p["schedule"], p["etas"], heldout=Hc is not None, callback=callback,
+                    check=self.check))
+            finally:
+                transport.close()
         for net in res.networks:
             net.vocabulary = vocabulary
         self.n_partitions_ = len(partitions)
