@@ -405,6 +405,12 @@ def test_score_and_set_output_with_dask_arrays(client, data, monkeypatch):
     out = m.transform(X, compute=True)
     assert isinstance(out, _Frame) and out.kwargs["columns"] == [f"daskgbn{k}" for k in range(m.widths_[0])]
     np.testing.assert_array_equal(out.data, m.set_output(transform="default").transform(X, compute=True))
+    # fit_transform (what a Pipeline with set_output calls) has no compute=: it fitted the
+    # model, then raised 'call transform(X, compute=True)'; it now computes the DataFrame
+    assert isinstance(m.fit_transform(X), da.Array)
+    out = DaskGBN(client=client, **PARAMS).set_output(transform="pandas").fit_transform(X)
+    assert isinstance(out, _Frame)
+    np.testing.assert_array_equal(out.data, m.transform(X, compute=True))
 
 
 class _Frame:

@@ -301,6 +301,12 @@ class DaskGBN(GBN):
         out = da.concatenate(parts, axis=0)
         return self._wrap_output(client.compute(out).result(), X) if compute else out
 
+    def fit_transform(self, X, y=None, **fit_params):
+        """``fit(X)`` then ``transform(X)``: a lazy dask array, or after :meth:`set_output`
+        with "pandas" or "polars" the computed features as that DataFrame (what
+        ``transform(X, compute=True)`` returns; a ``Pipeline`` with ``set_output`` calls this)."""
+        return self.fit(X, y, **fit_params).transform(X, compute=self._output_kind() != "default")
+
     def _check_input(self, X, net, name: str = "X"):
         """New data for ``score`` and ``perplexity`` (which run in this process): a dask
         array is computed here first."""
