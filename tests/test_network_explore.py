@@ -419,6 +419,11 @@ def test_every_layer_topics_walk_the_network_once(monkeypatch):
     assert list(by_layer) == [3, 1, 4]
     for t, idx in by_layer.items():
         np.testing.assert_array_equal(idx, expected[t])
+    # the layers given as an iterator (they were read twice: the result was {})
+    by_iter = top_term_indices_by_layer(net.phis, iter([3, 1, 4]), 7)
+    assert list(by_iter) == [3, 1, 4]
+    for t, idx in by_iter.items():
+        np.testing.assert_array_equal(idx, expected[t])
 
     def per_layer_projection(*args):
         raise AssertionError("projected a layer on its own")

@@ -60,6 +60,7 @@ def top_term_indices_by_layer(phis, layers, n: int = 10) -> dict:
     Phi^(t)): T - 1 products for all layers instead of T (T - 1) / 2.  The same arrays."""
     n = check_int(n, "n", 1)
     ph = check_phis(phis)
+    layers = list(layers)      # read twice below: an iterator would give {} (silently)
     wanted = {check_layer(t, len(ph)) for t in layers}
     out = {}
     proj = np.ascontiguousarray(ph[0])      # the products of projection(): the same numbers
