@@ -146,6 +146,19 @@ class Cooccurrence:
 #: entries (windows x terms) of the presence blocks :func:`_window_counts` makes at a time
 _WINDOW_ENTRIES = 1 << 20
 
+#: multiply-adds from which :func:`_gram` calls BLAS: below, a document's product is too
+#: small to repay waking BLAS's threads (each wake-up costs more than the product itself
+#: when the cores are busy: 1500 short documents took 3 to 10 times as long as without BLAS)
+_BLAS_MIN_WORK = 1 << 22
+
+
+def _gram(P: np.ndarray) -> np.ndarray:
+    """``P.T @ P`` of a 0/1 float64 matrix, exact (integers below 2^53): by BLAS when it is
+    large, else by numpy's own single-threaded loops (einsum)."""
+    if P.shape[0] * P.shape[1] * P.shape[1] >= _BLAS_MIN_WORK:
+        return P.T @ P
+    return np.einsum("wi,wj->ij", P, P)
+
 
 def _window_counts(tokens: np.ndarray, size: int, n_terms: int):
     """``(n_windows, C)``: the windows of one document and ``C[a, b]``, the number of them
@@ -153,7 +166,8 @@ def _window_counts(tokens: np.ndarray, size: int, n_terms: int):
     mapped to ``0..n_terms-1`` (-1: not counted).
 
     The window-by-term presence is made a block of windows at a time and multiplied in
-    float64 (BLAS): the counts are integers below 2^53, so exact."""
+    float64 (:func:`_gram`: BLAS for large blocks): the counts are integers below 2^53, so
+    exact."""
     L = tokens.size
     n_win = L - size + 1 if L >= size else 1
     keep = tokens >= 0
@@ -174,7 +188,7 @@ def _window_counts(tokens: np.ndarray, size: int, n_terms: int):
         np.add.at(diff, (np.minimum(last[sel], w1 - 1) - w0 + 1, col[sel]), -1)
         np.cumsum(diff, axis=0, out=diff)
         P = (diff[:-1] > 0).astype(np.float64)
-        C += P.T @ P
+        C += _gram(P)
     return n_win, C.astype(np.int64)
 
 
