@@ -772,3 +772,28 @@ def test_text_kept_in_csv_or_tsv_is_read_as_text(tmp_path):
     run(["fit", tmp_path / "x.csv", "--n-components", "2", "--layers", "1", "--burn-in", "2", "1",
          "--collect", "1", "--quiet", "-o", tmp_path / "c.npz"], cwd=tmp_path)
     assert pygbn.load(tmp_path / "c.npz").n_features_in_ == 6
+
+
+def test_an_output_file_that_is_an_input_is_refused(work, tmp_path, capsys):
+    """-o naming the model or the data the command reads replaced it (generate m.npz -o m.npz
+    wrote the samples over the model; tree wrote text over it; transform x.npy -o x.npy)."""
+    d = work["dir"]
+    model = tmp_path / "m.npz"
+    model.write_bytes((d / "model.npz").read_bytes())
+    data = tmp_path / "x.npy"
+    np.save(data, work["demo"].counts[:5].toarray())
+    cases = [["generate", model, "-n", "2", "--seed", "1", "-o", model],
+             ["tree", model, "-o", model],
+             ["transform", model, data, "-o", data, *TEST_CHAIN],
+             ["transform", model, tmp_path / "." / "x.npy", "-o", data, *TEST_CHAIN],
+             ["fit", model, "-o", model]]
+    before = {p: p.read_bytes() for p in (model, data)}
+    for args in cases:
+        code, out, err = _main(capsys, *args)
+        assert code == 1 and out == "", args
+        assert re.fullmatch(r"pygbn: error: output file .* is the input .*: writing it would replace what "
+                            r"the command reads; give another output file\n", err), err
+    assert {p: p.read_bytes() for p in (model, data)} == before
+    assert sorted(os.listdir(tmp_path)) == ["m.npz", "x.npy"]
+    # another file in the same place is written as before
+    assert _main(capsys, "generate", model, "-n", "2", "--seed", "1", "-o", tmp_path / "g.npz")[0] == 0

@@ -77,14 +77,16 @@ def _check_matrix_suffix(path: str, allowed=_MATRIX_SUFFIXES) -> None:
                        + (allowed[0] if len(allowed) == 1 else "one of " + ", ".join(allowed)))
 
 
-def _check_output(path: str, allowed=_MATRIX_SUFFIXES) -> None:
-    """Check an output file before any work: its suffix, and a writable folder to put it in."""
+def _check_output(path: str, allowed=_MATRIX_SUFFIXES, inputs: Sequence[str] = ()) -> None:
+    """Check an output file before any work: its suffix, a writable folder to put it in, and
+    that it is none of the command's ``inputs``."""
     _check_matrix_suffix(path, allowed)
-    _check_output_folder(path)
+    _check_output_folder(path, inputs)
 
 
-def _check_output_folder(path: str) -> None:
-    """Check before any work that ``path`` names a file in an existing, writable folder."""
+def _check_output_folder(path: str, inputs: Sequence[str] = ()) -> None:
+    """Check before any work that ``path`` names a file in an existing, writable folder, and
+    not one of the files the command reads (``inputs``: writing it would destroy them)."""
     if os.path.isdir(path):
         raise CLIError(f"output {path!r} is a folder: give a file name")
     folder = os.path.dirname(os.path.abspath(path))
@@ -92,6 +94,15 @@ def _check_output_folder(path: str) -> None:
         raise CLIError(f"the folder of output file {path!r} does not exist: {folder!r}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise CLIError(f"cannot write output file {path!r}: the folder {folder!r} is not writable")
+    if os.path.exists(path):
+        for src in inputs:
+            try:
+                same = src not in (None, STDIN) and os.path.samefile(path, src)
+            except OSError:  # the input is missing: its own check reports it
+                same = False
+            if same:
+                raise CLIError(f"output file {path!r} is the input {src!r}: writing it would replace "
+                               "what the command reads; give another output file")
 
 
 def _write_matrix(path: str, M) -> None:
@@ -410,7 +421,7 @@ def _describe_fit(model, n_docs: int, n_terms: int, total: float, seconds: float
 
 
 def cmd_fit(args) -> int:
-    _check_output(args.output, (".npz",))
+    _check_output(args.output, (".npz",), inputs=[args.input])
     if args.heldout_fraction is not None and args.link != "poisson":
         raise CLIError("--heldout-fraction needs count data (--link poisson)")
     X, vocab = _load_data(args.input, args, args.link, fit_vocab=True)
@@ -521,7 +532,7 @@ def _why_no_traces(m: GBN) -> str:
 
 def cmd_trace(args) -> int:
     if args.output:
-        _check_output(args.output, (".svg",))
+        _check_output(args.output, (".svg",), inputs=args.model)
     models = [_load_model(path) for path in args.model]
     for path, m in zip(args.model, models):
         if not isinstance(m, GBN):
@@ -576,7 +587,7 @@ def _tree_format(args) -> str:
 def cmd_tree(args) -> int:
     fmt = _tree_format(args)  # before any work, as the output folder
     if args.output not in (None, "-"):
-        _check_output_folder(args.output)
+        _check_output_folder(args.output, inputs=[args.model])
     model = _load_model(args.model)
     net, _ = _network(model, args.depth)
     vocab = _vocab_for(net, args)
@@ -606,7 +617,7 @@ def cmd_tree(args) -> int:
 
 def cmd_generate(args) -> int:
     if args.output is not None:
-        _check_output(args.output)
+        _check_output(args.output, inputs=[args.model])
     model = _load_model(args.model)
     net, _ = _network(model, args.depth)
     vocab = _vocab_for(net, args)
@@ -629,7 +640,7 @@ def cmd_generate(args) -> int:
 
 
 def cmd_transform(args) -> int:
-    _check_output(args.output, (".npy", ".csv", ".tsv", ".txt"))
+    _check_output(args.output, (".npy", ".csv", ".tsv", ".txt"), inputs=[args.model, args.input, args.vocab])
     model = _load_model(args.model)
     net, depth = _network(model, args.depth)
     X, vocab = _load_data(args.input, args, net.link.name, fixed_vocab=net.vocabulary)
