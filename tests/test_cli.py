@@ -797,3 +797,44 @@ def test_an_output_file_that_is_an_input_is_refused(work, tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["m.npz", "x.npy"]
     # another file in the same place is written as before
     assert _main(capsys, "generate", model, "-n", "2", "--seed", "1", "-o", tmp_path / "g.npz")[0] == 0
+
+
+def test_outputs_are_written_whole_or_not_at_all(work, tmp_path, capsys, monkeypatch):
+    """Ctrl-C (or any failure) while a matrix or a text output was written left a half-written
+    file in place of the old one; docs/cli.md promises none."""
+    d = work["dir"]
+    old = tmp_path / "g.csv"
+    old.write_text("old\n")
+    real_savetxt = np.savetxt
+
+    def interrupted(fname, X, *args, **kwargs):
+        real_savetxt(fname, X[:1], *args, **kwargs)    # one row written, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savetxt", interrupted)
+    code, out, err = _main(capsys, "generate", d / "model.npz", "-n", "4", "--seed", "1", "-o", old)
+    assert code == 130 and err == "pygbn: error: interrupted\n"
+    code, out, err = _main(capsys, "transform", d / "model.npz", d / "new.mtx", "-o", tmp_path / "f.csv",
+                           *TEST_CHAIN)
+    assert code == 130
+    monkeypatch.undo()
+    assert old.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["g.csv"]    # no temporary file left either
+    # a successful write replaces the old file and keeps its permission bits
+    os.chmod(old, 0o640)
+    assert _main(capsys, "generate", d / "model.npz", "-n", "4", "--seed", "1", "-o", old)[0] == 0
+    assert np.loadtxt(old, delimiter=",").shape == (4, 1488)
+    assert os.stat(old).st_mode & 0o777 == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["g.csv"]
+
+
+def test_upper_case_output_suffixes_name_the_file_written(work, tmp_path, capsys):
+    """-o F.NPY wrote F.NPY.npy (numpy appends .npy to a name not ending in exactly '.npy')
+    while saying it wrote F.NPY."""
+    d = work["dir"]
+    assert _main(capsys, "generate", d / "model.npz", "-n", "3", "--seed", "1", "-o", tmp_path / "G.NPY")[0] == 0
+    assert _main(capsys, "generate", d / "model.npz", "-n", "3", "--seed", "1", "-o", tmp_path / "G.npy")[0] == 0
+    assert _main(capsys, "transform", d / "model.npz", d / "new.mtx", "-o", tmp_path / "F.NPY", *TEST_CHAIN)[0] == 0
+    assert sorted(os.listdir(tmp_path)) == ["F.NPY", "G.NPY", "G.npy"]
+    np.testing.assert_array_equal(np.load(tmp_path / "G.NPY"), np.load(tmp_path / "G.npy"))
+    assert np.load(tmp_path / "F.NPY").shape[0] == 60

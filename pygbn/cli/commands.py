@@ -6,9 +6,11 @@ raises :class:`CLIError`.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+import tempfile
 import time
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -22,6 +24,7 @@ from pygbn.evaluation import SPLIT_SEED_TAG
 from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, score_split,
                               split_tokens, trace_diagnostics)
 from pygbn.inference import Schedule
+from pygbn.io import _file_mode
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
@@ -63,11 +66,35 @@ def _out(line: str = "") -> None:
     sys.stdout.write(line + "\n")
 
 
+@contextlib.contextmanager
+def _replacing(path: str):
+    """Write ``path`` whole or not at all: yield a temporary file name in the same folder,
+    ending in the suffix of ``path`` in lower case (the writers dispatch on it, and numpy
+    appends ``.npy`` / ``.npz`` to a name not ending in exactly that); rename it over
+    ``path`` once written, remove it on any failure (Ctrl-C too).  An existing ``path``
+    keeps its permission bits, as with ``open``."""
+    folder, name = os.path.split(os.path.abspath(path))
+    suffix = os.path.splitext(name)[1].lower()
+    mode = _file_mode(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + suffix, dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:  # pragma: no cover - already gone
+            pass
+        raise
+
+
 def _write_text(path: Optional[str], content: str) -> None:
     if path is None or path == "-":
         sys.stdout.write(content)
         return
-    with open(path, "w", encoding="utf-8") as fh:
+    with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write(content)
 
 
@@ -108,16 +135,17 @@ def _check_output_folder(path: str, inputs: Sequence[str] = ()) -> None:
 def _write_matrix(path: str, M) -> None:
     """Write a matrix by the suffix of ``path``: .npy, .csv, .tsv, .txt, .npz or .mtx."""
     low = path.lower()
-    if low.endswith((".npz", ".mtx")):
-        text.save_counts(path, M)
-        return
-    A = M.toarray() if sp.issparse(M) else np.asarray(M)
-    if low.endswith(".npy"):
-        np.save(path, A, allow_pickle=False)
-        return
-    delim = "\t" if low.endswith(".tsv") else ","
-    fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
-    np.savetxt(path, A, fmt=fmt, delimiter=delim)
+    with _replacing(path) as tmp:
+        if low.endswith((".npz", ".mtx")):
+            text.save_counts(tmp, M)
+            return
+        A = M.toarray() if sp.issparse(M) else np.asarray(M)
+        if low.endswith(".npy"):
+            np.save(tmp, A, allow_pickle=False)
+            return
+        delim = "\t" if low.endswith(".tsv") else ","
+        fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
+        np.savetxt(tmp, A, fmt=fmt, delimiter=delim)
 
 
 def _write_matrix_stdout(M) -> None:
