@@ -838,3 +838,10 @@ def test_upper_case_output_suffixes_name_the_file_written(work, tmp_path, capsys
     assert sorted(os.listdir(tmp_path)) == ["F.NPY", "G.NPY", "G.npy"]
     np.testing.assert_array_equal(np.load(tmp_path / "G.NPY"), np.load(tmp_path / "G.npy"))
     assert np.load(tmp_path / "F.NPY").shape[0] == 60
+
+
+def test_topics_coherence_with_one_word_fails_before_any_output(work, capsys):
+    code, out, err = _main(capsys, "topics", work["dir"] / "model.npz", "--n-words", "1",
+                           "--coherence", work["dir"] / "new.txt")
+    assert code == 1 and out == ""
+    assert "--n-words of at least 2, got 1" in err and len(err.splitlines()) == 1

@@ -489,11 +489,9 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
     deepest = explore.top_term_indices_by_layer(rel.phis, layers, max(n_words, diversity_words) if scored else n_words)
     tops = {t: idx[:, :n_words] for t, idx in deepest.items()}
     counts = None
-    if reference is not None and n_words >= 2:
+    if scored:
         counts = cooccurrence(np.concatenate(list(tops.values()), axis=None), reference,
                               topics=np.vstack(list(tops.values())))
-    elif reference is not None:
-        raise CLIError("--coherence needs --n-words of at least 2")
     lines = []
     for t in layers:
         w = rel.node_weights(t)
@@ -517,6 +515,9 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
 
 
 def cmd_topics(args) -> int:
+    if args.coherence is not None and args.n_words < 2:   # before any work or output
+        raise CLIError(f"--coherence scores pairs of top words: it needs --n-words of at least 2, "
+                       f"got {args.n_words}")
     model = _load_model(args.model)
     net, _ = _network(model, args.depth)
     # with --coherence, --vocab may name the columns of a count-matrix reference corpus
