@@ -845,3 +845,27 @@ def test_topics_coherence_with_one_word_fails_before_any_output(work, capsys):
                            "--coherence", work["dir"] / "new.txt")
     assert code == 1 and out == ""
     assert "--n-words of at least 2, got 1" in err and len(err.splitlines()) == 1
+
+
+def test_text_with_no_word_of_the_vocabulary_is_an_error(work, tmp_path, capsys, monkeypatch):
+    """transform wrote features of empty documents and topics --coherence printed scores of 0
+    for text none of whose words the model knows (a count matrix with no known term was
+    already an error)."""
+    d = work["dir"]
+    (tmp_path / "foreign.txt").write_text("qwertyuiop zxcvbnm\nasdfghjkl qwertyuiop\n", encoding="utf-8")
+    for args in (["transform", d / "model.npz", tmp_path / "foreign.txt", "-o", tmp_path / "f.npy", *TEST_CHAIN],
+                 ["topics", d / "model.npz", "--coherence", tmp_path / "foreign.txt"],
+                 ["perplexity", d / "model.npz", tmp_path / "foreign.txt", *TEST_CHAIN],
+                 ["fit", tmp_path / "foreign.txt", "--vocab", d / "vocab.txt", "-o", tmp_path / "m.npz"]):
+        code, out, err = _main(capsys, *args)
+        assert code == 1 and out == "", args
+        assert re.fullmatch(r"pygbn: error: none of the words of '.*foreign.txt' is in (the model's vocabulary "
+                            r"\(1488 terms\)|the --vocab file '.*vocab.txt' \(1488 terms\))\n", err), err
+    monkeypatch.setattr(sys, "stdin", _stdin(b"qwertyuiop\n"))
+    code, out, err = _main(capsys, "transform", d / "model.npz", "-", "-o", tmp_path / "f.npy", *TEST_CHAIN)
+    assert code == 1 and "none of the words of standard input" in err
+    assert os.listdir(tmp_path) == ["foreign.txt"]
+    # text with a single known word is read as before
+    (tmp_path / "one.txt").write_text("qwertyuiop game\n", encoding="utf-8")
+    assert _main(capsys, "transform", d / "model.npz", tmp_path / "one.txt", "-o", tmp_path / "f.npy",
+                 *TEST_CHAIN)[0] == 0

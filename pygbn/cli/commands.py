@@ -303,8 +303,10 @@ def _load_data(path: str, args, link: str, fixed_vocab: Optional[Sequence[str]] 
                                + (")" if transpose else "; give --transpose if the file is terms x documents)"))
     else:
         docs = _read_documents(path, kind, args)
+        whose = "the model's vocabulary"
         if fixed_vocab is None and vocab_path is not None:
             fixed_vocab = _read_vocab(vocab_path)
+            whose = f"the --vocab file {vocab_path!r}"
         if fixed_vocab is not None:
             vec = text.CountVectorizer(vocabulary=list(fixed_vocab))
         elif fit_vocab:
@@ -314,6 +316,11 @@ def _load_data(path: str, args, link: str, fixed_vocab: Optional[Sequence[str]] 
             raise CLIError("this model has no vocabulary, so it cannot read text: give a count "
                            "matrix (.mtx, .npz, .npy, .csv or .tsv) or a --vocab file")
         X = _vectorize(vec, docs, path)
+        if fixed_vocab is not None and X.nnz == 0:
+            # as a count matrix whose names all differ (text.align_vocabulary): an error, not
+            # features or coherence scores of empty documents
+            name = "standard input" if kind == "stdin" else repr(path)
+            raise CLIError(f"none of the words of {name} is in {whose} ({len(fixed_vocab)} terms)")
         vocab = list(vec.vocab_)
         logger.debug("read %d documents from %s: %d terms, %d tokens", X.shape[0], path, X.shape[1],
                     int(X.sum()))
