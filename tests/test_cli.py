@@ -195,7 +195,7 @@ def _main(capsys, *args):
         (["fit", "{d}/train.npz", "--link", "bernoulli", "-o", "{t}/m.npz"], "needs 0/1 data"),
         (["fit", "{d}/train.npz", "--link", "poisson", "--heldout-fraction", "0.5", "--vocab",
           "{d}/new.txt", "-o", "{t}/m.npz"], "terms but the counts"),
-        (["fit", "{t}/reals.npz", "-o", "{t}/m.npz"], "non-integer values"),
+        (["fit", "{t}/reals.npz", "-o", "{t}/m.npz"], r"integer counts, found 0\.5 \(use --link prg"),
         (["fit", "{d}/train.npz", "--link", "prg", "--heldout-fraction", "0.5", "-o", "{t}/m.npz"],
          "needs count data"),
         (["topics", "{d}/train.npz"], "not a pygbn model"),
@@ -631,7 +631,7 @@ def test_npy_csv_tsv_inputs_are_count_matrices(work, tmp_path, capsys):
     # a binary .npy is never decoded as text
     np.save(tmp_path / "obj.npy", np.array([[0.5, 1.0]]))
     code, out, err = _main(capsys, "fit", tmp_path / "obj.npy", "-o", tmp_path / "m.npz")
-    assert code == 1 and "non-integer values" in err and "decode" not in err
+    assert code == 1 and "integer counts" in err and "--link prg" in err and "decode" not in err
 
 
 def test_jobs_help_says_auto_depends_on_it():
@@ -869,3 +869,15 @@ def test_text_with_no_word_of_the_vocabulary_is_an_error(work, tmp_path, capsys,
     (tmp_path / "one.txt").write_text("qwertyuiop game\n", encoding="utf-8")
     assert _main(capsys, "transform", d / "model.npz", tmp_path / "one.txt", "-o", tmp_path / "f.npy",
                  *TEST_CHAIN)[0] == 0
+
+
+def test_data_errors_in_command_line_words(tmp_path, capsys):
+    """Errors about the data spoke numpy 2's reprs (found np.float64(-1.0)) and the Python API's
+    keywords (link='bernoulli') on the command line."""
+    np.save(tmp_path / "neg.npy", -np.ones((2, 2)))
+    np.save(tmp_path / "two.npy", np.full((2, 2), 2.0))
+    code, _, err = _main(capsys, "fit", tmp_path / "neg.npy", "-o", tmp_path / "m.npz")
+    assert code == 1 and "must be non-negative, found -1.0\n" in err, err
+    code, _, err = _main(capsys, "fit", tmp_path / "two.npy", "--link", "bernoulli", "-o", tmp_path / "m.npz")
+    assert code == 1 and "for --link bernoulli, found 2.0" in err and "--binarize" in err, err
+    assert "np." not in err and "link=" not in err

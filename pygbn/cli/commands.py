@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -46,9 +47,9 @@ _COUNT_SUFFIXES = text.COUNT_SUFFIXES
 #: -o suffixes of the matrices the commands write (.txt is written like .csv, but read back as text)
 _MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".npz", ".mtx")
 
-#: what the command line adds when data do not suit the link
+#: what the command line adds when data do not suit the link (the link's own message already
+#: says that non-integer counts need --link prg)
 _LINK_HINTS = {
-    "poisson": "non-integer values need --link prg",
     "bernoulli": "--link bernoulli needs 0/1 data: pass --binarize to read every non-zero value as 1",
 }
 
@@ -263,8 +264,10 @@ def _check_for_link(X: sp.csr_matrix, link: str, binarize: bool, what: str) -> s
     try:
         return get_link(link).check_data(X, what)
     except ValueError as exc:
+        # the links speak the Python API (link='prg'); the command line's words are --link prg
+        msg = re.sub(r"\blink='(\w+)'", r"--link \1", str(exc))
         hint = _LINK_HINTS.get(link)
-        raise CLIError(f"{exc}; {hint}" if hint else str(exc)) from None
+        raise CLIError(f"{msg}; {hint}" if hint else msg) from None
 
 
 def _is_model_file(path: str) -> bool:

@@ -410,13 +410,13 @@ def _validated_counts(mat, integer: bool, what: str) -> sp.csr_matrix:
         if not np.isfinite(data).all():
             raise ValueError(f"{what} must be finite")
     if data.size and data.min() < 0:
-        raise ValueError(f"{what} must be non-negative, found {data.min()!r}")
+        raise ValueError(f"{what} must be non-negative, found {data.min().item()!r}")
     if integer:
         if data.dtype.kind == "f":
             if not np.array_equal(data, np.round(data)):
                 bad = data[data != np.round(data)][0]
                 raise ValueError(
-                    f"{what} must hold integer counts, found {bad!r} (pass integer=False for non-negative reals)"
+                    f"{what} must hold integer counts, found {bad.item()!r} (pass integer=False for non-negative reals)"
                 )
         top = data.max() if data.size else 0
         dtype = np.int32 if top <= _INT32_MAX else np.int64
