@@ -881,3 +881,13 @@ def test_data_errors_in_command_line_words(tmp_path, capsys):
     code, _, err = _main(capsys, "fit", tmp_path / "two.npy", "--link", "bernoulli", "-o", tmp_path / "m.npz")
     assert code == 1 and "for --link bernoulli, found 2.0" in err and "--binarize" in err, err
     assert "np." not in err and "link=" not in err
+
+
+@pytest.mark.parametrize("args, where", [(["topics", "m.npz", "--bogus"], "pygbn topics --help"),
+                                         (["fit", "x.txt", "-o", "m.npz", "--depth", "2"], "pygbn fit --help"),
+                                         (["trace", "a.npz", "--discard", "0.3", "b.npz"], "pygbn trace --help")])
+def test_an_unknown_option_points_to_the_help_of_its_command(capsys, args, where):
+    """'pygbn topics m.npz --bogus' said (see 'pygbn --help'), whose text lists no option of topics."""
+    code, out, err = _main(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.startswith("pygbn: error: unrecognized arguments: ") and err.endswith(f"(see '{where}')\n"), err

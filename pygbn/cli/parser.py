@@ -28,6 +28,16 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # noqa: D401 - argparse API
         raise _UsageError(f"{message} (see '{self.prog} --help')")
 
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports a command's unknown options from the top parser, whose --help
+        # does not list them: point to the command's own --help
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(ns, "command", None)
+            where = f"{self.prog} {command}" if command else self.prog
+            raise _UsageError(f"unrecognized arguments: {' '.join(extra)} (see '{where} --help')")
+        return ns
+
 
 # ---------------------------------------------------------------------------
 # argument types
