@@ -891,3 +891,23 @@ def test_an_unknown_option_points_to_the_help_of_its_command(capsys, args, where
     code, out, err = _main(capsys, *args)
     assert code == 2 and out == ""
     assert err.startswith("pygbn: error: unrecognized arguments: ") and err.endswith(f"(see '{where}')\n"), err
+
+
+def test_trace_warns_when_the_fits_differ(work, tmp_path, capsys):
+    """R-hat and ESS of fits of different data, links or trace points were printed without a word
+    (the chains are aligned at their last values, whatever iterations those are)."""
+    d = work["dir"]
+    fit = ["--n-components", "4", "--layers", "1", "--burn-in", "8", "--collect", "4", "-q"]
+    for name, extra in (("a", ["--seed", "1", "--trace-every", "1"]), ("b", ["--seed", "2", "--trace-every", "1"]),
+                        ("c", ["--seed", "3", "--trace-every", "2"]),
+                        ("d", ["--seed", "4", "--trace-every", "1", "--link", "bernoulli", "--binarize"])):
+        assert _main(capsys, "fit", d / "train.npz", "--vocab", d / "vocab.txt", *fit, *extra,
+                     "-o", tmp_path / f"{name}.npz")[0] == 0
+    code, out, err = _main(capsys, "trace", tmp_path / "a.npz", tmp_path / "b.npz")
+    assert code == 0 and "R-hat" in out and err == ""
+    code, out, err = _main(capsys, "trace", tmp_path / "a.npz", tmp_path / "c.npz", tmp_path / "d.npz")
+    assert code == 0 and "R-hat" in out
+    assert err == ("pygbn: the models differ in link (poisson, poisson, bernoulli); --trace-every (1, 2, 1): R-hat "
+                   "and ESS are meant for fits of the same data with the same settings and different seeds\n"), err
+    code, out, err = _main(capsys, "trace", tmp_path / "a.npz", tmp_path / "c.npz", "-q")
+    assert code == 0 and err == ""

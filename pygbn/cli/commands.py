@@ -569,6 +569,29 @@ def _why_no_traces(m: GBN) -> str:
     return "it was saved by a pygbn that did not record traces"
 
 
+def _settings_that_differ(models: Sequence[GBN]) -> List[str]:
+    """The settings (and data sizes) that differ between fits whose traces are compared, each as
+    'name (value, value, ...)': chains of different data, links or trace points (the chains are
+    aligned at their last values) are not draws of one posterior."""
+    def schedule(m):
+        sched = Schedule.for_layers(m.n_layers, burn_in=m.burn_in, n_collect=m.n_collect)
+        return tuple(zip(sched.burn_in, sched.n_collect))
+
+    settings = (("link", lambda m: m.networks_[-1].link.name), ("features", lambda m: m.n_features_in_),
+                ("--trace-every", lambda m: m.trace_every),
+                ("--burn-in and --collect", schedule))
+    out = []
+    for name, get in settings:
+        try:
+            values = [get(m) for m in models]
+        except (AttributeError, TypeError, ValueError):  # a model this pygbn cannot read it from
+            continue
+        if any(v != values[0] for v in values[1:]):
+            shown = [str(list(v)) if isinstance(v, tuple) else str(v) for v in values]
+            out.append(f"{name} ({', '.join(shown)})")
+    return out
+
+
 def cmd_trace(args) -> int:
     if args.output:
         _check_output(args.output, (".svg",), inputs=args.model)
@@ -588,6 +611,10 @@ def cmd_trace(args) -> int:
             _out(f"  depth {d}: {len(ll)} values (iterations {its[0]}..{its[-1]}), first {ll[0]:.4f}, "
                  f"last {ll[-1]:.4f}, mean of the second half {np.mean(half):.4f}; widths {m.networks_[d - 1].widths}")
     if len(models) > 1:
+        differ = _settings_that_differ(models)
+        if differ:
+            logger.warning("the models differ in %s: R-hat and ESS are meant for fits of the same data "
+                           "with the same settings and different seeds", "; ".join(differ))
         kept = ("its traced values after the burn-in" if args.discard == "burn_in"
                 else f"the last {1 - args.discard:.0%} of its traced values")
         _out(f"{len(models)} chains: split-R-hat and effective sample size of each depth's stage ({kept})")
