@@ -911,3 +911,21 @@ def test_trace_warns_when_the_fits_differ(work, tmp_path, capsys):
                    "and ESS are meant for fits of the same data with the same settings and different seeds\n"), err
     code, out, err = _main(capsys, "trace", tmp_path / "a.npz", tmp_path / "c.npz", "-q")
     assert code == 0 and err == ""
+
+
+def test_fit_parameter_errors_name_the_options(work, tmp_path, capsys):
+    """The estimator's parameter errors reached the command line in Python keywords
+    ('method='collapsed' needs count data (link='poisson')', 'layer 1 has burn_in=0 and n_collect=0')."""
+    d = work["dir"]
+    fit = ["fit", d / "train.npz", "--vocab", d / "vocab.txt", "--n-components", "3", "-o", tmp_path / "m.npz"]
+    cases = [(["--link", "prg", "--method", "collapsed"],
+              "--method collapsed needs count data (--link poisson); --link prg is sampled with --method blocked"),
+             (["--layers", "2", "--burn-in", "0", "--collect", "0"],
+              "every layer needs at least one iteration (--burn-in + --collect >= 1); layer 1 has --burn-in 0 "
+              "and --collect 0"),
+             (["--layers", "3", "--burn-in", "1", "--collect", "1", "1"],
+              "--collect must be one value or one value per layer (3), got (1, 1)")]
+    for extra, message in cases:
+        code, out, err = _main(capsys, *fit, *extra)
+        assert code == 1 and err == f"pygbn: error: {message}\n", err
+    assert os.listdir(tmp_path) == []

@@ -255,6 +255,24 @@ def _vectorize(vec, docs: List[str], path: str):
         raise CLIError(f"{path!r}: {msg}") from None
 
 
+#: GBN parameters (as the estimator's messages name them) -> the options of 'pygbn fit'
+_FIT_OPTIONS = {"n_components": "--n-components", "n_layers": "--layers", "burn_in": "--burn-in",
+                "n_collect": "--collect", "min_width": "--min-width", "trace_every": "--trace-every",
+                "eta": "--eta", "method": "--method", "link": "--link"}
+_FIT_OPTION_RE = re.compile(r"(?<![\w-])(" + "|".join(_FIT_OPTIONS) + r")(?:=(?:'([^']*)'|(\w+)))?(?![\w(])")
+
+
+def _option_words(msg: str) -> str:
+    """A message of the estimator or a link in the words of the command line: ``link='prg'``
+    becomes ``--link prg``, ``burn_in=0`` ``--burn-in 0``, ``n_collect`` ``--collect``."""
+    def option(m):
+        value = m.group(2) if m.group(2) is not None else m.group(3)
+        if value is None and m.group(1) in ("method", "link"):   # English words too: only as name=value
+            return m.group(0)
+        return _FIT_OPTIONS[m.group(1)] + ("" if value is None else f" {value}")
+    return _FIT_OPTION_RE.sub(option, msg)
+
+
 def _check_for_link(X: sp.csr_matrix, link: str, binarize: bool, what: str) -> sp.csr_matrix:
     """Validate loaded data for a link (:meth:`Link.check_data`), with a command-line hint."""
     if binarize:
@@ -264,8 +282,7 @@ def _check_for_link(X: sp.csr_matrix, link: str, binarize: bool, what: str) -> s
     try:
         return get_link(link).check_data(X, what)
     except ValueError as exc:
-        # the links speak the Python API (link='prg'); the command line's words are --link prg
-        msg = re.sub(r"\blink='(\w+)'", r"--link \1", str(exc))
+        msg = _option_words(str(exc))
         hint = _LINK_HINTS.get(link)
         raise CLIError(f"{msg}; {hint}" if hint else msg) from None
 
@@ -479,7 +496,10 @@ def cmd_fit(args) -> int:
                 method=args.method, n_jobs=args.jobs, random_state=args.seed,
                 verbose=_progress_every(args), min_width=args.min_width, trace_every=args.trace_every)
     t0 = time.perf_counter()
-    model.fit(X_fit, heldout=heldout, vocabulary=vocab)
+    try:
+        model.fit(X_fit, heldout=heldout, vocabulary=vocab)
+    except ValueError as exc:   # the estimator checks its parameters: say them as options
+        raise CLIError(_option_words(str(exc))) from None
     seconds = time.perf_counter() - t0
     model.verbose = False
     model.save(args.output)
