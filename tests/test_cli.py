@@ -928,4 +928,9 @@ def test_fit_parameter_errors_name_the_options(work, tmp_path, capsys):
     for extra, message in cases:
         code, out, err = _main(capsys, *fit, *extra)
         assert code == 1 and err == f"pygbn: error: {message}\n", err
+        # checked before the data are read (or split: nothing on stdout)
+        code, out, err = _main(capsys, "fit", tmp_path / "absent.npz", "-o", tmp_path / "m.npz", *extra)
+        assert code == 1 and err == f"pygbn: error: {message}\n", err
+        code, out, err = _main(capsys, *fit, "--heldout-fraction", "0.5", *extra)
+        assert code == 1 and out == "" and len(err.splitlines()) == 1, err
     assert os.listdir(tmp_path) == []

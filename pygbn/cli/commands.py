@@ -479,6 +479,16 @@ def cmd_fit(args) -> int:
     _check_output(args.output, (".npz",), inputs=[args.input])
     if args.heldout_fraction is not None and args.link != "poisson":
         raise CLIError("--heldout-fraction needs count data (--link poisson)")
+    model = GBN(link=args.link, n_components=args.n_components, n_layers=args.layers,
+                eta=args.eta[0] if len(args.eta) == 1 else tuple(args.eta),
+                burn_in=args.burn_in[0] if len(args.burn_in) == 1 else tuple(args.burn_in),
+                n_collect=args.collect[0] if len(args.collect) == 1 else tuple(args.collect),
+                method=args.method, n_jobs=args.jobs, random_state=args.seed,
+                verbose=_progress_every(args), min_width=args.min_width, trace_every=args.trace_every)
+    try:
+        model._validated()      # the options together (per-layer lengths, --method for the link) first
+    except ValueError as exc:   # said in the words of the options
+        raise CLIError(_option_words(str(exc))) from None
     X, vocab = _load_data(args.input, args, args.link, fit_vocab=True)
     if X.nnz == 0:
         raise CLIError(f"{args.input!r} holds no non-zero value: there is nothing to fit")
@@ -489,17 +499,8 @@ def cmd_fit(args) -> int:
         X_fit, heldout = split_tokens(X, train_fraction=1.0 - args.heldout_fraction, random_state=split_rng)
         _out(f"held out {args.heldout_fraction:g} of each document's tokens: "
              f"{int(X_fit.sum())} to fit, {int(heldout.sum())} held out")
-    model = GBN(link=args.link, n_components=args.n_components, n_layers=args.layers,
-                eta=args.eta[0] if len(args.eta) == 1 else tuple(args.eta),
-                burn_in=args.burn_in[0] if len(args.burn_in) == 1 else tuple(args.burn_in),
-                n_collect=args.collect[0] if len(args.collect) == 1 else tuple(args.collect),
-                method=args.method, n_jobs=args.jobs, random_state=args.seed,
-                verbose=_progress_every(args), min_width=args.min_width, trace_every=args.trace_every)
     t0 = time.perf_counter()
-    try:
-        model.fit(X_fit, heldout=heldout, vocabulary=vocab)
-    except ValueError as exc:   # the estimator checks its parameters: say them as options
-        raise CLIError(_option_words(str(exc))) from None
+    model.fit(X_fit, heldout=heldout, vocabulary=vocab)
     seconds = time.perf_counter() - t0
     model.verbose = False
     model.save(args.output)
