@@ -934,3 +934,23 @@ def test_fit_parameter_errors_name_the_options(work, tmp_path, capsys):
         code, out, err = _main(capsys, *fit, "--heldout-fraction", "0.5", *extra)
         assert code == 1 and out == "" and len(err.splitlines()) == 1, err
     assert os.listdir(tmp_path) == []
+
+
+def test_a_csv_matrix_with_a_header_line_is_refused(tmp_path, capsys):
+    """A .csv of counts under a header of column names (pandas, R) was read as text: the header a
+    document of 5 words, the rows empty documents, and fit made a model of it without a word."""
+    X = np.random.default_rng(0).poisson(1.0, size=(30, 5))
+    for name, delim in (("h.csv", ","), ("h.tsv", "\t")):
+        with open(tmp_path / name, "w") as f:
+            f.write("# made by hand\n" + delim.join(["apple", "banana", "cherry", "dates", "elder"]) + "\n")
+            np.savetxt(f, X, fmt="%d", delimiter=delim)
+        code, out, err = _main(capsys, "fit", tmp_path / name, "-o", tmp_path / "m.npz")
+        assert code == 1 and out == "" and len(err.splitlines()) == 1, err
+        assert "looks like a matrix with a header line" in err and "apple" in err and "--vocab" in err
+    # text (words on the first two lines) and one line of words are text as before
+    (tmp_path / "t.csv").write_text("apple banana, cherry\n2048 is a game, of numbers\n", encoding="utf-8")
+    (tmp_path / "one.csv").write_text("apple,banana\n", encoding="utf-8")
+    from pygbn.cli.commands import _input_kind
+    assert _input_kind(str(tmp_path / "t.csv")) == "lines" and _input_kind(str(tmp_path / "one.csv")) == "lines"
+    np.savetxt(tmp_path / "n.csv", X, fmt="%d", delimiter=",")
+    assert _input_kind(str(tmp_path / "n.csv")) == "counts"

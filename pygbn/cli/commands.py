@@ -171,28 +171,45 @@ def _input_kind(path: str) -> str:
     if low.endswith((".csv", ".tsv")):
         # a matrix of numbers, or text kept under these names (one document per line, as
         # before they were count formats): the first line that is not a comment decides
-        return "counts" if _numeric_first_line(path, "\t" if low.endswith(".tsv") else ",") else "lines"
+        return _csv_kind(path, "\t" if low.endswith(".tsv") else ",")
     if low.endswith(_COUNT_SUFFIXES):
         return "counts"
     return "lines"
 
 
-def _numeric_first_line(path: str, delimiter: str) -> bool:
-    """Whether the first non-blank line of ``path`` not starting with ``#`` is numbers only."""
+def _csv_kind(path: str, delimiter: str) -> str:
+    """"counts" if the first non-blank line of ``path`` not starting with ``#`` is numbers only,
+    else "lines" (text); a line of names above lines of numbers (a header, as pandas and R write
+    them) is neither: a CLIError, rather than a corpus of one document of column names."""
+    def numbers(line):
+        try:
+            [float(field) for field in line.split(delimiter)]
+        except ValueError:
+            return False
+        return True
+
+    first = None
     try:
         with open(path, "rb") as f:
             for raw in f:
                 line = raw.decode("utf-8", "replace").strip()
                 if not line or line.startswith("#"):
                     continue
-                try:
-                    [float(field) for field in line.split(delimiter)]
-                except ValueError:
-                    return False
-                return True
+                if first is None:
+                    if numbers(line):
+                        return "counts"
+                    first = line
+                    continue
+                if numbers(line):
+                    head = first if len(first) <= 40 else first[:37] + "..."
+                    raise CLIError(f"{path!r} looks like a matrix with a header line ({head!r}): a "
+                                   f"{os.path.splitext(path)[1]} file is read as numbers only or as text "
+                                   "(one document per line); remove the header (give the names with "
+                                   "--vocab), or rename the file to .txt if it is text")
+                return "lines"
     except OSError:
-        return True     # load_counts reports it
-    return True
+        return "counts"     # load_counts reports it
+    return "counts" if first is None else "lines"
 
 
 def _read_documents(path: str, kind: str, args) -> List[str]:
