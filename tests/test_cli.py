@@ -954,3 +954,30 @@ def test_a_csv_matrix_with_a_header_line_is_refused(tmp_path, capsys):
     assert _input_kind(str(tmp_path / "t.csv")) == "lines" and _input_kind(str(tmp_path / "one.csv")) == "lines"
     np.savetxt(tmp_path / "n.csv", X, fmt="%d", delimiter=",")
     assert _input_kind(str(tmp_path / "n.csv")) == "counts"
+
+
+def test_an_output_through_a_link_or_a_pipe_is_written_in_place(work, tmp_path, capsys):
+    """-o naming a symbolic link or a named pipe (as /dev/stdout is) writes through it, as open()
+    does; the whole-or-nothing rename must not replace the link or the pipe by a regular file."""
+    import threading
+
+    d = work["dir"]
+    target = tmp_path / "real.txt"
+    target.write_text("old\n")
+    os.symlink(target.name, tmp_path / "link.txt")
+    assert _main(capsys, "tree", d / "model.npz", "-o", tmp_path / "link.txt")[0] == 0
+    assert os.path.islink(tmp_path / "link.txt") and target.read_text().startswith("L3 #1")
+    np.save(tmp_path / "g.npy", np.zeros(1))
+    os.symlink("g.npy", tmp_path / "glink.npy")
+    assert _main(capsys, "generate", d / "model.npz", "-n", "2", "--seed", "1", "-o", tmp_path / "glink.npy")[0] == 0
+    assert os.path.islink(tmp_path / "glink.npy") and np.load(tmp_path / "g.npy").shape == (2, 1488)
+    fifo = tmp_path / "pipe.dot"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    code = _main(capsys, "tree", d / "model.npz", "-o", fifo)[0]
+    reader.join(timeout=30)
+    assert code == 0 and got and got[0].startswith("digraph")
+    assert not os.path.isfile(fifo) and os.path.exists(fifo)     # still the pipe
+    assert sorted(os.listdir(tmp_path)) == ["g.npy", "glink.npy", "link.txt", "pipe.dot", "real.txt"]

@@ -73,7 +73,12 @@ def _replacing(path: str):
     ending in the suffix of ``path`` in lower case (the writers dispatch on it, and numpy
     appends ``.npy`` / ``.npz`` to a name not ending in exactly that); rename it over
     ``path`` once written, remove it on any failure (Ctrl-C too).  An existing ``path``
-    keeps its permission bits, as with ``open``."""
+    keeps its permission bits, as with ``open``.  A symbolic link (``/dev/stdout`` too) and
+    a path that is not a regular file (a named pipe, a device) are written in place through
+    ``open``, which keeps them: a rename would replace them by a regular file."""
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        yield path
+        return
     folder, name = os.path.split(os.path.abspath(path))
     suffix = os.path.splitext(name)[1].lower()
     mode = _file_mode(path)
@@ -142,7 +147,8 @@ def _write_matrix(path: str, M) -> None:
             return
         A = M.toarray() if sp.issparse(M) else np.asarray(M)
         if low.endswith(".npy"):
-            np.save(tmp, A, allow_pickle=False)
+            with open(tmp, "wb") as f:      # a file object: numpy appends nothing to its name
+                np.save(f, A, allow_pickle=False)
             return
         delim = "\t" if low.endswith(".tsv") else ","
         fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
