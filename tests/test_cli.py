@@ -981,3 +981,23 @@ def test_an_output_through_a_link_or_a_pipe_is_written_in_place(work, tmp_path, 
     assert code == 0 and got and got[0].startswith("digraph")
     assert not os.path.isfile(fifo) and os.path.exists(fifo)     # still the pipe
     assert sorted(os.listdir(tmp_path)) == ["g.npy", "glink.npy", "link.txt", "pipe.dot", "real.txt"]
+
+
+def test_a_split_that_holds_out_no_token_is_an_error(work, tmp_path, capsys):
+    """perplexity --train-fraction 0.999 (or short documents) and fit --heldout-fraction 0.001 held
+    out no token and printed a perplexity of nan with exit status 0."""
+    d = work["dir"]
+    code, out, err = _main(capsys, "perplexity", d / "model.npz", d / "new.txt", "--train-fraction", "0.999",
+                           *TEST_CHAIN)
+    assert code == 1 and out == "" and "--train-fraction 0.999 leaves no held-out token" in err, err
+    (tmp_path / "two.txt").write_text("game puzzle\n", encoding="utf-8")
+    code, out, err = _main(capsys, "perplexity", d / "model.npz", tmp_path / "two.txt", "--train-fraction", "0.9",
+                           *TEST_CHAIN)
+    assert code == 1 and "--train-fraction 0.9 leaves no held-out token" in err, err
+    code, out, err = _main(capsys, "fit", d / "train.npz", "--heldout-fraction", "0.001", "--n-components", "3",
+                           "--layers", "1", "--burn-in", "2", "--collect", "2", "-o", tmp_path / "m.npz")
+    assert code == 1 and out == "" and "--heldout-fraction 0.001 holds out no token" in err, err
+    assert not (tmp_path / "m.npz").exists()
+    code, out, err = _main(capsys, "perplexity", d / "model.npz", tmp_path / "two.txt", "--train-fraction", "0.3",
+                           *TEST_CHAIN)
+    assert code == 0 and "nan" not in out

@@ -520,6 +520,9 @@ def cmd_fit(args) -> int:
     if args.heldout_fraction is not None:
         split_rng = None if args.seed is None else np.random.default_rng([args.seed, SPLIT_SEED_TAG])
         X_fit, heldout = split_tokens(X, train_fraction=1.0 - args.heldout_fraction, random_state=split_rng)
+        if heldout.nnz == 0:    # the held-out perplexity would be NaN
+            raise CLIError(f"--heldout-fraction {args.heldout_fraction:g} holds out no token of {args.input!r} "
+                           "(a document of n tokens keeps floor((1 - F) n + 0.5) of them): raise it")
         _out(f"held out {args.heldout_fraction:g} of each document's tokens: "
              f"{int(X_fit.sum())} to fit, {int(heldout.sum())} held out")
     t0 = time.perf_counter()
@@ -779,6 +782,9 @@ def cmd_perplexity(args) -> int:
         raise CLIError(f"no document of {args.input!r} has two or more tokens of the model's vocabulary")
     model = _test_chain_model(model, args)
     X_obs, X_held = score_split(X, net.link, args.train_fraction, model.random_state)
+    if X_held.nnz == 0:         # the perplexity would be NaN
+        raise CLIError(f"--train-fraction {args.train_fraction:g} leaves no held-out token in {args.input!r} "
+                       "(a document of n tokens keeps floor(F n + 0.5) of them observed): lower it")
     ppl = model.perplexity(X_obs, X_held, depth=depth)
     _out(f"held-out perplexity (depth {net.depth}, {X.shape[0]} documents, {int(X_obs.sum())} observed "
          f"and {int(X_held.sum())} held-out tokens): {ppl:.2f}")
