@@ -177,6 +177,7 @@ def _input_kind(path: str) -> str:
     if low.endswith((".csv", ".tsv")):
         # a matrix of numbers, or text kept under these names (one document per line, as
         # before they were count formats): the first line that is not a comment decides
+        # (and the next, to refuse a header above numbers)
         return _csv_kind(path, "\t" if low.endswith(".tsv") else ",")
     if low.endswith(_COUNT_SUFFIXES):
         return "counts"
