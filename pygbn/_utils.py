@@ -6,15 +6,18 @@ global random state.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import numbers
 import os
 import sys
+import tempfile
 import threading
+import uuid
 import warnings
 from collections.abc import KeysView, Mapping, Set
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -546,3 +549,61 @@ def check_fit_vocabulary(vocabulary, n_features: int, names=None) -> Optional[Li
     if names is not None and names != vocabulary:
         raise ValueError("vocabulary differs from the column names of X; give one of them")
     return vocabulary
+
+
+def file_mode_for(path: str) -> int:
+    """The permission bits ``open(path, "wb")`` would leave: the file's own when it
+    exists, else 0o666 less the process's umask (a temporary file is made 0o600)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status") as f:       # Linux: read without setting it
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    # elsewhere: the mode a new file gets, from a probe file (setting the umask to read it
+    # would change it for the whole process for a moment)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, probe = -1, os.path.join(folder, f".pygbn-mode-probe-{uuid.uuid4().hex}")
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        return os.stat(probe).st_mode & 0o777
+    except OSError:
+        return 0o644
+    finally:
+        if fd >= 0:
+            os.close(fd)
+            os.unlink(probe)
+
+
+@contextlib.contextmanager
+def replacing(path: str):
+    """Write ``path`` whole or not at all (model files, the command line's outputs): yield a temporary file name in the same folder,
+    ending in the suffix of ``path`` in lower case (the writers dispatch on it, and numpy
+    appends ``.npy`` / ``.npz`` to a name not ending in exactly that); rename it over
+    ``path`` once written, remove it on any failure (Ctrl-C too).  An existing ``path``
+    keeps its permission bits, as with ``open``.  A symbolic link (``/dev/stdout`` too) and
+    a path that is not a regular file (a named pipe, a device) are written in place through
+    ``open``, which keeps them: a rename would replace them by a regular file."""
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        yield path
+        return
+    folder, name = os.path.split(os.path.abspath(path))
+    suffix = os.path.splitext(name)[1].lower()
+    mode = file_mode_for(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + suffix, dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:  # pragma: no cover - already gone
+            pass
+        raise

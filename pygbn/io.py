@@ -18,14 +18,12 @@ import errno
 import json
 import os
 import re
-import tempfile
-import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from pygbn._utils import MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE
+from pygbn._utils import MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE, replacing
 from pygbn._version import __version__
 from pygbn.model.layer import Layer
 from pygbn.model.links import get_link
@@ -261,9 +259,11 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
                 fields: Optional[Dict[str, Any]] = None) -> None:
     """Write networks and a dict of plain values to one ``.npz`` file (no pickle).
 
-    The file appears whole or not at all: it is written to a temporary file
-    in the same folder and moved onto ``path`` (``os.replace``); on any
-    error or interruption the temporary file is removed.
+    The file appears whole or not at all (:func:`pygbn._utils.replacing`): it
+    is written to a temporary file in the same folder and moved onto ``path``
+    (``os.replace``; an existing file keeps its permission bits); on any
+    error or interruption the temporary file is removed.  A ``path`` that is
+    a symbolic link or not a regular file is written through instead.
 
     Parameters
     ----------
@@ -309,48 +309,8 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
     folder, name = os.path.split(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"cannot write the model file: no folder {folder!r}", path)
-    mode = _file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:  # pragma: no cover - already gone
-            pass
-        raise
-
-
-def _file_mode(path: str) -> int:
-    """The permission bits ``open(path, "wb")`` would leave: the file's own when it
-    exists, else 0o666 less the process's umask (a temporary file is made 0o600)."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        pass
-    try:
-        with open("/proc/self/status") as f:       # Linux: read without setting it
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    # elsewhere: the mode a new file gets, from a probe file (setting the umask to read it
-    # would change it for the whole process for a moment)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, probe = -1, os.path.join(folder, f".pygbn-mode-probe-{uuid.uuid4().hex}")
-    try:
-        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-        return os.stat(probe).st_mode & 0o777
-    except OSError:
-        return 0o644
-    finally:
-        if fd >= 0:
-            os.close(fd)
-            os.unlink(probe)
+    with replacing(path) as tmp, open(tmp, "wb") as f:    # whole or not at all
+        np.savez_compressed(f, **arrays)
 
 
 def _read_archive(path: str) -> dict:

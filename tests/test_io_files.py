@@ -422,3 +422,21 @@ def test_reading_a_large_model_holds_one_copy_of_phi(tmp_path):
     assert peak < 1.5 * phi.nbytes, (peak, phi.nbytes)
     np.testing.assert_array_equal(net.layers[0].phi, phi)
     assert net.layers[0].phi.flags.writeable and net.layers[0].phi.flags.c_contiguous
+
+
+def test_model_file_through_a_symbolic_link_is_written_through(tmp_path):
+    """A model saved to a symbolic link writes the file it points to (as the command line's
+    -o files do: one rule, pygbn._utils.replacing), instead of replacing the link by a file."""
+    from pygbn._utils import replacing
+
+    net = Network([Layer(np.full((3, 2), 1 / 3))], r=np.ones(2))
+    target = tmp_path / "real.npz"
+    target.write_bytes(b"old")
+    os.symlink(target.name, tmp_path / "link.npz")
+    pygbn.save(net, tmp_path / "link.npz")
+    assert os.path.islink(tmp_path / "link.npz")
+    np.testing.assert_array_equal(pygbn.load(target).layers[0].phi, net.layers[0].phi)
+    with pytest.raises(RuntimeError), replacing(str(tmp_path / "new.npz")) as tmp:
+        open(tmp, "wb").write(b"half")
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.npz", "real.npz"]

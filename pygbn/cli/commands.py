@@ -6,12 +6,10 @@ raises :class:`CLIError`.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
 import sys
-import tempfile
 import time
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -19,13 +17,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from pygbn import explore, text
+from pygbn.cli._output import (STDIN, CLIError, _check_output, _check_output_folder, _out, _write_matrix,
+                               _write_matrix_stdout, _write_text)
 from pygbn.datasets import load_demo
 from pygbn.estimator import GBN, load
 from pygbn.evaluation import SPLIT_SEED_TAG
 from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, score_split,
                               split_tokens, trace_diagnostics)
 from pygbn.inference import Schedule
-from pygbn.io import _file_mode
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
@@ -34,8 +33,6 @@ logger = logging.getLogger("pygbn")
 #: seed of the test-time chain (and of perplexity's token split) when neither --seed nor
 #: the model gives one, so that transform and perplexity are always reproducible
 DEFAULT_TEST_SEED = 0
-#: the name of standard input as an INPUT argument
-STDIN = "-"
 
 #: the demo's default schedule (measured in docs/cli.md: a 29 s fit on one idle core)
 DEMO_N_COMPONENTS = 50
@@ -44,121 +41,12 @@ DEMO_COLLECT = 150
 
 #: INPUT suffixes read as a count matrix (pygbn.text.load_counts); any other file is text
 _COUNT_SUFFIXES = text.COUNT_SUFFIXES
-#: -o suffixes of the matrices the commands write (.txt is written like .csv, but read back as text)
-_MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".npz", ".mtx")
 
 #: what the command line adds when data do not suit the link (the link's own message already
 #: says that non-integer counts need --link prg)
 _LINK_HINTS = {
     "bernoulli": "--link bernoulli needs 0/1 data: pass --binarize to read every non-zero value as 1",
 }
-
-
-class CLIError(Exception):
-    """A user error: reported as one line ``pygbn: error: <message>``."""
-
-
-# ---------------------------------------------------------------------------
-# output helpers
-# ---------------------------------------------------------------------------
-
-
-def _out(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
-
-
-@contextlib.contextmanager
-def _replacing(path: str):
-    """Write ``path`` whole or not at all: yield a temporary file name in the same folder,
-    ending in the suffix of ``path`` in lower case (the writers dispatch on it, and numpy
-    appends ``.npy`` / ``.npz`` to a name not ending in exactly that); rename it over
-    ``path`` once written, remove it on any failure (Ctrl-C too).  An existing ``path``
-    keeps its permission bits, as with ``open``.  A symbolic link (``/dev/stdout`` too) and
-    a path that is not a regular file (a named pipe, a device) are written in place through
-    ``open``, which keeps them: a rename would replace them by a regular file."""
-    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
-        yield path
-        return
-    folder, name = os.path.split(os.path.abspath(path))
-    suffix = os.path.splitext(name)[1].lower()
-    mode = _file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + suffix, dir=folder)
-    os.close(fd)
-    try:
-        yield tmp
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:  # pragma: no cover - already gone
-            pass
-        raise
-
-
-def _write_text(path: Optional[str], content: str) -> None:
-    if path is None or path == "-":
-        sys.stdout.write(content)
-        return
-    with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(content)
-
-
-def _check_matrix_suffix(path: str, allowed=_MATRIX_SUFFIXES) -> None:
-    if not path.lower().endswith(allowed):
-        raise CLIError(f"output file {path!r} must end in "
-                       + (allowed[0] if len(allowed) == 1 else "one of " + ", ".join(allowed)))
-
-
-def _check_output(path: str, allowed=_MATRIX_SUFFIXES, inputs: Sequence[str] = ()) -> None:
-    """Check an output file before any work: its suffix, a writable folder to put it in, and
-    that it is none of the command's ``inputs``."""
-    _check_matrix_suffix(path, allowed)
-    _check_output_folder(path, inputs)
-
-
-def _check_output_folder(path: str, inputs: Sequence[str] = ()) -> None:
-    """Check before any work that ``path`` names a file in an existing, writable folder, and
-    not one of the files the command reads (``inputs``: writing it would destroy them)."""
-    if os.path.isdir(path):
-        raise CLIError(f"output {path!r} is a folder: give a file name")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CLIError(f"the folder of output file {path!r} does not exist: {folder!r}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise CLIError(f"cannot write output file {path!r}: the folder {folder!r} is not writable")
-    if os.path.exists(path):
-        for src in inputs:
-            try:
-                same = src not in (None, STDIN) and os.path.samefile(path, src)
-            except OSError:  # the input is missing: its own check reports it
-                same = False
-            if same:
-                raise CLIError(f"output file {path!r} is the input {src!r}: writing it would replace "
-                               "what the command reads; give another output file")
-
-
-def _write_matrix(path: str, M) -> None:
-    """Write a matrix by the suffix of ``path``: .npy, .csv, .tsv, .txt, .npz or .mtx."""
-    low = path.lower()
-    with _replacing(path) as tmp:
-        if low.endswith((".npz", ".mtx")):
-            text.save_counts(tmp, M)
-            return
-        A = M.toarray() if sp.issparse(M) else np.asarray(M)
-        if low.endswith(".npy"):
-            with open(tmp, "wb") as f:      # a file object: numpy appends nothing to its name
-                np.save(f, A, allow_pickle=False)
-            return
-        delim = "\t" if low.endswith(".tsv") else ","
-        fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
-        np.savetxt(tmp, A, fmt=fmt, delimiter=delim)
-
-
-def _write_matrix_stdout(M) -> None:
-    A = M.toarray() if sp.issparse(M) else np.asarray(M)
-    fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
-    np.savetxt(sys.stdout, A, fmt=fmt, delimiter=",")
 
 
 # ---------------------------------------------------------------------------
