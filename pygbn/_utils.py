@@ -607,3 +607,15 @@ def replacing(path: str):
         except OSError:  # pragma: no cover - already gone
             pass
         raise
+
+
+def set_params(estimator, params: dict) -> None:
+    """scikit-learn's ``set_params`` for ``estimator``: every name in ``params`` checked
+    against ``estimator.get_params()`` before any is set (ValueError naming the first
+    unknown one and the class); the values themselves are checked by ``fit``."""
+    valid = estimator.get_params(deep=False)
+    for k in params:
+        if k not in valid:
+            raise ValueError(f"invalid parameter {k!r} for {type(estimator).__name__}; valid: {sorted(valid)}")
+    for k, v in params.items():
+        setattr(estimator, k, v)

@@ -22,7 +22,7 @@ import numpy as np
 from pygbn import io
 from pygbn._sklearn import TransformerProtocol
 from pygbn._utils import (Progress, check_array, check_feature_names, check_fit_vocabulary, check_int,
-                          check_random_state, effective_n_jobs, positive_per_layer, verbose_logging)
+                          check_random_state, effective_n_jobs, positive_per_layer, set_params, verbose_logging)
 from pygbn.evaluation.heldout import SPLIT_SEED_TAG, score_split  # noqa: F401 (SPLIT_SEED_TAG: its old home)
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.model.links import Link, PoissonLink, get_link
@@ -218,12 +218,7 @@ class GBN(TransformerProtocol):
 
     def set_params(self, **params) -> "GBN":
         """Set parameters (scikit-learn convention); checked by ``fit``, not here."""
-        valid = self.get_params(deep=False)
-        for k in params:
-            if k not in valid:
-                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; valid: {sorted(valid)}")
-        for k, v in params.items():
-            setattr(self, k, v)
+        set_params(self, params)
         return self
 
     def __repr__(self) -> str:

@@ -105,12 +105,16 @@ def test_equation_citations_are_paper_labels():
     assert not bad, f"eq: citations of labels the paper does not have: {bad}"
 
 
-def _gen_docs():
-    path = REPO / "tools" / "gen_docs.py"
-    spec = importlib.util.spec_from_file_location("gen_docs", path)
+def _tool(name: str):
+    """The module tools/<name>.py (the tools are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _gen_docs():
+    return _tool("gen_docs")
 
 
 def test_api_reference_lists_every_public_name():
@@ -147,11 +151,7 @@ def test_readme_starts_with_the_two_commands():
 
 
 def _check_docstrings():
-    path = REPO / "tools" / "check_docstrings.py"
-    spec = importlib.util.spec_from_file_location("check_docstrings", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _tool("check_docstrings")
 
 
 def test_docstrings_agree_with_the_signatures():

@@ -39,7 +39,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int, vocab_from_mapping, warn_user
+from pygbn._utils import check_int, set_params, vocab_from_mapping, warn_user
 from pygbn.text.files import (COUNT_SUFFIXES, DecodeError, align_vocabulary, load_counts, read_documents,
                               read_folder, read_lines, read_stop_words, read_vocab, save_counts, write_vocab)
 
@@ -233,11 +233,7 @@ class CountVectorizer:
 
     def set_params(self, **params) -> "CountVectorizer":
         """Set constructor arguments (scikit-learn convention); checked by ``fit``, not here."""
-        for k in params:
-            if k not in _VECTORIZER_PARAMS:
-                raise ValueError(f"invalid parameter {k!r} for CountVectorizer; valid: {sorted(_VECTORIZER_PARAMS)}")
-        for k, v in params.items():
-            setattr(self, k, v)
+        set_params(self, params)
         return self
 
     # -- parameter checks -------------------------------------------------
