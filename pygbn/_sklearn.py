@@ -44,8 +44,12 @@ class TransformerProtocol:
             if len(given) != self.n_features_in_:
                 raise ValueError(f"input_features should have length equal to the number of features "
                                  f"({self.n_features_in_}), got {len(given)}")
+        return np.array(self._output_names(self.networks_[-1].layers[0].width), dtype=object)
+
+    def _output_names(self, n: int) -> list:
+        """``gbn0 .. gbn{n-1}``: the lowercased class name followed by the node index."""
         prefix = type(self).__name__.lower()
-        return np.array([f"{prefix}{k}" for k in range(self.networks_[-1].layers[0].width)], dtype=object)
+        return [f"{prefix}{k}" for k in range(n)]
 
     def __sklearn_tags__(self):
         """scikit-learn's tags (imported here, only when scikit-learn asks for them).
@@ -111,8 +115,7 @@ class TransformerProtocol:
         if kind == "default":
             return features
         lib = _output_library(kind)
-        prefix = type(self).__name__.lower()
-        columns = [f"{prefix}{k}" for k in range(features.shape[1])]
+        columns = self._output_names(features.shape[1])
         if kind == "polars":
             return lib.DataFrame(features, schema=columns, orient="row")
         index = X.index if isinstance(X, lib.DataFrame) else None

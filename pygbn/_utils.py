@@ -515,7 +515,7 @@ def vocab_from_mapping(mapping: Mapping) -> list:
     n = len(mapping)
     by_col: dict = {}
     for term, col in mapping.items():
-        if isinstance(col, bool) or not isinstance(col, (numbers.Integral, np.integer)) or not 0 <= col < n:
+        if not _is_int(col) or not 0 <= col < n:
             raise ValueError(
                 f"vocabulary as a mapping must map each term to a column 0 .. {n - 1}, "
                 f"got {term!r}: {col!r}"

@@ -695,8 +695,9 @@ def multinomial_logpmf(x, weights):
     w = np.asarray(weights, dtype=np.float64)
     x, w = np.broadcast_arrays(x, w)
     on, nan = _count_mask(x, 0)
-    w_ok = _in(w, 0, np.inf).all(axis=-1)
-    total = np.where(_in(w, 0, np.inf), w, 0.0).sum(axis=-1, keepdims=True)
+    w_in = _in(w, 0, np.inf)
+    w_ok = w_in.all(axis=-1)
+    total = np.where(w_in, w, 0.0).sum(axis=-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         prob = w / np.where(total > 0, total, 1.0)
         xs = np.where(on, x, 0.0)

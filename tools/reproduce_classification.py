@@ -140,10 +140,7 @@ def parse_args(argv=None):
         p.error("--c-grid LO HI needs LO <= HI")
     if a.name and a.dataset == "all" and a.from_json is None:
         p.error("--name needs a single --dataset")
-    if a.from_json is not None:
-        rc.resolve_outputs(a, "")               # the record's folder and stem unless given
-    elif a.out_dir is None:
-        a.out_dir = rc.RESULTS                  # (--name: per data set, in main)
+    rc.resolve_outputs(a, "")   # the record's folder and stem unless given (--name: per data set, in main)
     return a
 
 

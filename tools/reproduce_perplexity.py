@@ -380,15 +380,7 @@ _SAME_DATA = ("n_docs", "n_docs_corpus", "seed", "chain_seed", "train_tokens", "
 
 
 def _read_records(paths) -> list:
-    import json
-
-    recs = []
-    for p in paths:
-        r = json.loads(Path(p).read_text(encoding="utf-8"))
-        if r.get("script") != "reproduce_perplexity":
-            raise SystemExit(f"error: {p} is not a reproduce_perplexity record")
-        recs.append(r)
-    return recs
+    return [rc.read_record(Path(p), "reproduce_perplexity") for p in paths]
 
 
 def _field(rec, key):

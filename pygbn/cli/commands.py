@@ -21,9 +21,8 @@ from pygbn.cli._output import (STDIN, CLIError, _check_output, _check_output_fol
                                _write_matrix_stdout, _write_text)
 from pygbn.datasets import load_demo
 from pygbn.estimator import GBN, load
-from pygbn.evaluation import SPLIT_SEED_TAG
 from pygbn.evaluation import (MEASURES, coherence_from_counts, cooccurrence, diversity, score_split,
-                              split_tokens, trace_diagnostics)
+                              trace_diagnostics)
 from pygbn.inference import Schedule
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
@@ -407,8 +406,7 @@ def cmd_fit(args) -> int:
     heldout = None
     X_fit = X
     if args.heldout_fraction is not None:
-        split_rng = None if args.seed is None else np.random.default_rng([args.seed, SPLIT_SEED_TAG])
-        X_fit, heldout = split_tokens(X, train_fraction=1.0 - args.heldout_fraction, random_state=split_rng)
+        X_fit, heldout = score_split(X, get_link(args.link), 1.0 - args.heldout_fraction, args.seed)
         if heldout.nnz == 0:    # the held-out perplexity would be NaN
             raise CLIError(f"--heldout-fraction {args.heldout_fraction:g} holds out no token of {args.input!r} "
                            "(a document of n tokens keeps floor((1 - F) n + 0.5) of them): raise it")
@@ -431,7 +429,7 @@ def _topics_lines(net, vocab, layers, n_words: int, n_topics: Optional[int], ref
     rel = net.relabel_by_popularity()
     # one walk down the network for every layer; the top n_words are a prefix of the top
     # diversity_words (the same order: by probability, ties by the lower index)
-    scored = reference is not None and n_words >= 2
+    scored = reference is not None         # cmd_topics refuses --n-words 1 with --coherence
     deepest = explore.top_term_indices_by_layer(rel.phis, layers, max(n_words, diversity_words) if scored else n_words)
     tops = {t: idx[:, :n_words] for t, idx in deepest.items()}
     counts = None

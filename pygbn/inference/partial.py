@@ -191,8 +191,8 @@ class PartialState(TokenLabels):
         for b, g in enumerate(sampler.doc_streams.generators[:max(len(bounds) - 1, 0)]):
             lo, hi = doc_tokens[bounds[b]], doc_tokens[bounds[b + 1]]
             labels[lo:hi] = g.integers(0, K, size=hi - lo, dtype=labels.dtype)
-        return cls(indptr, indices, values, initial_labels(values, K, labels, None, "partial"),
-                   sampler.n_features, K)
+        # labels made here: one per token, in [0, K) (initial_labels would count and scan again)
+        return cls(indptr, indices, values, labels, sampler.n_features, K)
 
     @property
     def phi_stamp(self) -> int:
