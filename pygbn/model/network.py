@@ -55,20 +55,6 @@ def as_hyperparameters(hyper, name: str = "hyper") -> Hyperparameters:
     raise ValueError(f"{name} must be a Hyperparameters, a dict or None, got {hyper!r}")
 
 
-def _near_simplex_renormalised(phi: np.ndarray) -> np.ndarray:
-    """``phi`` with its columns divided by their sums when every sum is within
-    ``LOOSE_SIMPLEX_TOLERANCE`` (1e-4) of 1 but some is not within ``SIMPLEX_TOLERANCE``
-    (1e-6): a Phi made in float32 or rounded; else ``phi`` itself (checked later)."""
-    if not (isinstance(phi, np.ndarray) and phi.ndim == 2 and phi.size):
-        return phi
-    sums = phi.sum(axis=0)
-    off = np.abs(sums - 1.0)
-    if not (off.max() > SIMPLEX_TOLERANCE and off.max() <= LOOSE_SIMPLEX_TOLERANCE
-            and phi.min() >= 0 and np.isfinite(sums).all()):
-        return phi
-    return phi / sums
-
-
 @dataclass(eq=False)
 class Network:
     """A gamma belief network with ``T = len(layers)`` hidden layers (paper eq:PGBN).
@@ -121,11 +107,7 @@ class Network:
         self.r = r.astype(np.float64, copy=False)
         self.gamma0 = check_parameter(self.gamma0, "gamma0")
         self.c0 = check_parameter(self.c0, "c0")
-        if isinstance(self.layers, list):
-            for layer in self.layers:
-                if isinstance(layer, Layer):
-                    layer.phi = _near_simplex_renormalised(layer.phi)
-        self.check()
+        self.check(renormalise=True)
 
     # ------------------------------------------------------------------ shape
     @property
@@ -148,7 +130,7 @@ class Network:
         """[Phi^(1), ..., Phi^(T)]."""
         return [layer.phi for layer in self.layers]
 
-    def check(self) -> None:
+    def check(self, renormalise: bool = False) -> None:
         """Raise ValueError unless the network could be written to a model file and read back.
 
         Checks what :func:`pygbn.io.read_model` checks of a network: ``layers``
@@ -164,6 +146,11 @@ class Network:
         :data:`pygbn.io.MAX_PRIOR_MASS`; the vocabulary, if any, a sequence of
         ``n_features`` strings.  Called when a network is built and where a
         chain starts (not per iteration): it reads each Phi three times.
+
+        With ``renormalise`` (when the network is built), a Phi whose column
+        sums are all within ``LOOSE_SIMPLEX_TOLERANCE`` (1e-4) of 1 but not
+        all within ``SIMPLEX_TOLERANCE`` (a Phi made in float32, or rounded)
+        has its columns divided by their sums instead of being refused.
         """
         tolerance, max_parameter = SIMPLEX_TOLERANCE, MAX_PARAMETER
         layers = self.layers
@@ -188,6 +175,9 @@ class Network:
                 raise ValueError(f"Phi^({t}) must be finite and nonnegative")
             sums = phi.sum(axis=0)
             off = np.flatnonzero(np.abs(sums - 1.0) > tolerance)
+            if off.size and renormalise and np.abs(sums - 1.0).max() <= LOOSE_SIMPLEX_TOLERANCE:
+                layer.phi = phi = phi / sums
+                off = off[:0]
             if off.size:
                 raise ValueError(f"Phi^({t}) column {int(off[0])} sums to {sums[off[0]]:.17g}, not 1: "
                                  f"the columns must lie on the simplex (paper eq:Phi; tolerance "
