@@ -136,8 +136,8 @@ class Cooccurrence:
             return self.joint[idx[:, :, None], idx[:, None, :]]
         keys, values = self._pair_keys
         want = idx[:, :, None].astype(np.int64) * self.joint.shape[1] + idx[:, None, :]
-        at = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
-        if keys.size == 0 or not (keys[at] == want).all():
+        at, found = _lookup(keys, want)
+        if not found.all():
             raise ValueError("counts does not hold every pair of terms of the topics (count them with "
                              "cooccurrence(..., topics=) of topics that include these)")
         return values[at]
@@ -228,9 +228,9 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
     wanted = None
     if topics is not None:
         topics = check_topics(topics)
-        if not np.isin(topics, terms).all():
+        pos, found = _lookup(terms, topics)
+        if not found.all():
             raise ValueError("topics holds a term that is not in terms")
-        pos = np.searchsorted(terms, topics).astype(np.int64)
         # the keys i * R + j of the counted pairs: every ordered pair within a topic, and the diagonal
         wanted = np.unique(np.concatenate([(pos[:, :, None] * R + pos[:, None, :]).ravel(),
                                            np.arange(R, dtype=np.int64) * (R + 1)]))
@@ -269,22 +269,26 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
             if wanted is None:
                 joint[np.ix_(used, used)] += C
             else:
-                keys = (used[:, None] * R + used[None, :]).ravel()
-                at = np.minimum(np.searchsorted(wanted, keys), wanted.size - 1)
-                hit = wanted[at] == keys
+                at, hit = _lookup(wanted, (used[:, None] * R + used[None, :]).ravel())
                 joint[at[hit]] += C.ravel()[hit]
     if wanted is not None:
         joint = _sparse_joint(wanted, joint, R)
     return Cooccurrence(terms=terms, n_windows=n_windows, joint=joint)
 
 
+def _lookup(keys: np.ndarray, queries: np.ndarray):
+    """``(at, found)``: where each of ``queries`` is in the sorted ``keys`` (an index into
+    ``keys``, meaningful where ``found``), and whether it is there."""
+    at = np.minimum(np.searchsorted(keys, queries), max(keys.size - 1, 0))
+    found = keys[at] == queries if keys.size else np.zeros(np.shape(queries), dtype=bool)
+    return at, found
+
+
 def _positions_or_minus_one(terms: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """The position in the sorted ``terms`` of each token, -1 for a token not in it (int64)."""
     tokens = tokens.astype(np.int64, copy=False) if tokens.size else np.zeros(0, dtype=np.int64)
-    if terms.size == 0:
-        return np.full(tokens.size, -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(terms, tokens), terms.size - 1)
-    return np.where(terms[at] == tokens, at, -1).astype(np.int64)
+    at, found = _lookup(terms, tokens)
+    return np.where(found, at, -1).astype(np.int64)
 
 
 #: entries of the (rows x R) block products of :func:`_wanted_products` (bounds their memory)
@@ -299,17 +303,13 @@ def _wanted_products(B, wanted: np.ndarray, R: int) -> np.ndarray:
     step = max(1, _BLOCK_ENTRIES // max(R, 1))
     for a0 in range(0, R, step):
         a1 = min(R, a0 + step)
-        lo, hi = np.searchsorted(wanted, [a0 * R, a1 * R])
-        if lo == hi:
-            continue
+        lo, hi = np.searchsorted(wanted, [a0 * R, a1 * R])     # never empty: the diagonal is wanted
         S = (Bt[a0:a1] @ B).tocsr()
         S.sort_indices()
         keys = np.repeat(np.arange(a0, a1, dtype=np.int64), np.diff(S.indptr)) * R + S.indices
         if keys.size == 0:
             continue
-        w = wanted[lo:hi]
-        at = np.minimum(np.searchsorted(keys, w), keys.size - 1)
-        hit = keys[at] == w
+        at, hit = _lookup(keys, wanted[lo:hi])
         out[lo:hi][hit] = S.data[at[hit]]
     return out
 
