@@ -486,66 +486,106 @@ def positive_per_layer(value, n_layers: int, name: str) -> List[float]:
     return out
 
 
-def check_vocab(vocab, n_terms: int, name: str = "vocab") -> list[str]:
-    """Return ``vocab`` as a list after checking it holds ``n_terms`` strings."""
-    if vocab is None:
-        raise ValueError(f"{name} must be a sequence of {n_terms} strings, got None")
-    if isinstance(vocab, (str, bytes)):
-        raise ValueError(f"{name} must be a sequence of strings, got a single {type(vocab).__name__}")
-    if isinstance(vocab, Mapping) or (isinstance(vocab, Set) and not isinstance(vocab, KeysView)):
-        raise ValueError(f"{name} must be an ordered sequence of {n_terms} strings (a list, tuple or "
-                         f"1-D array, in column order), got a {type(vocab).__name__}")
-    if isinstance(vocab, np.ndarray) and vocab.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got an array of shape {vocab.shape}")
+def check_terms(terms, name: str = "vocab", *, n_terms: Optional[int] = None,
+                length_error: str = "{name} must hold {n} terms (one per data dimension), got {got}",
+                mappings: bool = False, sort_sets: bool = False, unique: bool = False,
+                allow_empty: bool = True) -> List[str]:
+    """The one rule of a vocabulary (terms naming columns, in column order): ``terms`` as a
+    list of str, or ValueError naming ``name`` and the bad value.
+
+    Taken: a list, tuple, 1-D array, dict keys or any other iterable of str (numpy str
+    elements become str).  Refused: None, a single str or bytes, a 2-D array, a term that is
+    not a str (bytes, int, None: nothing is ``str()``-ed).  A set has no column order: refused,
+    or sorted with ``sort_sets`` (scikit-learn's ``CountVectorizer``).  A mapping term ->
+    column (scikit-learn's ``vocabulary_``) is read by its columns with ``mappings``
+    (:func:`vocab_from_mapping`), else refused (its iteration order is not its columns).
+    With ``n_terms`` the length must match (``length_error`` formatted with ``name``, ``n``
+    and ``got``); ``unique`` refuses a repeated term; ``allow_empty=False`` refuses an empty
+    vocabulary and the empty term.
+    """
+    ordered = "a list, tuple or 1-D array in column order" + (", or a mapping term -> column" if mappings else "")
+    if terms is None or isinstance(terms, (str, bytes)):
+        got = "None" if terms is None else f"a single {type(terms).__name__} {_short_repr(terms)}"
+        raise ValueError(f"{name} must be a sequence of strings, got {got}")
+    if isinstance(terms, Mapping):
+        if not mappings:
+            raise ValueError(f"{name} must be an ordered sequence of strings ({ordered}), got a "
+                             f"{type(terms).__name__} (for a mapping term -> column m, give "
+                             f"sorted(m, key=m.get))")
+        terms = vocab_from_mapping(terms, name)
+    elif isinstance(terms, Set) and not isinstance(terms, KeysView):
+        if not sort_sets:
+            raise ValueError(f"{name} must be an ordered sequence of strings ({ordered}), got a "
+                             f"{type(terms).__name__}, which has no order")
+        # sorted as scikit-learn sorts a set (str hashes differ between runs); others last, refused below
+        terms = sorted(terms, key=lambda w: (not isinstance(w, str), str(w)))
+    elif isinstance(terms, np.ndarray) and terms.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of strings, got an array of shape {terms.shape}")
     try:
-        words = list(vocab)
+        words = list(terms)
     except TypeError:
-        raise ValueError(f"{name} must be a sequence of {n_terms} strings, got {type(vocab).__name__}") from None
-    if len(words) != n_terms:
-        raise ValueError(f"{name} must hold {n_terms} terms (one per data dimension), got {len(words)}")
+        raise ValueError(f"{name} must be a sequence of strings, got {type(terms).__name__} "
+                         f"{_short_repr(terms)}") from None
+    if n_terms is not None and len(words) != n_terms:
+        raise ValueError(length_error.format(name=name, n=n_terms, got=len(words)))
+    if not allow_empty and not words:
+        raise ValueError(f"{name} must not be empty")
+    seen: dict = {}
     for i, w in enumerate(words):
         if not isinstance(w, str):
-            raise ValueError(f"{name}[{i}] must be a str, got {w!r}")
+            raise ValueError(f"{name}[{i}] must be a str, got {_short_repr(w)}")
+        if type(w) is not str:
+            words[i] = w = str(w)                  # numpy's str_ (the items of a str array)
+        if not allow_empty and not w:
+            raise ValueError(f"{name}[{i}] must be a non-empty str, got ''")
+        if unique:
+            if w in seen:
+                raise ValueError(f"{name} must not repeat a term, got {w!r} twice "
+                                 f"({name}[{seen[w]}] and {name}[{i}])")
+            seen[w] = i
     return words
 
 
-def vocab_from_mapping(mapping: Mapping) -> list:
+def _short_repr(value, limit: int = 80) -> str:
+    """``repr(value)``, cut to about ``limit`` characters (a long vocabulary in a message)."""
+    r = repr(value)
+    return r if len(r) <= limit else r[:limit] + " ..."
+
+
+def check_vocab(vocab, n_terms: int, name: str = "vocab") -> list[str]:
+    """``vocab`` naming ``n_terms`` columns, in their order, as a list of str
+    (:func:`check_terms`: a mapping or a set is refused; a term may repeat, these are labels)."""
+    return check_terms(vocab, name, n_terms=n_terms)
+
+
+def vocab_from_mapping(mapping: Mapping, name: str = "vocabulary") -> list:
     """The terms of a term -> column mapping (e.g. scikit-learn's ``vocabulary_``) in column
-    order; ValueError unless the columns are the ints 0 .. n-1, each once."""
+    order; ValueError naming ``name`` unless the columns are the ints 0 .. n-1, each once."""
     n = len(mapping)
     by_col: dict = {}
     for term, col in mapping.items():
         if not _is_int(col) or not 0 <= col < n:
             raise ValueError(
-                f"vocabulary as a mapping must map each term to a column 0 .. {n - 1}, "
+                f"{name} as a mapping must map each term to a column 0 .. {n - 1}, "
                 f"got {term!r}: {col!r}"
             )
         col = int(col)
         if col in by_col:
-            raise ValueError(f"vocabulary maps both {by_col[col]!r} and {term!r} to column {col}")
+            raise ValueError(f"{name} maps both {by_col[col]!r} and {term!r} to column {col}")
         by_col[col] = term
     return [by_col[j] for j in range(n)]
 
 
 def check_fit_vocabulary(vocabulary, n_features: int, names=None) -> Optional[List[str]]:
-    """``fit``'s ``vocabulary`` as a list of ``n_features`` str (each entry ``str()``-ed), or
-    the column names ``names`` of X when it is None.  A mapping term -> column (such as
-    scikit-learn's ``CountVectorizer.vocabulary_``) is read by its columns
-    (:func:`vocab_from_mapping`); ValueError for a single string, a set (no column order),
-    another length, or names that differ."""
+    """``fit``'s ``vocabulary`` as a list of ``n_features`` distinct str
+    (:func:`check_terms`), or the column names ``names`` of X when it is None.  A mapping
+    term -> column (such as scikit-learn's ``CountVectorizer.vocabulary_``) is read by its
+    columns (:func:`vocab_from_mapping`); ValueError for a single string, a set (no column
+    order), a term that is not a str, a repeated term, another length, or names that differ."""
     if vocabulary is None:
         return names
-    if isinstance(vocabulary, (str, bytes)):
-        raise ValueError(f"vocabulary must be a sequence of str (one per feature), got the string "
-                         f"{vocabulary!r}")
-    if isinstance(vocabulary, Mapping):
-        vocabulary = vocab_from_mapping(vocabulary)
-    elif isinstance(vocabulary, Set) and not isinstance(vocabulary, KeysView):
-        raise ValueError(f"vocabulary must be in column order (a list, tuple, 1-D array or a mapping "
-                         f"term -> column), got a {type(vocabulary).__name__}, which has no order")
-    vocabulary = [str(v) for v in vocabulary]
-    if len(vocabulary) != n_features:
-        raise ValueError(f"vocabulary has {len(vocabulary)} entries but X has {n_features} features")
+    vocabulary = check_terms(vocabulary, "vocabulary", n_terms=n_features, mappings=True, unique=True,
+                             length_error="{name} has {got} entries but X has {n} features")
     if names is not None and names != vocabulary:
         raise ValueError("vocabulary differs from the column names of X; give one of them")
     return vocabulary

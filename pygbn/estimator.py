@@ -287,7 +287,8 @@ class GBN(TransformerProtocol):
             exploration and as ``feature_names_in_`` (default: the column
             names of a DataFrame-like ``X``, if any).  A mapping term ->
             column, such as scikit-learn's ``CountVectorizer.vocabulary_``,
-            is read by its columns; a set (no order) is refused.
+            is read by its columns; a set (no order), a term that is not a
+            str and a repeated term are refused.
         """
         p = self._validated()
         link = p["link"]

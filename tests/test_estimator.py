@@ -390,6 +390,27 @@ def test_fit_reads_a_vocabulary_mapping_by_its_columns(counts):
     assert np.isnan(m.perplexity(counts, np.zeros_like(counts)))      # no held-out token
 
 
+def test_fit_vocabulary_terms_are_distinct_strs(counts):
+    """fit's vocabulary follows the rule of a Network's and of CountVectorizer's: each term a
+    str (bytes, ints and None were str()-ed into "b'w0'", "0", "None" where Network(vocabulary=)
+    refuses them), no term twice (a model whose vocabulary repeats a term cannot be written by
+    write_vocab, and align_vocabulary sends both columns to one), a non-iterable a ValueError
+    (was a TypeError naming nothing)."""
+    X = counts[:, :3]
+    for bad, match in [([b"a", b"b", b"c"], r"vocabulary\[0\] must be a str, got b'a'"),
+                       (np.array([b"a", b"b", b"c"]), r"vocabulary\[0\] must be a str, got np.bytes_\(b'a'\)"),
+                       (range(3), r"vocabulary\[0\] must be a str, got 0"),
+                       (["a", None, "c"], r"vocabulary\[1\] must be a str, got None"),
+                       (["a", "b", "a"], r"must not repeat a term, got 'a' twice \(vocabulary\[0\] and vocabulary\[2\]\)"),
+                       (np.array([["a", "b", "c"]] * 3), r"vocabulary must be a 1-D sequence of strings, got an array of shape \(3, 3\)"),
+                       (3, "vocabulary must be a sequence of strings, got int 3")]:
+        with pytest.raises(ValueError, match=match):
+            GBN(n_components=3, **QUICK).fit(X, vocabulary=bad)
+    # numpy str arrays are taken, their items as str
+    m = GBN(n_components=2, n_layers=1, random_state=0, **QUICK).fit(X, vocabulary=np.array(["a", "b", "c"]))
+    assert [type(w) for w in m.network_.vocabulary] == [str] * 3
+
+
 def test_heldout_perplexity_with_few_collected_iterations(counts):
     """A depth that collects fewer than heldout_every (5) iterations scores its last state,
     from the evaluation streams: the chain is the one fitted without heldout."""

@@ -577,6 +577,40 @@ def test_save_counts_checks_the_vocabulary_before_writing(tmp_path):
         assert not (tmp_path / "c.npz").exists() and not (tmp_path / "v.txt").exists()
 
 
+def test_write_vocab_takes_a_vocabulary_as_fit_and_the_vectorizer_do(tmp_path):
+    """write_vocab / save_counts follow the one vocabulary rule: a mapping term -> column
+    (scikit-learn's vocabulary_) is written by its columns (was: in its insertion order, so the
+    file named the wrong columns), a set is refused (was: written in an order that changes
+    between runs), an empty vocabulary is refused (was: written, then refused by read_vocab),
+    None or a non-iterable is a ValueError naming vocab (was: a TypeError)."""
+    path = tmp_path / "v.txt"
+    tx.write_vocab(path, {"sql": 1, "audio": 0, "game": 2})
+    assert tx.read_vocab(path) == ["audio", "sql", "game"]
+    X = np.array([[1, 2], [0, 3]])
+    tx.save_counts(tmp_path / "c.npz", X, vocab={"b": 1, "a": 0}, vocab_path=path)
+    assert tx.read_vocab(path) == ["a", "b"]
+    for vocab, match in [({"a", "b"}, "vocab must be an ordered sequence of strings .*got a set"),
+                         ([], "vocab must not be empty"), (None, "vocab must be a sequence of strings, got None"),
+                         (2, "vocab must be a sequence of strings, got int 2"),
+                         ({"a": 0, "b": 2}, r"vocab as a mapping must map each term to a column 0 \.\. 1")]:
+        with pytest.raises(ValueError, match=match):
+            tx.write_vocab(tmp_path / "w.txt", vocab)
+        assert not (tmp_path / "w.txt").exists()
+    with pytest.raises(ValueError, match="got a frozenset, which has no order"):
+        tx.save_counts(tmp_path / "d.npz", X, vocab=frozenset("ab"), vocab_path=tmp_path / "w.txt")
+    assert not (tmp_path / "d.npz").exists()
+
+
+def test_vocabulary_terms_from_numpy_arrays_are_str():
+    """The items of a numpy str array (np.str_) come back as str, as fit gives them: the
+    vectorizer's vocab_ and the explorers' terms printed as np.str_('...') with numpy 2."""
+    vec = tx.CountVectorizer(vocabulary=np.array(["sql", "audio"]))
+    assert [type(w) for w in vec.fit(["sql audio"]).vocab_] == [str, str]
+    from pygbn import explore
+    terms = explore.top_terms([np.full((2, 1), 0.5)], 1, np.array(["sql", "audio"]), n=2)
+    assert terms == [["sql", "audio"]] and all(type(w) is str for w in terms[0])
+
+
 def test_align_vocabulary_keeps_the_dtype():
     for dtype in (np.int32, np.int64, np.float64):
         X = sp.csr_matrix(np.array([[1, 2], [0, 3]], dtype=dtype))

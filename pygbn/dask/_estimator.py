@@ -181,9 +181,9 @@ class DaskGBN(GBN):
             held-out perplexity of each depth is recorded in ``perplexity_``
             (the same numbers as one process).
         vocabulary : sequence of str or mapping, optional
-            Feature names in column order, kept on the fitted networks (a
-            mapping term -> column is read by its columns, as in
-            :meth:`pygbn.GBN.fit`).
+            Feature names in column order, kept on the fitted networks
+            (checked as :meth:`pygbn.GBN.fit` checks it: a mapping term ->
+            column is read by its columns).
 
         Raises
         ------

@@ -34,12 +34,12 @@ from array import array
 from collections import defaultdict
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int, set_params, vocab_from_mapping, warn_user
+from pygbn._utils import check_int, check_terms, set_params, warn_user
 from pygbn.text.files import (COUNT_SUFFIXES, DecodeError, align_vocabulary, load_counts, read_documents,
                               read_folder, read_lines, read_stop_words, read_vocab, save_counts, write_vocab)
 
@@ -258,28 +258,9 @@ class CountVectorizer:
     def _fixed_vocab(self) -> list[str] | None:
         if self.vocabulary is None:
             return None
-        given = self.vocabulary
-        if isinstance(given, (str, bytes)):
-            raise ValueError("vocabulary must be a sequence of str, got a single str")
-        if isinstance(given, Mapping):
-            vocab = vocab_from_mapping(given)
-        elif isinstance(given, (set, frozenset)):
-            # a set has no order (and str hashes differ between runs): sorted, as scikit-learn does
-            vocab = sorted(given, key=lambda w: (not isinstance(w, str), str(w)))
-        else:
-            try:
-                vocab = list(given)
-            except TypeError:
-                raise ValueError(f"vocabulary must be a sequence of str, got {given!r}") from None
-        if not vocab:
-            raise ValueError("vocabulary must not be empty")
-        seen = set()
-        for i, w in enumerate(vocab):
-            if not isinstance(w, str) or not w:
-                raise ValueError(f"vocabulary[{i}] must be a non-empty str, got {w!r}")
-            if w in seen:
-                raise ValueError(f"vocabulary holds the term {w!r} twice")
-            seen.add(w)
+        # as scikit-learn: a mapping gives each term its column, a set is sorted
+        vocab = check_terms(self.vocabulary, "vocabulary", mappings=True, sort_sets=True, unique=True,
+                            allow_empty=False)
         min_length = check_int(self.min_length, "min_length", 1)
         unreachable = [w for w in vocab if len(w) < min_length or _TOKEN_RE.fullmatch(w) is None]
         if unreachable:

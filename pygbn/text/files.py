@@ -14,11 +14,13 @@ import codecs
 import fnmatch
 import logging
 import os
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import scipy.io
 import scipy.sparse as sp
+
+from pygbn._utils import check_terms
 
 logger = logging.getLogger("pygbn")
 
@@ -276,23 +278,28 @@ def read_stop_words(path, *, encoding: str = "utf-8") -> list[str]:
     return list(words)
 
 
-def _check_terms(vocab) -> list[str]:
-    """``vocab`` as a list of terms that :func:`read_vocab` reads back as they are."""
-    if isinstance(vocab, (str, bytes)):
-        raise ValueError("vocab must be a sequence of str, got a single str")
-    terms = list(vocab)
+def _check_terms(vocab, n_columns: Optional[int] = None) -> list[str]:
+    """``vocab`` (:func:`~pygbn._utils.check_terms`: in column order, distinct, a mapping
+    term -> column read by its columns, a set refused) as a list of terms that
+    :func:`read_vocab` reads back as they are; with ``n_columns``, one per column of the counts."""
+    terms = check_terms(vocab, "vocab", n_terms=n_columns, mappings=True, unique=True, allow_empty=False,
+                        length_error="{name} has {got} terms but counts have {n} columns")
     for i, t in enumerate(terms):
-        if not isinstance(t, str) or not t.strip() or t != t.strip() or "\n" in t or "\r" in t:
+        if not t.strip() or t != t.strip() or "\n" in t or "\r" in t:
             raise ValueError(
                 f"vocab[{i}] must be a non-empty str without line breaks or surrounding whitespace, got {t!r}"
             )
-    if len(set(terms)) != len(terms):
-        raise ValueError("vocab must not repeat a term")
     return terms
 
 
 def write_vocab(path, vocab: Sequence[str]) -> str:
-    """Write ``vocab`` one term per line (UTF-8); return the path."""
+    """Write ``vocab`` one term per line (UTF-8); return the path.
+
+    ``vocab`` is in column order (a list, tuple or 1-D array of str), or a
+    mapping term -> column such as ``CountVectorizer.vocabulary_``, written by
+    its columns; ValueError for a set (no order), an empty vocabulary, a term
+    twice, or a term :func:`read_vocab` would not read back as it is (empty,
+    with a line break or surrounding whitespace)."""
     terms = _check_terms(vocab)
     path = os.fspath(path)
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
@@ -514,8 +521,9 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
         :func:`scipy.sparse.save_npz`).
     counts : array_like or sparse matrix
         Non-negative counts (integers are written as integers).
-    vocab : sequence of str, optional
-        Column names, written to ``vocab_path`` one per line.
+    vocab : sequence of str or mapping, optional
+        Column names, written to ``vocab_path`` one per line (as
+        :func:`write_vocab` takes them).
     vocab_path : str or path-like, optional
         Required when ``vocab`` is given.
 
@@ -544,9 +552,7 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
     if (vocab is None) != (vocab_path is None):
         raise ValueError("pass both vocab and vocab_path, or neither")
     if vocab is not None:
-        terms = _check_terms(vocab)  # before anything is written: a bad vocab leaves no counts file
-        if len(terms) != X.shape[1]:
-            raise ValueError(f"vocab has {len(terms)} terms but counts have {X.shape[1]} columns")
+        terms = _check_terms(vocab, X.shape[1])  # before anything is written: a bad vocab leaves no counts file
     # open the file here, so that a missing folder or a permission error raises (scipy.io.mmwrite
     # given a path ignores a file it cannot open)
     with open(path, "wb") as fh:
