@@ -621,6 +621,23 @@ def test_align_vocabulary_keeps_the_dtype():
         tx.align_vocabulary(X, ["a", "b"], ["c"])
 
 
+def test_align_vocabulary_checks_both_vocabularies():
+    """align_vocabulary takes its vocabularies by the one rule: a target repeating a term left
+    the first of its columns zero, silently; a mapping (CountVectorizer.vocabulary_) named X's
+    columns in its insertion order, not by its columns; a str target was split into letters."""
+    X = sp.csr_matrix(np.array([[1, 2]]))
+    np.testing.assert_array_equal(tx.align_vocabulary(X, {"b": 1, "a": 0}, ["a", "b"]).toarray(), [[1, 2]])
+    np.testing.assert_array_equal(tx.align_vocabulary(X, ["b", "a"], {"a": 1, "b": 0}).toarray(), [[1, 2]])
+    for vocab, target, match in [(["a", "b"], ["a", "b", "a"], "target must not repeat a term, got 'a' twice"),
+                                 (["a", "a"], ["a"], "vocab must not repeat a term"),
+                                 (["a", "b"], "ab", "target must be a sequence of strings, got a single str 'ab'"),
+                                 (["a", "b"], {"a", "b"}, "target must be an ordered sequence"),
+                                 (["a", 2], ["a"], r"vocab\[1\] must be a str, got 2"),
+                                 (["a"], ["a"], "'{x}' has 2 columns but its vocabulary 1 terms")]:
+        with pytest.raises(ValueError, match=match):
+            tx.align_vocabulary(X, vocab, target, name="'{x}'")
+
+
 @pytest.mark.parametrize("kwargs", [dict(), dict(stop_words=None, min_length=1), dict(max_features=7),
                                     dict(min_df=2, max_df=0.9), dict(vocabulary=["audio", "game", "sql", "zzz"])])
 def test_vectorizer_counts_by_chunks_of_tokens(monkeypatch, kwargs):

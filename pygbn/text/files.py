@@ -574,16 +574,21 @@ def align_vocabulary(X, vocab: Sequence[str], target: Sequence[str], name: str =
     names ``X`` in errors.  Returns a csr_matrix of ``X``'s dtype, shape
     ``(n_documents, len(target))``.
 
+    Both vocabularies are taken as ``fit`` takes one (in column order, each
+    term a str, no term twice; a mapping term -> column such as
+    ``CountVectorizer.vocabulary_`` is read by its columns; a set is refused).
+
     Raises
     ------
     ValueError
-        If ``vocab`` does not name every column of ``X``, or no term of
-        ``vocab`` is in ``target``.
+        If ``vocab`` does not name every column of ``X``, either vocabulary
+        is not as above, or no term of ``vocab`` is in ``target``.
     """
-    vocab, target = list(vocab), list(target)
     X = sp.csr_matrix(X)
-    if X.shape[1] != len(vocab):
-        raise ValueError(f"{name} has {X.shape[1]} columns but its vocabulary {len(vocab)} terms")
+    named = name.replace("{", "{{").replace("}", "}}")
+    vocab = check_terms(vocab, "vocab", n_terms=X.shape[1], mappings=True, unique=True,
+                        length_error=named + " has {n} columns but its vocabulary {got} terms")
+    target = check_terms(target, "target", mappings=True, unique=True)
     index = {w: i for i, w in enumerate(target)}
     cols = np.array([index.get(w, -1) for w in vocab], dtype=np.int64)
     keep = cols >= 0
