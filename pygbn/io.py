@@ -25,7 +25,7 @@ import numpy as np
 
 from pygbn._utils import MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE, replacing
 from pygbn._version import __version__
-from pygbn.model.layer import Layer
+from pygbn.model.layer import Layer, check_simplex
 from pygbn.model.links import get_link
 from pygbn.model.network import Hyperparameters, Network
 
@@ -68,17 +68,6 @@ def _need(ok: bool, msg: str) -> None:
         raise _Bad(msg)
 
 
-def _positive(value, what: str, bounded: bool = True) -> float:
-    """A JSON number (not a bool) in (0, MAX_PARAMETER] (``bounded``) or (0, inf), else _Bad
-    naming it."""
-    top = MAX_PARAMETER if bounded else np.inf
-    _need(isinstance(value, (int, float)) and not isinstance(value, bool)
-          and bool(np.isfinite(value)) and 0 < value <= top,
-          f"{what} must be a finite positive number" + (f" (at most {MAX_PARAMETER:g})" if bounded else "")
-          + f", got {value!r}")
-    return float(value)
-
-
 def _array(arrays: dict, key: str, ndim: int, kind: str = "f") -> np.ndarray:
     _need(key in arrays, f"array {key!r} is missing")
     a = arrays[key]
@@ -90,64 +79,50 @@ def _array(arrays: dict, key: str, ndim: int, kind: str = "f") -> np.ndarray:
 def check_phi(phi: np.ndarray, what: str) -> None:
     """Raise ValueError unless every entry of ``phi`` is finite and nonnegative and
     every column sums to 1 within :data:`SIMPLEX_TOLERANCE` (paper eq:Phi)."""
-    if phi.size and not np.isfinite(phi).all():
-        raise ValueError(f"{what} has a non-finite entry")
-    if phi.size and (phi < 0).any():
-        raise ValueError(f"{what} has a negative entry")
-    sums = phi.sum(axis=0)
-    off = np.flatnonzero(np.abs(sums - 1.0) > SIMPLEX_TOLERANCE)
-    if off.size:
-        raise ValueError(f"{what} column {int(off[0])} sums to {sums[off[0]]:.17g}, not 1: the columns "
-                         f"must lie on the simplex (paper eq:Phi)")
+    check_simplex(np.asarray(phi, dtype=np.float64), what)
 
 
 def _network_from(meta, prefix: str, arrays: dict) -> Network:
+    """The network a file's metadata ``meta`` and arrays describe.
+
+    The file's structure is checked here (JSON types, the arrays the metadata names, their
+    dimensions, kinds and sizes); the values (Phi on the simplex, shapes that chain,
+    parameter ranges, the prior mass) by Layer and :meth:`Network.check`, each once,
+    their messages prefixed with the network's place in the file.
+    """
     where = f"network {prefix[3:-1]}"
     _need(isinstance(meta, dict), f"{where}: the metadata must be an object, got {type(meta).__name__}")
     layers_meta = meta.get("layers")
     _need(isinstance(layers_meta, list) and len(layers_meta) > 0, f"{where}: 'layers' must be a non-empty list")
     _need(meta.get("depth") == len(layers_meta) and not isinstance(meta.get("depth"), bool),
           f"{where}: depth {meta.get('depth')!r} does not match its {len(layers_meta)} layers")
-    layers = []
-    for t, lm in enumerate(layers_meta, start=1):
-        _need(isinstance(lm, dict), f"{where}: layer {t} must be an object")
-        # the archive's own array (read for this call alone): no second copy of a large Phi
-        phi = np.asarray(_array(arrays, f"{prefix}phi{t}", 2), dtype=np.float64)
-        _need(phi.shape[0] > 0 and phi.shape[1] > 0, f"{where}: Phi^({t}) is empty (shape {phi.shape})")
-        if t > 1:
-            _need(phi.shape[0] == layers[-1].width, f"{where}: Phi^({t}) has {phi.shape[0]} rows but layer "
-                  f"{t - 1} has width {layers[-1].width}")
-        try:
-            check_phi(phi, f"{where}: Phi^({t})")
-        except ValueError as exc:
-            raise _Bad(str(exc)) from None
-        layers.append(Layer(phi=phi, eta=_positive(lm.get("eta"), f"{where}: layer {t}'s eta"),
-                            c_median=_positive(lm.get("c_median"), f"{where}: layer {t}'s c_median",
-                                               bounded=False)))
-    r = np.array(_array(arrays, f"{prefix}r", 1), dtype=np.float64)
-    _need(r.shape == (layers[-1].width,), f"{where}: r has {r.size} entries but the top layer has width "
-          f"{layers[-1].width}")
-    _need(bool(np.isfinite(r).all()) and not (r < 0).any() and not (r > MAX_PARAMETER).any(),
-          f"{where}: r must be finite and nonnegative (at most {MAX_PARAMETER:g})")
-    medians = np.array([layer.c_median for layer in layers])
-    mass = float(np.exp(np.log(max(r.sum(), np.finfo(float).tiny)) - np.log(medians).sum()))
-    _need(mass <= MAX_PRIOR_MASS, f"{where}: the prior's expected count per sample, sum(r) / prod(c_median) = "
-          f"{mass:.3g}, exceeds {MAX_PRIOR_MASS:g} (r too large or c_median too small)")
+    # the archive's own arrays (read for this call alone): no second copy of a large Phi
+    phis = [_array(arrays, f"{prefix}phi{t}", 2) for t in range(1, len(layers_meta) + 1)]
+    r = _array(arrays, f"{prefix}r", 1)
     vocab = None
     has_vocab = meta.get("vocabulary")
     _need(isinstance(has_vocab, bool), f"{where}: 'vocabulary' must be true or false, got {has_vocab!r}")
     if has_vocab:
         words = _array(arrays, f"{prefix}vocabulary", 1, kind="U")
-        _need(words.size == layers[0].n_inputs, f"{where}: the vocabulary has {words.size} terms but Phi^(1) "
-              f"has {layers[0].n_inputs} rows")
+        _need(words.size == phis[0].shape[0], f"{where}: the vocabulary has {words.size} terms but Phi^(1) "
+              f"has {phis[0].shape[0]} rows")
         vocab = [str(v) for v in words]
     hyper = meta.get("hyper")
-    _need(isinstance(hyper, dict) and set(hyper) <= {"a0", "b0", "e0", "f0"},
-          f"{where}: 'hyper' must be an object with keys among a0, b0, e0, f0, got {hyper!r}")
-    hyper = {k: _positive(v, f"{where}: hyper-parameter {k}") for k, v in hyper.items()}
-    return Network(layers=layers, r=r, gamma0=_positive(meta.get("gamma0"), f"{where}: gamma0"),
-                   c0=_positive(meta.get("c0"), f"{where}: c0"), hyper=Hyperparameters(**hyper),
-                   link=_link_from(meta.get("link"), where), vocabulary=vocab)
+    _need(isinstance(hyper, dict), f"{where}: 'hyper' must be an object with keys among a0, b0, e0, f0, "
+          f"got {hyper!r}")
+    link = _link_from(meta.get("link"), where)
+    layers = []
+    for t, (lm, phi) in enumerate(zip(layers_meta, phis), start=1):
+        _need(isinstance(lm, dict), f"{where}: layer {t} must be an object")
+        try:
+            layers.append(Layer(phi=phi, eta=lm.get("eta"), c_median=lm.get("c_median")))
+        except ValueError as exc:   # "eta must be ...": named as Network.check names it
+            raise _Bad(f"{where}: layer {t}'s {exc}") from None
+    try:
+        return Network._strict(layers=layers, r=r, gamma0=meta.get("gamma0"), c0=meta.get("c0"),
+                               hyper=hyper, link=link, vocabulary=vocab)
+    except ValueError as exc:
+        raise _Bad(f"{where}: {exc}") from None
 
 
 def _link_from(d, where: str):
@@ -160,10 +135,10 @@ def _link_from(d, where: str):
     expected = link.to_dict()
     _need(set(d) == set(expected), f"{where}: link {d['name']!r} must have the entries {sorted(expected)}, "
           f"got {sorted(d)}")
-    for k in expected:
-        if k != "name":
-            _positive(d[k], f"{where}: the link's {k}")
-    return link.from_dict(d)
+    try:
+        return link.from_dict(d)     # its parameters checked by the link's constructor
+    except ValueError as exc:
+        raise _Bad(f"{where}: the link's {exc}") from None
 
 
 def _bracket_depth(text: str) -> int:

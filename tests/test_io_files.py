@@ -440,3 +440,42 @@ def test_model_file_through_a_symbolic_link_is_written_through(tmp_path):
         open(tmp, "wb").write(b"half")
         raise RuntimeError("interrupted")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.npz", "real.npz"]
+
+
+def test_loading_checks_each_phi_once(files, tmp_path, monkeypatch):
+    """read_model checked every Phi with its own check_phi (finite, nonnegative, columns on the
+    simplex), then Network.check checked it again: each Phi of a loaded file was scanned twice.
+    Now the file's structure is read_model's, the values Network.check's, each Phi checked once."""
+    from pygbn.model import network as network_module
+
+    seen = []
+    real = network_module.check_simplex
+    monkeypatch.setattr(network_module, "check_simplex", lambda phi, *a, **k: seen.append(phi.shape) or real(phi, *a, **k))
+    monkeypatch.setattr(io, "check_phi", lambda *a, **k: pytest.fail("io.check_phi ran on load"))
+    p = tmp_path / "gbn.npz"
+    p.write_bytes(files["gbn"])
+    model = pygbn.load(p)
+    assert seen == [layer.phi.shape for net in model.networks_ for layer in net.layers]
+
+
+def test_a_loose_phi_in_a_file_is_refused_not_renormalised(files, tmp_path):
+    """A Network built in memory divides Phi columns within 1e-4 of the simplex by their sums;
+    a model file holds what write_model checked, so read_model refuses them (as before Network
+    did the file's checks)."""
+    path = _mutated(files, tmp_path, "net", lambda m, a: a.update(net0_phi1=a["net0_phi1"] * (1 + 5e-5)))
+    with pytest.raises(ValueError, match=r"network 0: Phi\^\(1\) column 0 sums to 1.00005.*simplex"):
+        pygbn.load(path)
+
+
+def test_phi_errors_name_the_entry(files, tmp_path):
+    def change(meta, arrays):
+        arrays["net1_phi2"] = arrays["net1_phi2"].copy()
+        arrays["net1_phi2"][2, 1] = -0.25
+    with pytest.raises(ValueError, match=r"network 1: Phi\^\(2\) must be finite and nonnegative, got a "
+                                         r"negative entry -0.25 at \(2, 1\)"):
+        pygbn.load(_mutated(files, tmp_path, "gbn", change))
+    phi = np.full((3, 2), 1 / 3)
+    phi[1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"w must be finite and nonnegative, got a non-finite entry nan at \(1, 0\)"):
+        io.check_phi(phi, "w")
+

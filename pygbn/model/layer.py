@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from pygbn._utils import MAX_PARAMETER, positive_real
+from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE, MAX_PARAMETER, SIMPLEX_TOLERANCE, positive_real
 
 
 def check_parameter(value, name: str, bounded: bool = True) -> float:
@@ -35,6 +35,34 @@ def as_phi(phi, name: str = "phi") -> np.ndarray:
     if a.shape[0] == 0 or a.shape[1] == 0:
         raise ValueError(f"{name} must be non-empty, got shape {a.shape}")
     return np.asarray(a, dtype=np.float64)
+
+
+def check_simplex(phi: np.ndarray, name: str, renormalise: bool = False) -> np.ndarray:
+    """``phi`` (a 2-D float64 array) after checking that its entries are finite and
+    nonnegative and its columns sum to 1 within :data:`pygbn.io.SIMPLEX_TOLERANCE` (paper
+    eq:Phi); else ValueError naming ``name`` and the first bad entry or column.
+
+    With ``renormalise``, a ``phi`` whose column sums are all within
+    ``LOOSE_SIMPLEX_TOLERANCE`` (1e-4) of 1 but not all within ``SIMPLEX_TOLERANCE`` (a
+    Phi made in float32, or rounded) is returned divided by its sums (a new array)
+    instead of being refused.  Reads ``phi`` three times (reductions only: no temporary
+    of its size, as a freed one stays resident) unless it is refused.
+    """
+    if phi.size and not (phi.min() >= 0 and phi.max() < np.inf):    # a NaN fails both
+        flat = phi.ravel()
+        i = int(np.flatnonzero(~((flat >= 0) & (flat < np.inf)))[0])
+        v = float(flat[i])
+        kind = "a negative" if v < 0 and np.isfinite(v) else "a non-finite"
+        raise ValueError(f"{name} must be finite and nonnegative, got {kind} entry {v!r} at "
+                         f"{tuple(int(k) for k in np.unravel_index(i, phi.shape))}")
+    sums = phi.sum(axis=0)
+    off = np.flatnonzero(np.abs(sums - 1.0) > SIMPLEX_TOLERANCE)
+    if off.size and renormalise and np.abs(sums - 1.0).max() <= LOOSE_SIMPLEX_TOLERANCE:
+        return phi / sums
+    if off.size:
+        raise ValueError(f"{name} column {int(off[0])} sums to {sums[off[0]]:.17g}, not 1: the columns "
+                         f"must lie on the simplex (paper eq:Phi; tolerance {SIMPLEX_TOLERANCE:g})")
+    return phi
 
 
 @dataclass(eq=False)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -10,9 +10,8 @@ import numpy as np
 from pygbn import explore
 from pygbn.evaluation.coherence import coherence_from_counts, cooccurrence, window_for
 from pygbn.evaluation.coherence import diversity as topic_diversity
-from pygbn._utils import (LOOSE_SIMPLEX_TOLERANCE, MAX_PARAMETER, MAX_PRIOR_MASS, SIMPLEX_TOLERANCE,
-                          check_int, check_random_state, check_vocab, positive_real)
-from pygbn.model.layer import Layer, as_phi, check_parameter
+from pygbn._utils import MAX_PARAMETER, MAX_PRIOR_MASS, check_int, check_random_state, check_vocab, positive_real
+from pygbn.model.layer import Layer, as_phi, check_parameter, check_simplex
 from pygbn.model.links import Link, PoissonLink, get_link
 
 _TINY = np.finfo(np.float64).tiny
@@ -97,6 +96,23 @@ class Network:
     vocabulary: Optional[Sequence[str]] = None
 
     def __post_init__(self):
+        self._setup(renormalise=True)
+
+    @classmethod
+    def _strict(cls, **parts) -> "Network":
+        """The network of ``parts`` (every field, by name), built as by the constructor
+        except that a Phi whose columns are off the simplex is refused, never renormalised
+        (what :func:`pygbn.io.read_model` builds: a file holds what ``write_model`` checked)."""
+        names = {f.name for f in fields(cls)}
+        if set(parts) != names:
+            raise TypeError(f"Network._strict takes the fields {sorted(names)}, got {sorted(parts)}")
+        net = cls.__new__(cls)
+        vars(net).update(parts)
+        net._setup(renormalise=False)
+        return net
+
+    def _setup(self, renormalise: bool) -> None:
+        """The constructor's conversions, then :meth:`check`."""
         if isinstance(self.layers, tuple):
             self.layers = list(self.layers)
         self.link = get_link(self.link)
@@ -107,7 +123,7 @@ class Network:
         self.r = r.astype(np.float64, copy=False)
         self.gamma0 = check_parameter(self.gamma0, "gamma0")
         self.c0 = check_parameter(self.c0, "c0")
-        self.check(renormalise=True)
+        self.check(renormalise=renormalise)
 
     # ------------------------------------------------------------------ shape
     @property
@@ -152,7 +168,7 @@ class Network:
         all within ``SIMPLEX_TOLERANCE`` (a Phi made in float32, or rounded)
         has its columns divided by their sums instead of being refused.
         """
-        tolerance, max_parameter = SIMPLEX_TOLERANCE, MAX_PARAMETER
+        max_parameter = MAX_PARAMETER
         layers = self.layers
         if not isinstance(layers, list):
             raise ValueError(f"layers must be a list of Layer objects, got {type(layers).__name__}")
@@ -169,24 +185,16 @@ class Network:
                     f"Phi^({t}) has {phi.shape[0]} rows but layer {t - 1} has width "
                     f"{layers[t - 2].width}"
                 )
-            # reductions only: no (K_{t-1}, K_t) temporary (a freed one stays resident);
-            # a NaN fails both comparisons
-            if not (phi.min() >= 0 and phi.max() < np.inf):
-                raise ValueError(f"Phi^({t}) must be finite and nonnegative")
-            sums = phi.sum(axis=0)
-            off = np.flatnonzero(np.abs(sums - 1.0) > tolerance)
-            if off.size and renormalise and np.abs(sums - 1.0).max() <= LOOSE_SIMPLEX_TOLERANCE:
-                layer.phi = phi = phi / sums
-                off = off[:0]
-            if off.size:
-                raise ValueError(f"Phi^({t}) column {int(off[0])} sums to {sums[off[0]]:.17g}, not 1: "
-                                 f"the columns must lie on the simplex (paper eq:Phi; tolerance "
-                                 f"{tolerance:g})")
+            checked = check_simplex(phi, f"Phi^({t})", renormalise)
+            if checked is not phi:
+                layer.phi = checked
             check_parameter(layer.eta, f"layer {t}'s eta")
             check_parameter(layer.c_median, f"layer {t}'s c_median", bounded=False)
         r = np.asarray(self.r)
         if r.shape != (layers[-1].width,):
-            raise ValueError(f"r must have shape ({layers[-1].width},), got {r.shape}")
+            K = layers[-1].width
+            raise ValueError(f"r has {r.size} entries but the top layer has width {K}: r must have shape "
+                             f"({K},)" if r.ndim == 1 else f"r must have shape ({K},), got {r.shape}")
         if not (np.isfinite(r).all() and (r >= 0).all() and (r <= max_parameter).all()):
             raise ValueError(f"r must be finite and nonnegative (at most {max_parameter:g})")
         check_parameter(self.gamma0, "gamma0")
