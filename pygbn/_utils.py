@@ -470,7 +470,10 @@ def positive_real(value, upper: float = np.finfo(np.float64).max) -> Optional[fl
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:   # an int past float64's range (10**400; a JSON literal of 400 digits)
+        return None
     return value if 0 < value <= upper else None
 
 

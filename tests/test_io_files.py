@@ -479,3 +479,17 @@ def test_phi_errors_name_the_entry(files, tmp_path):
     with pytest.raises(ValueError, match=r"w must be finite and nonnegative, got a non-finite entry nan at \(1, 0\)"):
         io.check_phi(phi, "w")
 
+
+@pytest.mark.parametrize("entry", [("layers", 0, "eta"), ("layers", 0, "c_median"), ("gamma0",), ("c0",),
+                                   ("hyper", "a0")])
+def test_an_integer_past_float_range_is_a_value_error(files, tmp_path, entry):
+    """JSON holds integers of any length: a 400-digit eta, gamma0, ... made load raise TypeError
+    (np.isfinite of a Python int) and Layer(eta=10**400) OverflowError, not ValueError."""
+    meta, arrays = _arrays(files["net"], tmp_path)
+    _set(("networks", 0) + entry, "BIG")(meta, arrays)
+    path = _write(tmp_path, meta, arrays, raw_meta=json.dumps(meta).replace('"BIG"', "1" + "0" * 400))
+    with pytest.raises(ValueError, match=entry[-1]):
+        pygbn.load(path)
+    with pytest.raises(ValueError, match="eta must be a finite positive number"):
+        Layer(np.full((3, 2), 1 / 3), eta=10**400)
+
