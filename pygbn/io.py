@@ -246,8 +246,10 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
         The file to write.
     networks : sequence of Network
         Stored as arrays (every Phi^(t), r, the vocabulary) plus JSON
-        metadata.  Every Phi^(t) must have its columns on the simplex
-        (:func:`check_phi`), as :func:`read_model` requires.
+        metadata.  Each must pass :meth:`Network.check` (every Phi^(t) with
+        its columns on the simplex, r and the parameters in range), as
+        :func:`read_model` requires: checked here too, as a network may have
+        been changed since it was built.
     kind : str
         What the file holds, returned by :func:`read_model` as ``kind``.
     fields : dict, optional
@@ -260,6 +262,9 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
 
     Raises
     ------
+    ValueError
+        If a network fails :meth:`Network.check` (the message names the
+        network), or ``networks`` is empty (nothing is written).
     TypeError
         If ``fields`` holds a value of another type (nothing is written).
     FileNotFoundError
@@ -269,8 +274,10 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
     if not networks:
         raise ValueError("a model file needs at least one network")
     for d, net in enumerate(networks):
-        for t, layer in enumerate(net.layers, start=1):
-            check_phi(np.asarray(layer.phi, dtype=np.float64), f"network {d}: Phi^({t})")
+        try:
+            net.check()   # what read_model will check: a network changed since it was built too
+        except ValueError as exc:
+            raise ValueError(f"network {d}: {exc}") from None
     arrays: dict = {}
     meta: dict = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
                   "pygbn_version": __version__, "kind": str(kind)}

@@ -493,3 +493,15 @@ def test_an_integer_past_float_range_is_a_value_error(files, tmp_path, entry):
     with pytest.raises(ValueError, match="eta must be a finite positive number"):
         Layer(np.full((3, 2), 1 / 3), eta=10**400)
 
+
+def test_a_network_changed_after_it_was_built_is_not_written(tmp_path):
+    """write_model checked only the Phi's of a network: one whose r, eta or vocabulary had been
+    changed after it was built was written, and load refused the file.  It runs Network.check."""
+    for change, match in [(lambda n: setattr(n, "r", -n.r), "network 0: r must be finite"),
+                          (lambda n: setattr(n.layers[0], "eta", -1.0), "network 0: layer 1's eta"),
+                          (lambda n: setattr(n, "vocabulary", ["a"]), "network 0: vocabulary must hold 3")]:
+        net = Network(layers=[Layer(np.full((3, 2), 1 / 3))], r=np.ones(2), vocabulary=["a", "b", "c"])
+        change(net)
+        with pytest.raises(ValueError, match=match):
+            pygbn.save(net, tmp_path / "bad.npz")
+        assert not os.listdir(tmp_path)
