@@ -5,7 +5,9 @@ the arrays of each network (every Phi^(t), r, the vocabulary) are stored as
 plain numpy arrays, and everything else as JSON in the ``__meta__`` entry,
 which carries a format name and version, the ``kind`` of object and the
 writer's own entries.  Floats go through JSON's shortest round-trip
-representation, so a saved model loads back bit for bit.
+representation, so a saved model loads back bit for bit.  The members are
+deflated, except a float array of doubles deflate cannot shrink (a Phi of random
+draws), which is stored as is (``np.load`` reads both kinds).
 
 This module knows networks and JSON, not the estimator: :meth:`pygbn.GBN.save`
 and :func:`pygbn.load` decide what a fitted GBN stores (its parameters and
@@ -18,6 +20,9 @@ import errno
 import json
 import os
 import re
+import time
+import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -292,7 +297,37 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"cannot write the model file: no folder {folder!r}", path)
     with replacing(path) as tmp, open(tmp, "wb") as f:    # whole or not at all
-        np.savez_compressed(f, **arrays)
+        _write_npz(f, arrays)
+
+
+def _write_npz(f, arrays: Dict[str, np.ndarray]) -> None:
+    """The ``.npz`` archive of ``arrays`` that ``np.savez_compressed`` writes, except that a
+    float array of random-looking doubles is stored, not deflated (:func:`_deflates`).
+    ``np.load`` reads either kind of member, and the files of earlier versions (every
+    member deflated) read as before."""
+    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+        for key, a in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=time.localtime()[:6])
+            info.compress_type = zipfile.ZIP_DEFLATED if _deflates(a) else zipfile.ZIP_STORED
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, a, allow_pickle=False)
+
+
+#: a float array of fewer bytes is always deflated (:func:`_deflates`)
+_PROBE_MIN_BYTES = 1 << 20
+
+
+def _deflates(a: np.ndarray) -> bool:
+    """Whether deflating ``a`` pays: deflate runs at about 16 MiB/s on doubles it cannot
+    shrink (a Phi of gamma draws gains 2%: 18-44 s for 763 MiB), and at 50-180 MiB/s on
+    a fitted Phi, a posterior mean that shrinks to 3-13%.  A float array of at least
+    ``_PROBE_MIN_BYTES`` is deflated if 8 slices of 64 KiB spread through it shrink by 10%."""
+    if a.dtype.kind != "f" or a.nbytes < _PROBE_MIN_BYTES:
+        return True
+    raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    step, width = raw.size // 8, 1 << 16
+    sample = b"".join(raw[i * step:i * step + width].tobytes() for i in range(8))
+    return len(zlib.compress(sample)) < 0.9 * len(sample)
 
 
 def _read_archive(path: str) -> dict:

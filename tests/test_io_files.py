@@ -200,7 +200,7 @@ def test_writes_are_atomic(files, tmp_path, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(np, "savez_compressed", interrupted)
+    monkeypatch.setattr(np.lib.format, "write_array", interrupted)   # the archive half written
     with pytest.raises(KeyboardInterrupt):
         model.save(target)
     with pytest.raises(KeyboardInterrupt):
@@ -505,3 +505,35 @@ def test_a_network_changed_after_it_was_built_is_not_written(tmp_path):
         with pytest.raises(ValueError, match=match):
             pygbn.save(net, tmp_path / "bad.npz")
         assert not os.listdir(tmp_path)
+
+
+def test_random_doubles_are_stored_and_the_rest_deflated(tmp_path):
+    """write_model deflated every array: 16 MiB/s on a Phi of random-looking doubles, which
+    it shrinks by 2% (18-44 s for a 763 MiB Phi).  Such an array is now stored; a fitted Phi
+    (a posterior mean, mostly (eta + small counts) / sums), the vocabulary and the metadata
+    are deflated.  Files of earlier versions (every member deflated) load as before."""
+    import zipfile
+
+    rng = np.random.default_rng(0)
+    noisy = rng.gamma(0.1, size=(2000, 100))
+    p = 1 / np.arange(1, 2001)
+    fitted = 0.05 + rng.poisson(np.outer(p / p.sum(), rng.gamma(1.0, size=100)) * 2000)
+    net = Network(layers=[Layer(noisy / noisy.sum(axis=0)), Layer(fitted[:100] / fitted[:100].sum(axis=0))],
+                  r=np.ones(100), vocabulary=[f"term{i}" for i in range(2000)])
+    net2 = Network(layers=[Layer(fitted / fitted.sum(axis=0))], r=np.ones(100))
+    path = tmp_path / "m.npz"
+    io.write_model(path, [net, net2], kind="Networks")
+    with zipfile.ZipFile(path) as z:
+        kinds = {i.filename: i.compress_type for i in z.infolist()}
+    assert kinds.pop("net0_phi1.npy") == zipfile.ZIP_STORED
+    assert set(kinds.values()) == {zipfile.ZIP_DEFLATED}, kinds
+    back = io.read_model(path)
+    old = tmp_path / "old.npz"          # as earlier versions wrote it: np.savez_compressed
+    with np.load(path, allow_pickle=False) as z:
+        np.savez_compressed(old, **{k: z[k] for k in z.files})
+    for got in (back, io.read_model(old)):
+        for a, b in zip([net, net2], got.networks):
+            for la, lb in zip(a.layers, b.layers):
+                np.testing.assert_array_equal(la.phi, lb.phi)
+            np.testing.assert_array_equal(a.r, b.r)
+            assert a.vocabulary == b.vocabulary
