@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import inspect
 import logging
 import numbers
 import os
@@ -652,13 +653,72 @@ def replacing(path: str):
         raise
 
 
+def param_names(cls) -> List[str]:
+    """The parameters of estimator class ``cls``: its constructor's named arguments, in
+    signature order, as scikit-learn's ``BaseEstimator`` finds them.  A constructor taking
+    ``**kwargs`` passes them on to the next one in the MRO, whose arguments follow."""
+    names: List[str] = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        if init is object.__init__:
+            break
+        forwards = False
+        for p in list(inspect.signature(init).parameters.values())[1:]:
+            if p.kind == p.VAR_POSITIONAL:
+                raise TypeError(f"{cls.__name__}'s constructor may not take *args: its parameters "
+                                f"must be named")
+            if p.kind == p.VAR_KEYWORD:
+                forwards = True
+            elif p.name not in names:
+                names.append(p.name)
+        if not forwards:
+            break
+    return names
+
+
+def get_params(estimator, deep: bool = True) -> dict:
+    """scikit-learn's ``get_params`` for ``estimator``: the value of each constructor
+    argument (:func:`param_names`); with ``deep``, those of a value that has
+    ``get_params`` too, as ``name__sub``."""
+    out = {}
+    for name in param_names(type(estimator)):
+        value = getattr(estimator, name)
+        if deep and hasattr(value, "get_params") and not isinstance(value, type):
+            out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+        out[name] = value
+    return out
+
+
 def set_params(estimator, params: dict) -> None:
     """scikit-learn's ``set_params`` for ``estimator``: every name in ``params`` checked
     against ``estimator.get_params()`` before any is set (ValueError naming the first
-    unknown one and the class); the values themselves are checked by ``fit``."""
+    unknown one and the class); ``name__sub`` is passed on to the ``set_params`` of a
+    value that has one, as :func:`get_params` descends into it.  The values themselves
+    are checked by ``fit``."""
     valid = estimator.get_params(deep=False)
     for k in params:
-        if k not in valid:
+        if not _settable(estimator, k):
             raise ValueError(f"invalid parameter {k!r} for {type(estimator).__name__}; valid: {sorted(valid)}")
+    nested: dict = {}
     for k, v in params.items():
-        setattr(estimator, k, v)
+        if k in valid:
+            setattr(estimator, k, v)
+        else:
+            head, _, sub = k.partition("__")
+            nested.setdefault(head, {})[sub] = v
+    for head, sub_params in nested.items():
+        getattr(estimator, head).set_params(**sub_params)
+
+
+def _settable(estimator, name: str) -> bool:
+    """Whether ``estimator.set_params`` takes ``name``: one of its parameters, or
+    ``param__sub`` where the parameter's value takes ``sub``."""
+    valid = estimator.get_params(deep=False)
+    if name in valid:
+        return True
+    head, _, sub = name.partition("__")
+    value = valid.get(head)
+    return (bool(sub) and hasattr(value, "get_params") and hasattr(value, "set_params")
+            and not isinstance(value, type) and _settable(value, sub))

@@ -22,7 +22,8 @@ import numpy as np
 from pygbn import io
 from pygbn._sklearn import TransformerProtocol
 from pygbn._utils import (Progress, check_array, check_feature_names, check_fit_vocabulary, check_int,
-                          check_random_state, effective_n_jobs, positive_per_layer, set_params, verbose_logging)
+                          check_random_state, effective_n_jobs, get_params, param_names, positive_per_layer,
+                          set_params, verbose_logging)
 from pygbn.evaluation.heldout import SPLIT_SEED_TAG, score_split  # noqa: F401 (SPLIT_SEED_TAG: its old home)
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.model.links import Link, PoissonLink, get_link
@@ -213,8 +214,8 @@ class GBN(TransformerProtocol):
 
     # --------------------------------------------------------------- params
     def get_params(self, deep: bool = True) -> dict:
-        """Parameters of the estimator (scikit-learn convention)."""
-        return {k: getattr(self, k) for k in _PARAM_NAMES}
+        """Parameters of the estimator: the constructor's arguments (scikit-learn convention)."""
+        return get_params(self, deep)
 
     def set_params(self, **params) -> "GBN":
         """Set parameters (scikit-learn convention); checked by ``fit``, not here."""
@@ -649,12 +650,10 @@ class GBN(TransformerProtocol):
         """
         state = self._get_state()
         io.write_model(path, self.networks_, kind="GBN",
-                       fields={"params": self.get_params(), "fitted": state})
+                       fields={"params": self.get_params(deep=False), "fitted": state})
 
 
-_PARAM_NAMES = ("link", "n_components", "n_layers", "eta", "burn_in", "n_collect", "method",
-                "n_jobs", "random_state", "verbose", "callback", "prune", "min_width",
-                "hyperparameters", "transform_iter", "check", "trace_every")
+_PARAM_NAMES = tuple(param_names(GBN))
 #: the fitted attributes of the convergence traces (absent from files written before them)
 _TRACE_KEYS = ("loglikelihoods_", "trace_iterations_", "trace_widths_")
 

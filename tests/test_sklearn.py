@@ -237,6 +237,33 @@ def test_set_params_checks_names_before_setting_any():
         model.set_params(n_components=0).fit(_counts())   # checked at fit, naming the parameter
 
 
+
+def test_get_params_is_the_constructors_signature_and_deep_descends():
+    """get_params lists the constructor's arguments as scikit-learn's BaseEstimator finds them;
+    deep=True adds ``name__sub`` for a value that has get_params, which set_params takes
+    (every name checked before any is set)."""
+    from sklearn.base import BaseEstimator
+
+    from pygbn.text import CountVectorizer
+
+    for cls in (GBN, CountVectorizer):
+        assert sorted(cls().get_params()) == BaseEstimator._get_param_names.__func__(cls)
+    inner = CountVectorizer(min_df=2)
+    model = GBN(callback=inner)
+    assert model.get_params(deep=False)["callback"] is inner and "callback__min_df" not in model.get_params(deep=False)
+    deep = model.get_params()
+    assert deep["callback__min_df"] == 2 and deep["callback"] is inner
+    assert set(deep) == set(model.get_params(deep=False)) | {f"callback__{k}" for k in inner.get_params()}
+    with pytest.raises(ValueError, match="invalid parameter 'callback__bogus' for GBN"):
+        model.set_params(n_layers=3, callback__bogus=1)
+    assert model.n_layers == GBN().n_layers
+    assert model.set_params(n_layers=3, callback__min_df=4) is model and model.n_layers == 3 and inner.min_df == 4
+    with pytest.raises(ValueError, match="invalid parameter 'link__name' for GBN"):
+        model.set_params(link__name="x")                   # a str has no parameters
+    twin = clone(model)
+    assert twin.callback is not inner and twin.get_params(deep=False).keys() == model.get_params(deep=False).keys()
+    assert twin.get_params()["callback__min_df"] == 4
+
 class _FakeFrame:
     """Stands in for pandas.DataFrame / polars.DataFrame where neither is installed."""
 

@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from pygbn._utils import (check_fit_vocabulary, check_int, check_random_state, draw_entropy, effective_n_jobs,
-                          verbose_logging)
+                          param_names, verbose_logging)
 from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
 from pygbn.dask._transport import ActorTransport
 from pygbn.estimator import GBN
@@ -97,11 +97,6 @@ class DaskGBN(GBN):
         self.checkpoint_every = checkpoint_every
 
     # --------------------------------------------------------------- params
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters of the estimator: ``client``, ``checkpoint_every`` and those of GBN."""
-        return {"client": self.client, "checkpoint_every": self.checkpoint_every,
-                **super().get_params(deep)}
-
     def __sklearn_clone__(self) -> "DaskGBN":
         """scikit-learn's ``clone``: an unfitted DaskGBN with copies of the parameters but
         the same ``client`` (a connection, which cannot be copied)."""
@@ -128,8 +123,8 @@ class DaskGBN(GBN):
         return {**self.__dict__, "client": None}
 
     def __repr__(self) -> str:
-        defaults = DaskGBN().get_params()
-        shown = [f"{k}={v!r}" for k, v in self.get_params().items() if repr(v) != repr(defaults[k])]
+        defaults = DaskGBN().get_params(deep=False)
+        shown = [f"{k}={v!r}" for k, v in self.get_params(deep=False).items() if repr(v) != repr(defaults[k])]
         return f"DaskGBN({', '.join(shown)})"
 
     def _validated(self) -> dict:
@@ -321,7 +316,7 @@ class DaskGBN(GBN):
         """The fitted model as a :class:`pygbn.GBN` in this process (same networks and
         fitted attributes, ``method`` "blocked" or "partial"), for ``save``, exploration and the CLI."""
         self._check_fitted()
-        params = GBN.get_params(self)
+        params = {k: getattr(self, k) for k in param_names(GBN)}
         params["method"] = self.method_
         return GBN._from_state(copy.deepcopy(self.networks_), params, self._get_state())
 

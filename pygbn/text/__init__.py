@@ -39,7 +39,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import check_int, check_terms, set_params, warn_user
+from pygbn._utils import check_int, check_terms, get_params, set_params, warn_user
 from pygbn.text.files import (COUNT_SUFFIXES, DecodeError, align_vocabulary, load_counts, read_documents,
                               read_folder, read_lines, read_stop_words, read_vocab, save_counts, write_vocab)
 
@@ -143,10 +143,6 @@ def _doc_count(value, n_docs: int, name: str) -> float:
     raise ValueError(f"{name} must be an int >= 0 or a float in [0, 1], got {value!r}")
 
 
-#: the parameters of CountVectorizer (its constructor's arguments)
-_VECTORIZER_PARAMS = ("stop_words", "min_df", "max_df", "max_features", "min_length", "vocabulary")
-
-
 class CountVectorizer:
     """Turn raw texts into a documents x terms matrix of counts.
 
@@ -229,7 +225,7 @@ class CountVectorizer:
     # -- parameters (scikit-learn's convention) ---------------------------
     def get_params(self, deep: bool = True) -> dict:
         """The constructor's arguments (scikit-learn convention: ``clone``, ``GridSearchCV``)."""
-        return {k: getattr(self, k) for k in _VECTORIZER_PARAMS}
+        return get_params(self, deep)
 
     def set_params(self, **params) -> "CountVectorizer":
         """Set constructor arguments (scikit-learn convention); checked by ``fit``, not here."""
