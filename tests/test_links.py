@@ -274,3 +274,22 @@ def test_generated_counts_are_not_copied():
         tracemalloc.stop()
     assert x.dtype == np.int64 and peak < 1.5 * x.nbytes, peak
     np.testing.assert_array_equal(x, np.random.default_rng(0).poisson(rates))
+
+
+@pytest.mark.parametrize("link", ["poisson", "bernoulli", "prg"])
+def test_check_data_total_is_check_data_and_its_sum(link):
+    """check_data_total (what DaskGBN's workers report of each input partition) is
+    check_data's matrix and count_total of its values, with check_data's errors."""
+    from pygbn.model.links import count_total
+
+    rng = np.random.default_rng(3)
+    for X in (sp.csr_matrix((rng.random((9, 7)) < 0.4).astype(float)), sp.csr_matrix((0, 4)),
+              sp.csr_matrix(np.full((2, 2), 2.0**52))):
+        if link == "bernoulli" and X.nnz and X.data.max() > 1:
+            continue
+        M, total = get_link(link).check_data_total(X)
+        expected = get_link(link).check_data(X)
+        assert (M != expected).nnz == 0 and M.has_canonical_format
+        assert total == count_total(expected.data) and isinstance(total, float)
+    with pytest.raises(ValueError, match="X must"):
+        get_link(link).check_data_total(sp.csr_matrix(np.array([[-1.0, 0.5]])))

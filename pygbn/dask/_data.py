@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from pygbn.inference.gibbs import BLOCK_SIZE
 from pygbn.inference.partition import LocalPart
-from pygbn.model.links import Link, count_total
+from pygbn.model.links import Link
 
 __all__ = ["InputChunks", "Partition", "PartitionActor", "StaleActorError", "plan_partitions",
            "read_matrix"]
@@ -52,10 +52,19 @@ class Invalid:
         self.message = message
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A chunk validated on a worker: the link's canonical CSR matrix and its values' sum
+    (:meth:`~pygbn.model.links.Link.check_data_total`: summed once, where it is checked)."""
+
+    matrix: sp.csr_matrix
+    total: float
+
+
 def _canonical(chunk, link: Link, name: str):
-    """The chunk validated by ``link`` (canonical CSR), or :class:`Invalid` with the reason."""
+    """The chunk validated by ``link`` (:class:`Checked`), or :class:`Invalid` with the reason."""
     try:
-        return link.check_data(chunk, name)
+        return Checked(*link.check_data_total(chunk, name))
     except Exception as exc:  # reported to the client, which raises ValueError
         return Invalid(f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc))
 
@@ -70,16 +79,17 @@ def _read_canonical(path: str, link: Link, name: str):
 
 
 def _describe(chunk) -> tuple:
-    """``(n_rows, n_columns, nnz, total)`` of a validated chunk (``total`` its values' sum,
-    :func:`~pygbn.model.links.count_total`), or ``("invalid", reason)``."""
+    """``(n_rows, n_columns, nnz, total)`` of a validated chunk (:class:`Checked`), or
+    ``("invalid", reason)``."""
     if isinstance(chunk, Invalid):
         return ("invalid", chunk.message)
-    return (int(chunk.shape[0]), int(chunk.shape[1]), int(chunk.nnz), count_total(chunk.data))
+    M = chunk.matrix
+    return (int(M.shape[0]), int(M.shape[1]), int(M.nnz), chunk.total)
 
 
 def _assemble(pieces: Sequence[tuple], link: Link, name: str) -> sp.csr_matrix:
-    """The rows ``lo:hi`` of each chunk of ``pieces``, stacked (canonical CSR)."""
-    mats = [chunk[lo:hi] for chunk, lo, hi in pieces]
+    """The rows ``lo:hi`` of each chunk (:class:`Checked`) of ``pieces``, stacked (canonical CSR)."""
+    mats = [chunk.matrix[lo:hi] for chunk, lo, hi in pieces]
     return link.check_data(mats[0] if len(mats) == 1 else sp.vstack(mats, format="csr"), name)
 
 
@@ -99,7 +109,7 @@ class PartitionActor:
     ----------
     first_block : int
         Index of the partition's first document block.
-    x_pieces, h_pieces : list of (csr_matrix, int, int)
+    x_pieces, h_pieces : list of (Checked, int, int)
         Row slices of the validated input chunks of X (and of the held-out
         counts; empty without them).
     link : Link
@@ -212,7 +222,7 @@ class InputChunks:
 
     def load(self, client, link: Link, indices: Optional[Sequence[int]] = None) -> list:
         """Futures of the validated chunks ``indices`` (default all), computed or read
-        on the workers (each a canonical CSR or an :class:`Invalid`)."""
+        on the workers (each a :class:`Checked` or an :class:`Invalid`)."""
         idx = range(len(self.sources)) if indices is None else indices
         if self.from_files:
             return [client.submit(_read_canonical, self.sources[i], link, self.name, pure=False)

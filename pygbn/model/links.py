@@ -14,7 +14,7 @@ latent counts ``x^(1)`` that the rest of the network explains with
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -135,6 +135,13 @@ class Link:
         """Validate observations and return them as CSR (float64 values)."""
         raise NotImplementedError
 
+    def check_data_total(self, X, name: str = "X") -> Tuple[sp.csr_matrix, float]:
+        """``X`` validated as :meth:`check_data` does (``name`` in its messages), and the
+        sum of its values (:func:`count_total`), summed once (DaskGBN's workers report
+        each input partition's)."""
+        M = self.check_data(X, name)
+        return M, count_total(M.data)
+
     # per-sample auxiliary parameters (a_j for the PRG link) -------------
     def init_aux(self, Y: sp.csr_matrix, rng: np.random.Generator, hyper) -> np.ndarray:
         """Initial per-sample auxiliary parameters (empty when the link has none)."""
@@ -207,7 +214,13 @@ class PoissonLink(Link):
     data_kind = "counts"
 
     def check_data(self, X, name: str = "X") -> sp.csr_matrix:
+        return self.check_data_total(X, name)[0]
+
+    def check_data_total(self, X, name: str = "X") -> Tuple[sp.csr_matrix, float]:
+        """``X`` validated as :meth:`check_data` does (``name`` in its messages), and the
+        counts' total, which it checks (summed once)."""
         M = as_csr(X, name)
+        total = 0.0
         if M.data.size:
             if (M.data < 0).any():
                 bad = M.data[M.data < 0][0]
@@ -221,8 +234,9 @@ class PoissonLink(Link):
             if M.data.max() >= 2.0**53:
                 raise ValueError(f"{name} holds a count too large to represent exactly ({M.data.max():.17g}; "
                                  "the largest is 2**53 - 1)")
-            check_count_total(count_total(M.data), name)
-        return M
+            total = count_total(M.data)
+            check_count_total(total, name)
+        return M, total
 
     def log_density_shifted(self, values, rates, aux):
         """``y ln(lambda) - ln(y!)``: the Poisson log-probability plus lambda (eq:PFA)."""
