@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,10 @@ def test_equation_citations_are_paper_labels():
 
 
 def _tool(name: str):
-    """The module tools/<name>.py (the tools are scripts, not a package)."""
+    """The module tools/<name>.py (the tools are scripts, not a package), with tools/ on
+    sys.path as when it runs (for ``import _path`` and the tools' shared modules)."""
+    if str(REPO / "tools") not in sys.path:
+        sys.path.insert(0, str(REPO / "tools"))
     spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

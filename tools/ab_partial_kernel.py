@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 
 def _load_base(tree: str):

@@ -18,19 +18,15 @@ one thread) and GFLOP/s.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 
 def best_ms(f, repeat: int) -> float:

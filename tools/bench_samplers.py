@@ -22,16 +22,11 @@ block streams included).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
 import numpy as np
 
-try:
-    import pygbn  # noqa: F401
-except ImportError:  # run from a source checkout with an in-place build
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 import pygbn.random as R
 from pygbn import stats as S

@@ -15,16 +15,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 from pygbn import GBN  # noqa: E402
 from pygbn.datasets import load_demo  # noqa: E402

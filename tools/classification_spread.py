@@ -28,17 +28,13 @@ Example::
 """
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import numpy as np
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 import _repro_common as rc  # noqa: E402
 
 _DEPTH = re.compile(r"\[classification ([\w-]+)\] K1max=(\d+) T=(\d+): accuracy ([\d.]+) .*widths \[([\d, ]*)\]")

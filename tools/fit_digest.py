@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 import pygbn  # noqa: E402
 from pygbn.datasets import load_demo  # noqa: E402

@@ -23,11 +23,8 @@ import importlib.util
 import inspect
 import re
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(REPO))
+from _path import REPO  # noqa: E402  (pygbn: the importable one, else this checkout's)
 API_MD = REPO / "docs" / "api.md"
 CLI_MD = REPO / "docs" / "cli.md"
 BEGIN = "<!-- BEGIN generated usage -->"

@@ -18,15 +18,13 @@ Usage (long statistical runs: ``nice -n 19``, ``OMP_NUM_THREADS=1``)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 from pygbn.inference import geweke  # noqa: E402
 from pygbn.model import Hyperparameters  # noqa: E402

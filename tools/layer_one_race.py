@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 from _repro_common import default_data_dir, load_corpus, subset_rows  # noqa: E402
 

@@ -31,9 +31,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if "pygbn" not in sys.modules and not any(Path(p, "pygbn").is_dir() for p in sys.path if p):
-    sys.path.insert(0, str(HERE.parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 

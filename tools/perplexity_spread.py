@@ -33,7 +33,6 @@ Example::
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -41,9 +40,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 import _repro_common as rc  # noqa: E402
 
 _HEAD = re.compile(r"\[perplexity\] (\d+) docs, (\d+) training / (\d+) held-out tokens; widths \[(\d+)\]")

@@ -70,7 +70,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import warnings
 from pathlib import Path
@@ -78,9 +77,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 import _repro_common as rc  # noqa: E402
 
 DATASETS = ("debian", "debian-binary", "digits", "linux-manpages")

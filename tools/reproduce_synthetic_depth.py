@@ -25,16 +25,13 @@ Usage::
     python tools/reproduce_synthetic_depth.py [SEED]     # SEED: of the data, the split and the chains (default 0)
 """
 import argparse
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 import pygbn  # noqa: E402
 from pygbn import GBN, Layer, Network  # noqa: E402

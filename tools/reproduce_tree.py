@@ -40,15 +40,12 @@ Example::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 
-if importlib.util.find_spec("pygbn") is None:  # an in-place build of this checkout, without PYTHONPATH
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 import _repro_common as rc  # noqa: E402
 
 MODES = {

@@ -31,9 +31,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
 import _repro_common as rc  # noqa: E402
 from reproduce_classification import classify, load as load_classification, need_sklearn  # noqa: E402
