@@ -388,18 +388,15 @@ def test_client_and_set_params_errors_name_the_argument(client):
         DaskGBN().set_params(bogus=1)
 
 
-def test_score_and_set_output_with_dask_arrays(client, data, monkeypatch):
+def test_score_and_set_output_with_dask_arrays(client, data, fake_frame_module):
     """score of a dask array (sparse chunks) is that of the computed matrix (it failed:
     'an object array with an entry that is not a number'); set_output applies to computed
     features."""
-    import sys
-    import types
-
     obs, _ = data
     X = dask_array(obs[:150], 75)
     m = DaskGBN(client=client, **PARAMS).fit(X)
     assert m.score(X) == m.score(obs[:150])
-    monkeypatch.setitem(sys.modules, "pandas", types.SimpleNamespace(DataFrame=_Frame))  # a stand-in
+    _Frame = fake_frame_module("pandas")  # a stand-in
     with pytest.raises(ValueError, match="compute=True"):
         m.set_output(transform="pandas").transform(X)
     out = m.transform(X, compute=True)
@@ -411,11 +408,6 @@ def test_score_and_set_output_with_dask_arrays(client, data, monkeypatch):
     out = DaskGBN(client=client, **PARAMS).set_output(transform="pandas").fit_transform(X)
     assert isinstance(out, _Frame)
     np.testing.assert_array_equal(out.data, m.transform(X, compute=True))
-
-
-class _Frame:
-    def __init__(self, data, **kwargs):
-        self.data, self.kwargs = data, kwargs
 
 
 def test_verbose_shows_the_start_line(client, data, caplog):

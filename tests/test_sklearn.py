@@ -264,19 +264,10 @@ def test_get_params_is_the_constructors_signature_and_deep_descends():
     assert twin.callback is not inner and twin.get_params(deep=False).keys() == model.get_params(deep=False).keys()
     assert twin.get_params()["callback__min_df"] == 4
 
-class _FakeFrame:
-    """Stands in for pandas.DataFrame / polars.DataFrame where neither is installed."""
-
-    def __init__(self, data, **kwargs):
-        self.data, self.kwargs = data, kwargs
-
 
 @pytest.mark.parametrize("kind", ["pandas", "polars"])
-def test_set_output_builds_the_frame_with_the_output_names(monkeypatch, kind):
-    import sys
-    import types
-
-    monkeypatch.setitem(sys.modules, kind, types.SimpleNamespace(DataFrame=_FakeFrame))
+def test_set_output_builds_the_frame_with_the_output_names(fake_frame_module, kind):
+    _FakeFrame = fake_frame_module(kind)
     X = _counts(n=10)
     model = GBN(**SMALL).fit(X)
     plain = model.transform(X)

@@ -1,0 +1,25 @@
+"""Helpers shared by several test modules."""
+import sys
+import types
+
+import pytest
+
+
+class FakeFrame:
+    """Stands in for pandas.DataFrame / polars.DataFrame where neither is installed: it keeps
+    the data and the keyword arguments it was built with."""
+
+    def __init__(self, data, **kwargs):
+        self.data, self.kwargs = data, kwargs
+
+
+@pytest.fixture
+def fake_frame_module(monkeypatch):
+    """``install(name)`` puts a stand-in module ``name`` ("pandas" or "polars") whose
+    ``DataFrame`` is :class:`FakeFrame` in ``sys.modules`` for the test, and returns
+    :class:`FakeFrame`."""
+    def install(name: str) -> type:
+        monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(DataFrame=FakeFrame))
+        return FakeFrame
+
+    return install
