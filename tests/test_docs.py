@@ -147,6 +147,14 @@ def test_local_links_resolve():
             assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
 
 
+def test_readme_has_no_relative_links():
+    """The README is the description on PyPI (pyproject's readme), where a link relative to
+    the checkout does not resolve: it names the files instead."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    relative = [t for t in re.findall(r"\]\(([^)]*)\)", text) if not re.match(r"[a-z][a-z0-9+.-]*:|#", t)]
+    assert not relative, f"README.md links relative to the checkout (broken on PyPI): {relative}"
+
+
 def test_readme_starts_with_the_two_commands():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
