@@ -9,7 +9,10 @@ the same code compiles serially (``prange`` degrades to ``range``).
 Set ``PYGBN_NO_OPENMP=1`` to force a serial build.  ``CPPFLAGS``, ``CFLAGS``
 and ``LDFLAGS`` from the environment apply to the OpenMP probe as to the build
 (for example the include and library folders of Homebrew's libomp on macOS).
-Building wheels: ``docs/install.md``.
+``PYGBN_CYTHON_JOBS=N`` translates N ``.pyx`` files in parallel.  Cython,
+numpy and the OpenMP probe are only used when the extensions are built
+(:class:`BuildExt`): ``python setup.py --version``, ``egg_info`` or ``sdist``
+do not translate anything.  Building wheels: ``docs/install.md``.
 """
 import os
 import shlex
@@ -20,9 +23,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-import numpy as np
-from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 
@@ -73,7 +75,33 @@ def openmp_flags():
     return [], []
 
 
+#: Cython's compiler directives for every extension
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+    "embedsignature": True,
+}
+
+
 def extensions():
+    """One Extension per ``.pyx`` under ``pygbn/``, by name and source only: what they are
+    compiled with is set by :class:`BuildExt` when they are built."""
+    exts = []
+    for pyx in sorted((HERE / "pygbn").rglob("*.pyx")):
+        rel = pyx.relative_to(HERE)
+        exts.append(Extension(".".join(rel.with_suffix("").parts), [str(rel)]))
+    return exts
+
+
+def configure(exts):
+    """The build options of ``exts`` (numpy's C random API, the OpenMP flags), then the
+    extensions translated by Cython (:func:`Cython.Build.cythonize`)."""
+    import numpy as np
+    from Cython.Build import cythonize
+
     omp_c, omp_l = openmp_flags()
     if omp_c:
         print("pygbn: building with OpenMP", omp_c)
@@ -85,34 +113,28 @@ def extensions():
     # -ffp-contract=off: no multiply-add is fused into an FMA, so the run-time
     # dispatched versions of a kernel (AVX-512 has FMA, the others not) give the same results
     extra_c = ["-O3", "-ffp-contract=off"] if sys.platform != "win32" else ["/O2"]
-    exts = []
-    for pyx in sorted((HERE / "pygbn").rglob("*.pyx")):
-        rel = pyx.relative_to(HERE)
-        name = ".".join(rel.with_suffix("").parts)
-        exts.append(
-            Extension(
-                name,
-                [str(rel)],
-                include_dirs=[np_inc],
-                library_dirs=lib_dirs,
-                libraries=["npyrandom", "npymath"] + ([] if sys.platform == "win32" else ["m"]),
-                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                extra_compile_args=extra_c + omp_c,
-                extra_link_args=omp_l,
-            )
-        )
-    return cythonize(
-        exts,
-        compiler_directives={
-            "language_level": 3,
-            "boundscheck": False,
-            "wraparound": False,
-            "cdivision": True,
-            "initializedcheck": False,
-            "embedsignature": True,
-        },
-        nthreads=int(os.environ.get("PYGBN_CYTHON_JOBS", "0")) or None,
-    )
+    for ext in exts:
+        ext.include_dirs = [np_inc]
+        ext.library_dirs = lib_dirs
+        ext.libraries = ["npyrandom", "npymath"] + ([] if sys.platform == "win32" else ["m"])
+        ext.define_macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+        ext.extra_compile_args = extra_c + omp_c
+        ext.extra_link_args = omp_l
+    return cythonize(exts, compiler_directives=DIRECTIVES,
+                     nthreads=int(os.environ.get("PYGBN_CYTHON_JOBS", "0")) or None)
 
 
-setup(ext_modules=extensions())
+class BuildExt(build_ext):
+    """setuptools' build_ext, with the extensions configured and translated by Cython
+    (:func:`configure`) first: only a build probes OpenMP and runs Cython."""
+
+    def run(self):
+        # cythonize returns new Extension objects; the ones setuptools has finalized (with
+        # their output paths) take their settings and C sources
+        made = {ext.name: ext for ext in configure(self.extensions)}
+        for ext in self.extensions:
+            vars(ext).update(vars(made[ext.name]))
+        super().run()
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

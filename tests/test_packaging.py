@@ -97,3 +97,23 @@ def test_release_workflow_builds_every_platform_and_publishes_on_tags():
     assert "tools/build_wheel.py --sdist --tests" in text
     assert "id-token: write" in text and "pypa/gh-action-pypi-publish" in text
     assert "startsWith(github.ref, 'refs/tags/v')" in text
+
+
+def test_setup_py_translates_nothing_outside_a_build():
+    """``python setup.py --version`` (and the sdist, the metadata) neither runs Cython nor
+    probes OpenMP: both happen in build_ext only.  Cython and numpy are made unimportable
+    in the subprocess; setup.py cythonized on import before, which then failed."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("setuptools")
+    code = ("import runpy, sys\n"
+            "for name in ('Cython', 'Cython.Build', 'Cython.Compiler.Main', 'numpy'):\n"
+            "    sys.modules[name] = None\n"
+            "sys.argv = ['setup.py', '--version']\n"
+            "runpy.run_path('setup.py', run_name='__main__')\n")
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    version = re.search(r'__version__ = "([^"]+)"', (REPO / "pygbn" / "_version.py").read_text()).group(1)
+    assert res.stdout.strip().splitlines()[-1] == version
+    assert "OpenMP" not in res.stdout and "Cythoniz" not in res.stdout + res.stderr
