@@ -401,6 +401,7 @@ def test_every_layer_topics_walk_the_network_once(monkeypatch):
     Phi^(1) anew (T (T - 1) / 2 products of a (V, K) matrix; the CLI's topics twice over):
     they now walk down the network once, with the same top terms."""
     import pygbn.explore._terms as terms
+    import pygbn.explore._weights as weights
     from pygbn.explore._terms import top_term_indices_by_layer
 
     rng = np.random.default_rng(4)
@@ -428,7 +429,10 @@ def test_every_layer_topics_walk_the_network_once(monkeypatch):
     def per_layer_projection(*args):
         raise AssertionError("projected a layer on its own")
 
-    monkeypatch.setattr(terms, "projection", per_layer_projection)
+    # a walk of its own per layer: top_term_indices (a one-layer walk) or project()'s projection
+    monkeypatch.setattr(pygbn.explore, "top_term_indices", per_layer_projection)
+    monkeypatch.setattr(terms, "top_term_indices", per_layer_projection)
+    monkeypatch.setattr(weights, "projection", per_layer_projection)
     for a, b in zip(net.coherence(X, measure="c_npmi", n=7), coh):
         np.testing.assert_array_equal(a, b)
     assert net.diversity(n=9) == div

@@ -8,7 +8,6 @@ import scipy.sparse as sp
 
 from pygbn._utils import check_int
 from pygbn.explore._validate import check_layer, check_phis, check_vocab
-from pygbn.explore._weights import projection
 
 
 def top_indices_of_columns(mat: np.ndarray, n: int) -> np.ndarray:
@@ -50,8 +49,7 @@ def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
     ndarray of int, shape (K_t, min(n, V))
         Row k lists node k's top dimensions, most probable first.
     """
-    n = check_int(n, "n", 1)
-    return top_indices_of_columns(projection(phis, t), n)
+    return top_term_indices_by_layer(phis, [t], n)[t]
 
 
 def top_term_indices_by_layer(phis, layers, n: int = 10) -> dict:
