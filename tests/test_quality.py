@@ -120,8 +120,10 @@ def test_coherence_of_many_topics_counts_only_their_pairs(how):
 def test_short_documents_are_multiplied_without_blas(monkeypatch):
     """Each document's window-by-term product went to BLAS, whose threads woke for every one
     of them: 1500 documents of 20-300 tokens took 3 to 10 times as long as without BLAS when
-    the cores were busy.  Small products are now made by numpy's own loops (einsum), large
-    ones by BLAS; both give the same counts as the dense joint, to the bit."""
+    the cores were busy.  The windows are now counted as the documents are (one engine): a
+    sparse window-by-term matrix of a group of documents, multiplied by scipy's sparse
+    product (no BLAS), by blocks; every grouping and block size gives the same counts, to
+    the bit."""
     import sys
 
     module = sys.modules["pygbn.evaluation.coherence"]
@@ -129,12 +131,18 @@ def test_short_documents_are_multiplied_without_blas(monkeypatch):
     topics = rng.permutation(400)[:300].reshape(30, 10)
     texts = [rng.integers(0, 2000, int(rng.integers(0, 300))) for _ in range(200)]
     calls = []
-    monkeypatch.setattr(module, "_gram", lambda P, gram=module._gram: calls.append(P.shape) or gram(P))
+    monkeypatch.setattr(module, "_add_products",
+                        lambda out, Bt, B, *a, add=module._add_products: calls.append((Bt, B)) or add(out, Bt, B, *a))
     small = cooccurrence(topics, texts=texts, window_size=10)
-    assert calls and all(w * k * k < module._BLAS_MIN_WORK for w, k in calls)   # no BLAS here
+    assert calls and all(sp.issparse(Bt) and sp.issparse(B) for Bt, B in calls)   # no BLAS here
+    assert len(calls) < len(texts)                 # short documents are counted together
     results = []
-    for threshold in (0, module._BLAS_MIN_WORK, 1 << 62):      # always BLAS, the default, never
-        monkeypatch.setattr(module, "_BLAS_MIN_WORK", threshold)
+    # a document per group, a few blocks of windows a document, a few blocks of terms; the
+    # defaults; everything in one block
+    for sizes in ((1, 4999, 1 << 14), (module._GROUP_ENTRIES, module._WINDOW_ENTRIES, module._BLOCK_ENTRIES),
+                  (1 << 62, 1 << 62, 1 << 62)):
+        for name, value in zip(("_GROUP_ENTRIES", "_WINDOW_ENTRIES", "_BLOCK_ENTRIES"), sizes):
+            monkeypatch.setattr(module, name, value)
         for ws in (2, 10, 110, None):
             results.append((ws, cooccurrence(topics, texts=texts, window_size=ws)))
     for ws, c in results[4:]:

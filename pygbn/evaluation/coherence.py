@@ -143,53 +143,90 @@ class Cooccurrence:
         return values[at]
 
 
-#: entries (windows x terms) of the presence blocks :func:`_window_counts` makes at a time
-_WINDOW_ENTRIES = 1 << 20
-
-#: multiply-adds from which :func:`_gram` calls BLAS: below, a document's product is too
-#: small to repay waking BLAS's threads (each wake-up costs more than the product itself
-#: when the cores are busy: 1500 short documents took 3 to 10 times as long as without BLAS)
-_BLAS_MIN_WORK = 1 << 22
+#: entries (windows x terms) of the blocks of windows :func:`_window_blocks` hands on at a time
+_WINDOW_ENTRIES = 1 << 18
+#: entries (at most) of the groups of short documents :func:`_window_blocks` reads at a time
+_GROUP_ENTRIES = 1 << 14
 
 
-def _gram(P: np.ndarray) -> np.ndarray:
-    """``P.T @ P`` of a 0/1 float64 matrix, exact (integers below 2^53): by BLAS when it is
-    large, else by numpy's own single-threaded loops (einsum)."""
-    if P.shape[0] * P.shape[1] * P.shape[1] >= _BLAS_MIN_WORK:
-        return P.T @ P
-    return np.einsum("wi,wj->ij", P, P)
+def _window_blocks(texts, terms: np.ndarray, window_size: Optional[int], counts) -> int:
+    """Validate ``texts``, hand each block of their windows to ``counts`` and return the
+    number of windows.
+
+    ``counts`` is called with ``Bt``, the window-by-term presence of a block of windows
+    transposed: a CSR 0/1 int32 matrix, (positions in ``terms``) x windows, each term
+    counted once per window however often it occurs there.  Documents are read in groups
+    of at most ``_GROUP_ENTRIES`` entries (a longer document alone) and a group's windows
+    are handed on in blocks of about ``_WINDOW_ENTRIES`` entries, so memory stays bounded
+    whatever the corpus and the documents' lengths."""
+    n_windows, group, entries = 0, [], 0
+    for d, doc in enumerate(texts):
+        tok = np.asarray(doc)
+        if tok.ndim != 1 or (tok.size and tok.dtype.kind not in "iu"):
+            raise ValueError(f"texts[{d}] must be a 1-D sequence of term indices, got {doc!r}"[:200])
+        L = tok.size
+        size = L + 1 if window_size is None else int(window_size)
+        more = L * min(size, L - size + 1 if L >= size else 1)     # at most this many entries
+        if group and entries + more > _GROUP_ENTRIES:
+            n_windows += _group_blocks(group, terms, window_size, counts)
+            group, entries = [], 0
+        group.append(tok.astype(np.int64, copy=False) if L else np.zeros(0, dtype=np.int64))
+        entries += more
+    if group:
+        n_windows += _group_blocks(group, terms, window_size, counts)
+    return n_windows
 
 
-def _window_counts(tokens: np.ndarray, size: int, n_terms: int):
-    """``(n_windows, C)``: the windows of one document and ``C[a, b]``, the number of them
-    holding both term a and term b (int64, shape (n_terms, n_terms)), for ``tokens`` already
-    mapped to ``0..n_terms-1`` (-1: not counted).
-
-    The window-by-term presence is made a block of windows at a time and multiplied in
-    float64 (:func:`_gram`: BLAS for large blocks): the counts are integers below 2^53, so
-    exact."""
-    L = tokens.size
-    n_win = L - size + 1 if L >= size else 1
-    keep = tokens >= 0
-    pos, col = np.flatnonzero(keep), tokens[keep]
-    if L >= size:     # token p lies in windows max(0, p-s+1) .. min(p, L-s)
-        first, last = np.maximum(pos - size + 1, 0), np.minimum(pos, L - size)
-    else:
-        first, last = np.zeros_like(pos), np.zeros_like(pos)
-    C = np.zeros((n_terms, n_terms))
-    if n_terms == 0:
-        return n_win, C.astype(np.int64)
-    step = max(1, _WINDOW_ENTRIES // n_terms)
-    for w0 in range(0, n_win, step):
-        w1 = min(n_win, w0 + step)
-        sel = (last >= w0) & (first < w1)
-        diff = np.zeros((w1 - w0 + 1, n_terms), dtype=np.int32)
-        np.add.at(diff, (np.maximum(first[sel], w0) - w0, col[sel]), 1)
-        np.add.at(diff, (np.minimum(last[sel], w1 - 1) - w0 + 1, col[sel]), -1)
-        np.cumsum(diff, axis=0, out=diff)
-        P = (diff[:-1] > 0).astype(np.float64)
-        C += _gram(P)
-    return n_win, C.astype(np.int64)
+def _group_blocks(group, terms: np.ndarray, window_size: Optional[int], counts) -> int:
+    """:func:`_window_blocks` of one group of documents (int64 token arrays): the windows are
+    numbered across the group, and each counted term's windows are found as ranges of
+    windows (one per occurrence, less the windows an earlier occurrence reached)."""
+    R = terms.size
+    lengths = np.array([t.size for t in group], dtype=np.int64)
+    sizes = lengths + 1 if window_size is None else np.full(lengths.size, int(window_size), dtype=np.int64)
+    long = lengths >= sizes
+    n_win = np.where(long, lengths - sizes + 1, 1)
+    win_off = np.concatenate([[0], np.cumsum(n_win)[:-1]])
+    tokens = np.concatenate(group)
+    at, found = _lookup(terms, tokens)
+    doc = np.repeat(np.arange(lengths.size), lengths)[found]
+    p = (np.arange(tokens.size) - np.repeat(np.cumsum(lengths) - lengths, lengths))[found]
+    col = at[found]
+    L, s, lg, off = lengths[doc], sizes[doc], long[doc], win_off[doc]
+    # token p lies in windows max(0, p-s+1) .. min(p, L-s) of its document (window 0 if L < s)
+    first = off + np.where(lg, np.maximum(p - s + 1, 0), 0)
+    last = off + np.where(lg, np.minimum(p, L - s), 0)
+    order = np.lexsort((first, col))
+    col, first, last = col[order], first[order], last[order]
+    # a term's later occurrence counts only in windows its earlier ones did not reach
+    same = np.zeros(col.size, dtype=bool)
+    same[1:] = col[1:] == col[:-1]
+    start = first.copy()
+    start[1:][same[1:]] = np.maximum(first[1:][same[1:]], last[:-1][same[1:]] + 1)
+    keep = last >= start
+    col, start, last = col[keep], start[keep], last[keep]
+    # blocks of windows of about _WINDOW_ENTRIES entries; a block's ranges are those that
+    # start at most `longest - 1` windows before it (found in start order), clipped to it
+    total_win = int(n_win.sum())
+    per_window = np.bincount(start, minlength=total_win + 1) - np.bincount(last + 1, minlength=total_win + 1)
+    cum = np.cumsum(np.cumsum(per_window[:-1]))           # entries up to each window
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(cum, np.arange(1, cum[-1] // _WINDOW_ENTRIES + 1)
+                                                                * _WINDOW_ENTRIES, side="right"), [total_win]]))
+    by_start = np.argsort(start, kind="stable")
+    sorted_start = start[by_start]
+    longest = int((last - start).max()) + 1 if start.size else 1
+    for w0, w1 in zip(cuts[:-1], cuts[1:]):
+        lo, hi = np.searchsorted(sorted_start, [w0 - longest + 1, w1])
+        sel = np.sort(by_start[lo:hi])                  # back in (term, start) order
+        sel = sel[last[sel] >= w0]
+        a, b, c = np.maximum(start[sel], w0) - w0, np.minimum(last[sel], w1 - 1) - w0 + 1, col[sel]
+        n = b - a
+        ends = np.cumsum(n)
+        windows = np.arange(ends[-1] if ends.size else 0, dtype=np.int64) - np.repeat(ends - n - a, n)
+        indptr = np.zeros(R + 1, dtype=np.int64)
+        np.cumsum(np.bincount(c, weights=n, minlength=R).astype(np.int64), out=indptr[1:])
+        counts(sp.csr_matrix((np.ones(windows.size, dtype=np.int32), windows, indptr), shape=(R, int(w1 - w0))))
+    return total_win
 
 
 def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
@@ -244,33 +281,17 @@ def cooccurrence(terms, X=None, *, texts: Optional[Sequence] = None,
         if R and terms[-1] >= M.shape[1]:
             raise ValueError(f"the topics use term {terms[-1]} but X has {M.shape[1]} columns")
         B = (M[:, terms] > 0).astype(np.int64)
-        if wanted is None:
-            joint = np.asarray((B.T @ B).todense(), dtype=np.int64).reshape(R, R)
-        else:
-            joint = _sparse_joint(wanted, _wanted_products(B, wanted, R), R)
+        joint = np.zeros((R, R) if wanted is None else wanted.size, dtype=np.int64)
+        _add_products(joint, B.T.tocsr(), B, wanted, R)
+        if wanted is not None:
+            joint = _sparse_joint(wanted, joint, R)
         return Cooccurrence(terms=terms, n_windows=int(M.shape[0]), joint=joint)
     if window_size is not None and (isinstance(window_size, bool) or not isinstance(
             window_size, (int, np.integer)) or window_size < 1):
         raise ValueError(f"window_size must be a positive integer, got {window_size!r}")
     joint = np.zeros((R, R) if wanted is None else wanted.size, dtype=np.int64)
-    n_windows = 0
-    for d, doc in enumerate(texts):
-        tok = np.asarray(doc)
-        if tok.ndim != 1 or (tok.size and tok.dtype.kind not in "iu"):
-            raise ValueError(f"texts[{d}] must be a 1-D sequence of term indices, got {doc!r}"[:200])
-        size = tok.size + 1 if window_size is None else int(window_size)
-        mapped = _positions_or_minus_one(terms, tok)
-        used = np.unique(mapped[mapped >= 0])
-        local = np.searchsorted(used, mapped).astype(np.int64)
-        local[mapped < 0] = -1
-        n_win, C = _window_counts(local, size, used.size)
-        n_windows += n_win
-        if used.size:
-            if wanted is None:
-                joint[np.ix_(used, used)] += C
-            else:
-                at, hit = _lookup(wanted, (used[:, None] * R + used[None, :]).ravel())
-                joint[at[hit]] += C.ravel()[hit]
+    n_windows = _window_blocks(texts, terms, window_size,
+                               lambda Bt: _add_products(joint, Bt, Bt.T.tocsr(), wanted, R))
     if wanted is not None:
         joint = _sparse_joint(wanted, joint, R)
     return Cooccurrence(terms=terms, n_windows=n_windows, joint=joint)
@@ -284,34 +305,30 @@ def _lookup(keys: np.ndarray, queries: np.ndarray):
     return at, found
 
 
-def _positions_or_minus_one(terms: np.ndarray, tokens: np.ndarray) -> np.ndarray:
-    """The position in the sorted ``terms`` of each token, -1 for a token not in it (int64)."""
-    tokens = tokens.astype(np.int64, copy=False) if tokens.size else np.zeros(0, dtype=np.int64)
-    at, found = _lookup(terms, tokens)
-    return np.where(found, at, -1).astype(np.int64)
-
-
-#: entries of the (rows x R) block products of :func:`_wanted_products` (bounds their memory)
+#: entries of the (rows x R) block products of :func:`_add_products` (bounds their memory)
 _BLOCK_ENTRIES = 1 << 22
 
 
-def _wanted_products(B, wanted: np.ndarray, R: int) -> np.ndarray:
-    """``(B.T @ B)[i, j]`` for the sorted keys ``wanted = i * R + j``, by blocks of rows i
-    (each block product has at most ``_BLOCK_ENTRIES`` entries), never all R x R."""
-    out = np.zeros(wanted.size, dtype=np.int64)
-    Bt = B.T.tocsr()
+def _add_products(out: np.ndarray, Bt, B, wanted: Optional[np.ndarray], R: int) -> None:
+    """Add ``B.T @ B`` (``B``: a 0/1 CSR windows x R matrix, ``Bt``: its transpose as CSR)
+    to ``out``: to the dense (R, R) ``out`` when ``wanted`` is None, else its entries at
+    the sorted keys ``wanted = i * R + j`` to ``out`` (one per key).  By blocks of rows i
+    (each block product has at most ``_BLOCK_ENTRIES`` entries), never all R x R at once."""
     step = max(1, _BLOCK_ENTRIES // max(R, 1))
     for a0 in range(0, R, step):
         a1 = min(R, a0 + step)
-        lo, hi = np.searchsorted(wanted, [a0 * R, a1 * R])     # never empty: the diagonal is wanted
         S = (Bt[a0:a1] @ B).tocsr()
-        S.sort_indices()
+        if wanted is not None:
+            S.sort_indices()
         keys = np.repeat(np.arange(a0, a1, dtype=np.int64), np.diff(S.indptr)) * R + S.indices
+        if wanted is None:
+            out.reshape(-1)[keys] += S.data       # a product has one entry per (row, column)
+            continue
+        lo, hi = np.searchsorted(wanted, [a0 * R, a1 * R])     # never empty: the diagonal is wanted
         if keys.size == 0:
             continue
         at, hit = _lookup(keys, wanted[lo:hi])
-        out[lo:hi][hit] = S.data[at[hit]]
-    return out
+        out[lo:hi][hit] += S.data[at[hit]]
 
 
 def _sparse_joint(wanted: np.ndarray, values: np.ndarray, R: int) -> sp.csr_matrix:
