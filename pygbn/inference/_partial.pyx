@@ -347,6 +347,19 @@ cdef inline void _prefetch_next(double u_prior, const int64_t *table_row, const 
         _prefetch_prior(u_prior, table_row, guide, indices[c + 1], K)
 
 
+cdef enum:
+    # How far ahead _doc_rej prefetches, in cells (a cell holds 1.25 tokens on bench_scale's
+    # corpus, and a token of the rejection draw takes about 60 ns, less than a miss to memory
+    # on a loaded machine): the top set of cell c + _TOP_AHEAD at the start of cell c, and the
+    # guide entry of the next prior draw (its uniform d.u_prior is drawn ahead) for cell
+    # c + _AHEAD, and for cells c + 2 .. c + _AHEAD again after a prior draw has replaced
+    # d.u_prior.  Prefetches only: the draws are the same.  At 5.2M tokens the token sweep
+    # took 0.967-0.979 of the time with distance 1 (K = 100 and 400, one state, sweeps
+    # alternated; docs/benchmarks.md, "Twenty-sixth session").
+    _AHEAD = 4
+    _TOP_AHEAD = 3
+
+
 cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok0, int64_t n_doc,
                    Py_ssize_t c0, Py_ssize_t c1, int64_t c_end, int64_t *counters) noexcept nogil:
     """One document's labels (cells ``c0:c1``, ``n_doc`` tokens from ``tok0``) with the
@@ -354,7 +367,7 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
     its own, so that the list bucket's loop in :c:func:`_sweep_block` is compiled as alone."""
     cdef Cell cl
     cdef Py_ssize_t c, k, K = sw.K, M = _GUIDE_CELLS * sw.K, W = sw.W, m = sw.m
-    cdef int64_t i, n, tok = tok0
+    cdef int64_t i, n, tok = tok0, drawn
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
     cdef bint exact = sw.exact, include_self = sw.include_self, scan
@@ -386,15 +399,19 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             guide_v = NULL
         _cell_start(&cl, top + v * W, m)
         n = <int64_t> sw.values[c]
-        if c + 1 < c_end:
-            # the next cell's top set, and the guide entry of its first prior draw
-            # should this cell make none (a cell earlier than the prefetch after its last draw)
-            top_next = top + indices[c + 1] * W
+        if c + _TOP_AHEAD < c_end:
+            top_next = top + indices[c + _TOP_AHEAD] * W
             for k in range(0, W, 8):
                 prefetch(top_next + k)
             prefetch(top_next + W - 1)
+        if c + 1 < c_end:
+            # the guide entry of the next cell's first prior draw should this cell make none
+            # (a cell earlier than the prefetch after its last draw)
             _prefetch_prior(d.u_prior, table_row, guide, indices[c + 1], K)
+        if c + _AHEAD < c_end:
+            _prefetch_prior(d.u_prior, table_row, guide, indices[c + _AHEAD], K)
         for i in range(n):
+            drawn = d.n_prior
             s = labels[tok]
             cl.self_pos = tok - tok0
             if not include_self:
@@ -416,6 +433,11 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             labels[tok] = <topic_t> z
             tok += 1
             _prefetch_next(d.u_prior, table_row, guide, indices, c, c_end, i + 1 < n, K)
+            if d.n_prior != drawn:
+                # a prior draw replaced u_prior: the entries the next cells' first draw reads
+                for k in range(2, _AHEAD + 1):
+                    if c + k < c_end:
+                        _prefetch_prior(d.u_prior, table_row, guide, indices[c + k], K)
 
 
 cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr, const Sweep *sw,
