@@ -10,6 +10,7 @@ import contextlib
 import ctypes
 import inspect
 import logging
+import math
 import numbers
 import os
 import sys
@@ -212,6 +213,57 @@ def block_bounds(n_items: int, block_size: int) -> np.ndarray:
         return np.zeros(1, dtype=np.int64)
     b = np.arange(0, n_items, block_size, dtype=np.int64)
     return np.append(b, np.int64(n_items))
+
+
+def in_range(x, low=None, high=None, *, low_open=False, high_open=False, allow_inf=False):
+    """Where ``x`` is a number in the range ``low <(=) x <(=) high``: not NaN, finite unless
+    ``allow_inf``, and within each bound given (None: no bound; ``low_open`` / ``high_open``
+    exclude the bound itself).
+
+    A Python float gives a bool (no ufuncs: the samplers' scalar path), an array a boolean
+    array (NaN fails every comparison, without a warning).  pygbn.random raises on values
+    outside the range, pygbn.stats gives NaN for them: both test it here.
+    """
+    ok = (x == x) if allow_inf else (abs(x) < math.inf)
+    if low is not None:
+        ok = ok & ((x > low) if low_open else (x >= low))
+    if high is not None:
+        ok = ok & ((x < high) if high_open else (x <= high))
+    return ok
+
+
+def real_array(x) -> Optional[np.ndarray]:
+    """``x`` as a float64 array when it holds real numbers only, else None.
+
+    Real numbers: bools, ints and floats (Python or numpy, scalars or array-likes), Python
+    ints beyond int64 (which numpy holds as objects) up to the largest double.  Not strings
+    or bytes (numpy would parse them), complex numbers, dates, None or other objects.  A
+    float64 array is returned as it is (not copied).
+    """
+    try:
+        arr = np.asarray(x)
+        if arr.dtype == object and arr.size and all(
+                type(e) is int or isinstance(e, (float, np.integer, np.floating)) for e in arr.flat):
+            arr = arr.astype(np.float64)     # Python ints beyond int64 (numpy holds them as objects)
+        if arr.dtype.kind not in "biuf":
+            return None
+        return arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def first_index(mask: np.ndarray) -> tuple:
+    """Index (a tuple of ints; ``()`` for a 0-d mask) of the first True entry of ``mask``,
+    in C order: where the first bad value of an argument is, for its error message."""
+    flat = int(np.flatnonzero(np.asarray(mask).reshape(-1))[0])
+    return tuple(int(i) for i in np.unravel_index(flat, np.shape(mask)))
+
+
+def scalar_or_array(out, shape=None):
+    """``out`` (reshaped to ``shape`` when given) as pygbn's array functions return it:
+    a numpy scalar when 0-d, else the array."""
+    out = np.asarray(out) if shape is None else out.reshape(shape)
+    return out[()] if out.ndim == 0 else out
 
 
 def _is_int(value) -> bool:

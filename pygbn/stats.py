@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from pygbn._utils import in_range, scalar_or_array
+
 __all__ = [
     "poisson_logpmf",
     "crt_logpmf", "crt_pmf_table", "crt_mean", "crt_var",
@@ -45,25 +47,11 @@ _LOG_2PI = np.log(2 * np.pi)
 # numerical helpers (numpy versions of pygbn/random/_special.pxd)
 # ---------------------------------------------------------------------------
 
-def _finish(out):
-    """``out`` as returned: a numpy scalar for 0-d results."""
-    out = np.asarray(out)
-    return out[()] if out.ndim == 0 else out
-
-
 def _count_mask(k, low):
     """``(on, nan)``: where ``k`` (float array) is a finite integer ``>= low``, and where it is NaN."""
     with np.errstate(invalid="ignore"):
         on = (k >= low) & (k == np.floor(k)) & (k < np.inf)
     return on, np.isnan(k)
-
-
-def _in(x, low, high, *, low_open=False, high_open=True):
-    """Elementwise ``low <(=) x <(=) high`` (False for NaN)."""
-    with np.errstate(invalid="ignore"):
-        lo = (x > low) if low_open else (x >= low)
-        hi = (x < high) if high_open else (x <= high)
-    return lo & hi
 
 
 def _log1pmx(x):
@@ -81,7 +69,7 @@ def _log1pmx(x):
             xk = -xk * xs
             s += xk / k
         out[small] = s
-    return out.reshape(shape)[()] if not shape else out.reshape(shape)
+    return scalar_or_array(out, shape)
 
 
 def _log1mexp(x):
@@ -136,7 +124,7 @@ def poisson_logpmf(k, lam):
     """
     k, lam = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(lam, dtype=np.float64))
     out = np.full(k.shape, -np.inf)
-    ok = _in(lam, 0, np.inf)
+    ok = in_range(lam, 0)
     on, nan = _count_mask(k, 0)
     zero = on & ok & (k == 0)
     out[zero] = -lam[zero]
@@ -145,7 +133,7 @@ def poisson_logpmf(k, lam):
         kp, lp = k[pos], lam[pos]
         out[pos] = -_stirlerr(kp) - _bd0(kp, lp, kp - lp) - 0.5 * (_LOG_2PI + np.log(kp))
     out[~ok | nan] = np.nan
-    return _finish(out)
+    return scalar_or_array(out)
 
 
 # ---------------------------------------------------------------------------
@@ -231,7 +219,7 @@ def crt_logpmf(l, n, r):
             if key not in tables:
                 tables[key] = crt_pmf_table(*key)
             out[idx] = tables[key][int(l[idx])]
-    return _finish(out)
+    return scalar_or_array(out)
 
 
 def _psi_diff(r, n):
@@ -281,7 +269,7 @@ def crt_mean(n, r):
         else:
             # at most n (the sum of n - 1 terms near one may round above)
             out[idx] = min(float(ni), 1.0 + (ri * _psi_diff(ri + 1.0, ni - 1) if ni > 1 else 0.0))
-    return out[()] if out.ndim == 0 else out
+    return scalar_or_array(out)
 
 
 def crt_var(n, r):
@@ -307,7 +295,7 @@ def crt_var(n, r):
             out[idx] = ri * _psi_diff(ri + 1.0, ni - 1) - ri * ri * _trigamma_diff(ri + 1.0, ni - 1)
         else:
             out[idx] = ri * _psi_diff(ri, ni) - ri * ri * _trigamma_diff(ri, ni)
-    return out[()] if out.ndim == 0 else out
+    return scalar_or_array(out)
 
 
 # ---------------------------------------------------------------------------
@@ -329,8 +317,8 @@ def logarithmic_logpmf(k, p):
         out = (k - 1) * np.log(p) - np.log(k) - np.log1p(-_log1pmx(-p) / p)
     out = np.where(on, out, -np.inf)
     out = np.where(p == 0, np.where(k == 1, 0.0, -np.inf), out)
-    out = np.where(_in(p, 0, 1) & ~nan, out, np.nan)
-    return _finish(out)
+    out = np.where(in_range(p, 0, 1, high_open=True) & ~nan, out, np.nan)
+    return scalar_or_array(out)
 
 
 def logarithmic_sf(k, p):
@@ -367,15 +355,15 @@ def logarithmic_sf(k, p):
         val, _ = integrate.quad(lambda u: np.exp(kk * _log1mexp(-u)) if u > 0 else 0.0, 0, L,
                                 points=brk or None, limit=200, epsabs=0, epsrel=1e-11)
         out[idx] = val / L
-    return out[()] if out.ndim == 0 else out
+    return scalar_or_array(out)
 
 
 def logarithmic_mean(p):
     """Mean ``-p / ((1 - p) log(1 - p))`` (1 at ``p = 0``; NaN outside ``[0, 1)``)."""
     p = np.asarray(p, dtype=np.float64)
-    ok = _in(p, 0, 1)
+    ok = in_range(p, 0, 1, high_open=True)
     q = np.where(ok & (p > 0), p, 0.5)
-    return _finish(np.where(ok, np.where(p > 0, -q / ((1 - q) * np.log1p(-q)), 1.0), np.nan))
+    return scalar_or_array(np.where(ok, np.where(p > 0, -q / ((1 - q) * np.log1p(-q)), 1.0), np.nan))
 
 
 def logarithmic_var(p):
@@ -383,13 +371,13 @@ def logarithmic_var(p):
     ``-p / log(1 - p)`` and ``(p + log(1 - p)) / log(1 - p)`` (``p / 2 (1 + p / 6)`` below
     p = 1e-8) over ``(1 - p)^2``, so that tiny p neither underflows nor gives 0 / 0."""
     p = np.asarray(p, dtype=np.float64)
-    ok = _in(p, 0, 1)
+    ok = in_range(p, 0, 1, high_open=True)
     p = np.where(ok, p, 0.5)
     lq = np.log1p(-p)
     with np.errstate(divide="ignore", invalid="ignore"):
         t1 = np.where(p > 0, -p / lq, 1.0)
         t2 = np.where(p < 1e-8, p / 2 * (1 + p / 6), _log1pmx(-p) / lq)
-    return _finish(np.where(ok, t1 * t2 / ((1 - p) * (1 - p)), np.nan))
+    return scalar_or_array(np.where(ok, t1 * t2 / ((1 - p) * (1 - p)), np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -410,23 +398,23 @@ def truncated_poisson_logpmf(k, lam):
         out = np.asarray(poisson_logpmf(k, lam), dtype=np.float64) - _log1mexp(-lam)
     out = np.where(k >= 1, out, -np.inf)
     out = np.where(lam == 0, np.where(k == 1, 0.0, -np.inf), out)
-    out = np.where(_in(lam, 0, np.inf) & ~np.isnan(k), out, np.nan)
-    return _finish(out)
+    out = np.where(in_range(lam, 0) & ~np.isnan(k), out, np.nan)
+    return scalar_or_array(out)
 
 
 def truncated_poisson_mean(lam):
     """Mean ``mu = lam / (1 - exp(-lam))`` (1 at ``lam = 0``; NaN outside ``[0, inf)``)."""
     lam = np.asarray(lam, dtype=np.float64)
-    ok = _in(lam, 0, np.inf)
+    ok = in_range(lam, 0)
     pos = np.where(ok & (lam > 0), lam, 1.0)
-    return _finish(np.where(ok, np.where(lam > 0, pos / -np.expm1(-pos), 1.0), np.nan))
+    return scalar_or_array(np.where(ok, np.where(lam > 0, pos / -np.expm1(-pos), 1.0), np.nan))
 
 
 def truncated_poisson_var(lam):
     """Variance ``mu (1 + lam - mu) = mu (1 - lam / expm1(lam))`` (series for tiny lam;
     0 at ``lam = 0``; NaN outside ``[0, inf)``)."""
     lam = np.asarray(lam, dtype=np.float64)
-    ok = _in(lam, 0, np.inf)
+    ok = in_range(lam, 0)
     mu = truncated_poisson_mean(lam)
     lam = np.where(ok, lam, 1.0)
     # 1 - x / (e^x - 1) = x/2 - x^2/12 + x^4/720 - ...
@@ -434,7 +422,7 @@ def truncated_poisson_var(lam):
     series = small / 2 - small ** 2 / 12 + small ** 4 / 720
     with np.errstate(over="ignore"):
         direct = 1 - lam / np.expm1(np.where(lam > 0, lam, 1.0))
-    return _finish(np.where(ok, mu * np.where(lam < 1e-3, series, direct), np.nan))
+    return scalar_or_array(np.where(ok, mu * np.where(lam < 1e-3, series, direct), np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -455,7 +443,7 @@ def truncated_bessel_logpmf(n, alpha):
     n, alpha = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(alpha, dtype=np.float64))
     out = np.full(n.shape, -np.inf)
     on, nan = _count_mask(n, 1)
-    par = _in(alpha, 0, np.inf)
+    par = in_range(alpha, 0)
     ok = on & par & (alpha > 0)
     nn, aa = n[ok], alpha[ok]
     h = aa / 2
@@ -471,7 +459,7 @@ def truncated_bessel_logpmf(n, alpha):
     out[ok] = np.where(tiny, small, val)
     out[par & (alpha == 0) & (n == 1)] = 0.0
     out[~par | nan] = np.nan
-    return _finish(out)
+    return scalar_or_array(out)
 
 
 def _bessel_ratio_excess(alpha):
@@ -510,7 +498,7 @@ def _bessel_small_moments(alpha):
 def truncated_bessel_mean(alpha):
     """Mean ``(alpha/2) I_0(alpha) / I_1(alpha)`` (1 at alpha = 0; NaN outside ``[0, inf)``)."""
     alpha = np.asarray(alpha, dtype=np.float64)
-    ok = _in(alpha, 0, np.inf).reshape(-1)
+    ok = in_range(alpha, 0).reshape(-1)
     pos = ok & (alpha.reshape(-1) > 0)
     a = np.where(pos, alpha.reshape(-1), 1.0)
     out = a / 2 + _bessel_ratio_excess(a)
@@ -518,7 +506,7 @@ def truncated_bessel_mean(alpha):
     if small.any():
         out[small] = 1 + _bessel_small_moments(a[small])[0]
     out = np.where(pos, out, np.where(ok, 1.0, np.nan)).reshape(alpha.shape)
-    return _finish(out)
+    return scalar_or_array(out)
 
 
 def truncated_bessel_var(alpha):
@@ -528,7 +516,7 @@ def truncated_bessel_var(alpha):
     alpha; for alpha < 1 the PMF is summed directly.
     """
     alpha = np.asarray(alpha, dtype=np.float64)
-    ok = _in(alpha, 0, np.inf).reshape(-1)
+    ok = in_range(alpha, 0).reshape(-1)
     pos = ok & (alpha.reshape(-1) > 0)
     a = np.where(pos, alpha.reshape(-1), 1.0)
     d = _bessel_ratio_excess(a)
@@ -537,7 +525,7 @@ def truncated_bessel_var(alpha):
     if small.any():
         out[small] = _bessel_small_moments(a[small])[1]
     out = np.where(pos, out, np.where(ok, 0.0, np.nan)).reshape(alpha.shape)
-    return _finish(out)
+    return scalar_or_array(out)
 
 
 # ---------------------------------------------------------------------------
@@ -546,13 +534,13 @@ def truncated_bessel_var(alpha):
 
 def _prg_ok(lam, c):
     """PRG's parameter range: ``0 <= lam < inf``, ``0 < c < inf``."""
-    return _in(lam, 0, np.inf) & _in(c, 0, np.inf, low_open=True)
+    return in_range(lam, 0) & in_range(c, 0, low_open=True)
 
 
 def prg_log_p0(lam):
     """``log P(x = 0) = -lam`` (NaN for ``lam`` outside ``[0, inf)``)."""
     lam = np.asarray(lam, dtype=np.float64)
-    return _finish(np.where(_in(lam, 0, np.inf), -lam, np.nan))
+    return scalar_or_array(np.where(in_range(lam, 0), -lam, np.nan))
 
 
 def prg_logpdf(x, lam, c):
@@ -570,7 +558,7 @@ def prg_logpdf(x, lam, c):
         out = -lam - c * x + 0.5 * np.log(lam * c / x) + np.log(special.i1e(z)) + z
         out = np.where((x > 0) & (x < np.inf) & (lam > 0), out, -np.inf)
     out = np.where(_prg_ok(lam, c) & ~np.isnan(x), out, np.nan)
-    return _finish(out)
+    return scalar_or_array(out)
 
 
 #: the largest lam :func:`prg_cdf` sums for (about 24 sqrt(lam) terms per value of x)
@@ -598,7 +586,7 @@ def prg_cdf(x, lam: float, c: float):
             raise ValueError(f"prg_cdf takes a scalar {name}; got an array of shape {np.shape(v)}")
     lam, c = float(lam), float(c)
     if not _prg_ok(lam, c):
-        return _finish(np.full(x.shape, np.nan))
+        return scalar_or_array(np.full(x.shape, np.nan))
     if lam > PRG_CDF_MAX_LAM:
         raise ValueError(f"prg_cdf sums about 24 sqrt(lam) Poisson terms and takes lam up to "
                          f"{PRG_CDF_MAX_LAM:g}, got lam={lam:g}")
@@ -613,7 +601,7 @@ def prg_cdf(x, lam: float, c: float):
     for i in range(0, cx.size, step):
         out[i:i + step] = np.exp(-lam) + special.gammainc(n[None, :], cx[i:i + step, None]) @ w
     out = np.where(x.reshape(-1) < 0, 0.0, np.minimum(out, 1.0)).reshape(x.shape)
-    return _finish(np.where(np.isnan(x), np.nan, out))
+    return scalar_or_array(np.where(np.isnan(x), np.nan, out))
 
 
 def prg_mean(lam, c):
@@ -621,7 +609,7 @@ def prg_mean(lam, c):
     lam, c = np.asarray(lam, dtype=np.float64), np.asarray(c, dtype=np.float64)
     ok = _prg_ok(lam, c)
     with np.errstate(over="ignore"):         # a mean beyond the float range is inf, not a warning
-        return _finish(np.where(ok, lam / np.where(ok, c, 1.0), np.nan))
+        return scalar_or_array(np.where(ok, lam / np.where(ok, c, 1.0), np.nan))
 
 
 def prg_var(lam, c):
@@ -631,7 +619,7 @@ def prg_var(lam, c):
     c = np.where(ok, c, 1.0)
     with np.errstate(over="ignore"):
         # divided by c twice: c * c underflows to 0 for c < ~1e-162 (lam = 0 gave NaN, a tiny lam inf)
-        return _finish(np.where(ok, 2 * lam / c / c, np.nan))
+        return scalar_or_array(np.where(ok, 2 * lam / c / c, np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -640,7 +628,7 @@ def prg_var(lam, c):
 
 def _nb_ok(r, p):
     """NB's parameter range: ``0 <= r < inf``, ``0 <= p < 1``."""
-    return _in(r, 0, np.inf) & _in(p, 0, 1)
+    return in_range(r, 0) & in_range(p, 0, 1, high_open=True)
 
 
 def negative_binomial_logpmf(k, r, p):
@@ -657,7 +645,7 @@ def negative_binomial_logpmf(k, r, p):
     out = np.where(on, out, -np.inf)
     out = np.where((r == 0) | (p == 0), np.where(k == 0, 0.0, -np.inf), out)
     out = np.where(_nb_ok(r, p) & ~nan, out, np.nan)
-    return _finish(out)
+    return scalar_or_array(out)
 
 
 def negative_binomial_mean(r, p):
@@ -666,7 +654,7 @@ def negative_binomial_mean(r, p):
     ok = _nb_ok(r, p)
     p = np.where(ok, p, 0.5)
     with np.errstate(over="ignore"):         # a mean beyond the float range is inf, not a warning
-        return _finish(np.where(ok, r * p / (1 - p), np.nan))
+        return scalar_or_array(np.where(ok, r * p / (1 - p), np.nan))
 
 
 def negative_binomial_var(r, p):
@@ -675,7 +663,7 @@ def negative_binomial_var(r, p):
     ok = _nb_ok(r, p)
     p = np.where(ok, p, 0.5)
     with np.errstate(over="ignore"):
-        return _finish(np.where(ok, r * p / (1 - p) ** 2, np.nan))
+        return scalar_or_array(np.where(ok, r * p / (1 - p) ** 2, np.nan))
 
 
 # ---------------------------------------------------------------------------
@@ -695,7 +683,7 @@ def multinomial_logpmf(x, weights):
     w = np.asarray(weights, dtype=np.float64)
     x, w = np.broadcast_arrays(x, w)
     on, nan = _count_mask(x, 0)
-    w_in = _in(w, 0, np.inf)
+    w_in = in_range(w, 0)
     w_ok = w_in.all(axis=-1)
     total = np.where(w_in, w, 0.0).sum(axis=-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -706,14 +694,14 @@ def multinomial_logpmf(x, weights):
                + special.xlogy(xs, prob).sum(axis=-1))
     out = np.where(on.all(axis=-1), out, -np.inf)
     ok = w_ok & ((total[..., 0] > 0) | (n == 0)) & ~nan.any(axis=-1)
-    return _finish(np.where(ok, out, np.nan))
+    return scalar_or_array(np.where(ok, out, np.nan))
 
 
 def _dirichlet_alpha(alpha):
     """``(a, ok)``: the concentrations as floats, and per row whether they are in
     range (finite, ``>= 0``, one positive at least; the samplers' rule)."""
     a = np.asarray(alpha, dtype=np.float64)
-    good = _in(a, 0, np.inf)
+    good = in_range(a, 0)
     ok = good.all(axis=-1) & (a > 0).any(axis=-1)
     return a, ok
 
@@ -739,12 +727,12 @@ def dirichlet_logpdf(x, alpha):
         on = ((x >= 0) & (live | (x == 0))).all(axis=-1)
         on &= np.abs(x.sum(axis=-1) - 1) <= max(1e-10, 8 * k * eps)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        av = np.where(live & _in(a, 0, np.inf), a, 1.0)
+        av = np.where(live & in_range(a, 0), a, 1.0)
         out = (special.gammaln(np.where(live, av, 0.0).sum(axis=-1))
                - np.where(live, special.gammaln(av), 0.0).sum(axis=-1)
                + np.where(live, special.xlogy(av - 1, np.where(x >= 0, x, 1.0)), 0.0).sum(axis=-1))
     out = np.where(on, out, -np.inf)
-    return _finish(np.where(a_ok & ~np.isnan(x).any(axis=-1), out, np.nan))
+    return scalar_or_array(np.where(a_ok & ~np.isnan(x).any(axis=-1), out, np.nan))
 
 
 def dirichlet_mean(alpha):

@@ -16,9 +16,10 @@ import math
 
 import numpy as np
 
+from pygbn._utils import first_index, scalar_or_array
 from pygbn.random import _generators as _gen
 from pygbn.random._validate import (
-    as_count, as_real, broadcast, draw_one, flat, flat_param, rows, run_blocked, scalar_or_array,
+    as_count, as_real, broadcast, draw_one, flat, flat_param, rows, run_blocked,
 )
 
 __all__ = [
@@ -363,7 +364,7 @@ def negative_binomial(r, p, size=None, random_state=None, n_jobs=None):
     with np.errstate(over="ignore"):             # an infinite bound is too big, not a warning
         too_big = np.broadcast_to(_nb_too_big(r_a, p_a, np.sqrt), shape)
     if too_big.any():
-        i = np.unravel_index(int(np.flatnonzero(too_big.ravel())[0]), too_big.shape)
+        i = first_index(too_big)
         rv, pv = np.broadcast_to(r_a, too_big.shape)[i], np.broadcast_to(p_a, too_big.shape)[i]
         raise ValueError(f"r and p must keep NB(r, p) within int64 range; got r={float(rv)!r}, "
                          f"p={float(pv)!r}")
@@ -489,8 +490,7 @@ def dirichlet(alpha, size=None, random_state=None, n_jobs=None):
     k = a.shape[-1]
     zero_rows = ~(a > 0).any(axis=-1)
     if zero_rows.any():
-        idx = tuple(int(v) for v in np.unravel_index(int(np.flatnonzero(zero_rows.ravel())[0]),
-                                                     zero_rows.shape))
+        idx = first_index(zero_rows)
         raise ValueError(f"alpha must have a positive entry in every row; row {idx} is all zero")
     if size is None and a.ndim == 1:          # one row: its kernel call on the generator
         out = np.empty(k, dtype=np.float64)

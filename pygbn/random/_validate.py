@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from pygbn._utils import (
-    BlockStreams, bitgen_address, check_int, check_random_state, effective_n_jobs,
+    BlockStreams, bitgen_address, check_int, check_random_state, effective_n_jobs, first_index,
+    in_range, real_array,
 )
 
 #: Largest int64 value; counts must not exceed it.
@@ -23,27 +24,11 @@ BLOCK_MIN = 16384
 MAX_BLOCKS = 256
 
 
-def _fmt_index(arr: np.ndarray, flat: int) -> str:
-    if arr.ndim == 0:
-        return ""
-    return f" at index {tuple(int(i) for i in np.unravel_index(flat, arr.shape))}"
-
-
 def _bad(name: str, arr: np.ndarray, mask: np.ndarray, requirement: str):
-    flat = int(np.flatnonzero(mask.ravel())[0])
-    value = arr.ravel()[flat].item()
-    raise ValueError(f"{name} must be {requirement}; got {value!r}{_fmt_index(arr, flat)}")
-
-
-def _in_range(v, low, low_open, high, high_open, allow_inf):
-    """:func:`as_real`'s rules for a float, or elementwise for an array: not NaN, finite
-    unless ``allow_inf``, and within the bounds (NaN fails every comparison)."""
-    ok = (v == v) if allow_inf else (abs(v) < math.inf)
-    if low is not None:
-        ok = ok & ((v > low) if low_open else (v >= low))
-    if high is not None:
-        ok = ok & ((v < high) if high_open else (v <= high))
-    return ok
+    idx = first_index(mask)
+    value = arr[idx].item()
+    where = f" at index {idx}" if arr.ndim else ""
+    raise ValueError(f"{name} must be {requirement}; got {value!r}{where}")
 
 
 def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=False,
@@ -55,19 +40,14 @@ def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=Fals
     as a 0-d array: the samplers' scalar calls are mostly this check.
     """
     v = _real_scalar(x)
-    if v is not None and _in_range(v, low, low_open, high, high_open, allow_inf):
+    if v is not None and in_range(v, low, high, low_open=low_open, high_open=high_open,
+                                  allow_inf=allow_inf):
         return np.array(v)
-    try:
-        arr = np.array(v) if v is not None else np.asarray(x)
-        if arr.dtype == object and arr.size and all(
-                type(e) is int or isinstance(e, (float, np.integer, np.floating)) for e in arr.flat):
-            arr = arr.astype(np.float64)     # Python ints beyond int64 (numpy holds them as objects)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError
-        arr = arr.astype(np.float64, copy=False)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be a real number or array of real numbers; got {x!r}") from None
-    if _in_range(arr, low, low_open, high, high_open, allow_inf).all():   # the common case
+    arr = np.array(v) if v is not None else real_array(x)
+    if arr is None:
+        raise ValueError(f"{name} must be a real number or array of real numbers; got {x!r}")
+    ok = in_range(arr, low, high, low_open=low_open, high_open=high_open, allow_inf=allow_inf)
+    if ok.all():   # the common case
         return arr
     req = []
     if low is not None:
@@ -79,17 +59,8 @@ def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=Fals
         requirement += " (finite)"
     nan = np.isnan(arr)
     if nan.any():
-        _bad(name, arr, nan, requirement + ", not NaN")
-    bad = np.zeros(arr.shape, dtype=bool)
-    if not allow_inf:
-        bad |= np.isinf(arr)
-    if low is not None:
-        bad |= (arr <= low) if low_open else (arr < low)
-    if high is not None:
-        bad |= (arr >= high) if high_open else (arr > high)
-    if bad.any():
-        _bad(name, arr, bad, requirement)
-    return arr
+        _bad(name, arr, nan, requirement + ", not NaN")     # a NaN is named before other values
+    _bad(name, arr, ~ok, requirement)
 
 
 def as_count(name: str, x) -> np.ndarray:
@@ -234,9 +205,3 @@ def draw_one(draw, random_state, n_jobs, *args):
     bg = rng.bit_generator
     with bg.lock:
         return draw(bitgen_address(bg), *args)
-
-
-def scalar_or_array(out: np.ndarray, shape: tuple):
-    """Reshape a flat output; 0-d results become numpy scalars."""
-    out = out.reshape(shape)
-    return out[()] if out.ndim == 0 else out
