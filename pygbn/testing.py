@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _st
 
+from pygbn._utils import first_index, in_range, real_array
+
 __all__ = [
     "GofResult", "MomentResult", "pooled_chisquare",
     "gof_discrete", "gof_binned", "moment_test",
@@ -40,17 +42,17 @@ _CDF_TOL = 1e-9
 
 def _first_bad(mask):
     """Index (a tuple, or an int for 1-d arrays) of the first True entry of ``mask``."""
-    i = np.unravel_index(int(np.flatnonzero(mask.reshape(-1))[0]), mask.shape)
-    return int(i[0]) if len(i) == 1 else tuple(int(j) for j in i)
+    i = first_index(mask)
+    return i[0] if len(i) == 1 else i
 
 
 def _finite_array(value, name, *, allow_inf=False):
-    """``value`` as a float64 array, or ValueError naming ``name`` at its first NaN (or infinity)."""
-    try:
-        a = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be real numbers; got {value!r:.80}") from exc
-    bad = np.isnan(a) if allow_inf else ~np.isfinite(a)
+    """``value`` as a float64 array (real numbers as :mod:`pygbn.random` takes them), or
+    ValueError naming ``name`` (and its first NaN, or infinity, and where it is)."""
+    a = real_array(value)
+    if a is None:
+        raise ValueError(f"{name} must be real numbers; got {value!r:.80}")
+    bad = ~in_range(a, allow_inf=allow_inf)
     if bad.any():
         i = _first_bad(bad)
         what = "must not hold NaN" if allow_inf else "must be finite"
@@ -61,7 +63,7 @@ def _finite_array(value, name, *, allow_inf=False):
 def _finite_scalar(value, name):
     try:
         v = float(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:     # OverflowError: ints past 1e308
         raise ValueError(f"{name} must be a real number; got {value!r:.80}") from exc
     if not np.isfinite(v):
         raise ValueError(f"{name} must be finite; got {v}")

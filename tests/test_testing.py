@@ -267,3 +267,27 @@ def test_default_support_range_test_is_valid():
     x = np.random.default_rng(13).poisson(3.0, 10**4)
     res = gof_discrete(x[x <= 5], lambda k: st.poisson.logpmf(k, 3.0))
     assert res.method == "chi2+range" and res.pvalue < 1e-100
+
+
+def test_real_inputs_read_as_the_samplers_read_them():
+    # strings, bytes and dates are not numbers (numpy would parse '1.5' and turn a date
+    # into days), and an int past the float range is a ValueError naming the argument,
+    # not an OverflowError
+    x = np.random.default_rng(3).normal(size=100)
+    cdf = lambda e: st.norm.cdf(e)     # noqa: E731
+    for bad in (["1.5", "2.5", "3.5"], [b"1", b"2"], np.array(["2020", "2021"], dtype="datetime64[D]"),
+                [10**400, 1.0], [None, 1.0]):
+        with pytest.raises(ValueError, match="sample must be real numbers"):
+            moment_test(bad, 0.0, 1.0)
+        with pytest.raises(ValueError, match="sample must be real numbers"):
+            gof_binned(bad, [0.0], cdf)
+    with pytest.raises(ValueError, match="edges must be real numbers"):
+        gof_binned(x, ["0.5"], cdf)
+    with pytest.raises(ValueError, match="observed must be real numbers"):
+        pooled_chisquare(["4", "6"], [5.0, 5.0])
+    with pytest.raises(ValueError, match="mean must be a real number"):
+        moment_test(x, 10**400, 1.0)
+    with pytest.raises(ValueError, match="support.1. must be a real number"):
+        gof_discrete([0, 1, 2], lambda k: st.poisson.logpmf(k, 1.0), support=(0, 10**400))
+    # Python ints past int64 are numbers
+    assert 0 < moment_test([2**70, 2**70 + 2**20], 2.0**70, 2.0**39).pvalue <= 1
