@@ -180,9 +180,8 @@ def crt_pmf_table(n: int, r: float) -> np.ndarray:
     return logp
 
 
-def _crt_params(n, r):
-    """``(int n, float r)`` when ``n`` is a non-negative integer (or integral float) and
-    ``0 <= r <= inf``, else None (CRT's parameter range)."""
+def _crt_n(n):
+    """``int(n)`` when ``n`` is a non-negative integer (or integral float, or bool), else None."""
     if isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)):
         ni = int(n)
     else:
@@ -193,13 +192,38 @@ def _crt_params(n, r):
         if not (nf == nf and abs(nf) < np.inf and nf.is_integer()):
             return None
         ni = int(nf)
+    return ni if ni >= 0 else None
+
+
+def _crt_params(n, r):
+    """``(int n, float r)`` when ``n`` is a non-negative integer (or integral float) and
+    ``0 <= r <= inf``, else None (CRT's parameter range)."""
+    ni = _crt_n(n)
     try:
         rf = float(r)
     except (TypeError, ValueError):
         return None
-    if ni < 0 or not rf >= 0:
+    if ni is None or not rf >= 0:
         return None
     return ni, rf
+
+
+def _crt_arrays(n, r):
+    """``(n, r, ok)`` broadcast, ``ok`` where ``(n, r)`` is in CRT's parameter range (as
+    :func:`_crt_params` has it), checked once for the whole arrays; ``int(n[i])`` and
+    ``float(r[i])`` are then :func:`_crt_params`'s values wherever ``ok``."""
+    n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        if n.dtype.kind in "biu":
+            ok = n >= 0
+        elif n.dtype.kind == "f":
+            ok = (n >= 0) & (n < np.inf) & (n == np.floor(n))
+        else:                   # Python ints past int64, strings, ...: as float() reads them
+            vals = [_crt_n(v) for v in n.flat]
+            ok = np.array([v is not None for v in vals], dtype=bool).reshape(n.shape)
+            n = np.array([0 if v is None else v for v in vals], dtype=object).reshape(n.shape)
+        ok = ok & (r >= 0)
+    return n, r, ok
 
 
 def crt_logpmf(l, n, r):
@@ -208,14 +232,13 @@ def crt_logpmf(l, n, r):
     ``n`` not a non-negative integer, or ``r`` outside ``[0, inf]``, gives NaN."""
     l, n, r = np.broadcast_arrays(np.asarray(l, dtype=np.float64), np.asarray(n),
                                   np.asarray(r, dtype=np.float64))
-    out = np.full(l.shape, -np.inf)
+    n, r, ok = _crt_arrays(n, r)
     on, nan = _count_mask(l, 0)
+    out = np.where(ok & ~nan, -np.inf, np.nan)
     tables = {}
-    for idx in np.ndindex(l.shape):
-        key = _crt_params(n[idx], r[idx])
-        if key is None or nan[idx]:
-            out[idx] = np.nan
-        elif on[idx] and l[idx] <= key[0]:
+    for idx in map(tuple, np.argwhere(ok & on)):
+        key = (int(n[idx]), float(r[idx]))
+        if l[idx] <= key[0]:
             if key not in tables:
                 tables[key] = crt_pmf_table(*key)
             out[idx] = tables[key][int(l[idx])]
@@ -252,50 +275,46 @@ def _trigamma_diff(r, n):
 def crt_mean(n, r):
     """Mean ``r (psi(n + r) - psi(r))`` of CRT(n, r) (``= sum_i r / (r + i)``), formed as
     ``1 + r (psi(n + r) - psi(1 + r))`` (customer 0's table apart: no ``1 / r``)."""
-    n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
-    out = np.empty(n.shape)
-    for idx in np.ndindex(n.shape):
-        params = _crt_params(n[idx], r[idx])
-        if params is None:                      # outside the parameter range
-            out[idx] = np.nan
-            continue
-        ni, ri = params
-        if ni == 0:
-            out[idx] = 0.0
-        elif ri == 0:
-            out[idx] = 1.0
-        elif np.isinf(ri):
-            out[idx] = ni
-        else:
-            # at most n (the sum of n - 1 terms near one may round above)
-            out[idx] = min(float(ni), 1.0 + (ri * _psi_diff(ri + 1.0, ni - 1) if ni > 1 else 0.0))
+    return _crt_map(_crt_mean1, n, r)
+
+
+def _crt_map(f, n, r):
+    """``f(int n, float r)`` where ``(n, r)`` (broadcast) is in CRT's range, NaN elsewhere."""
+    n, r, ok = _crt_arrays(n, r)
+    out = np.full(n.shape, np.nan)
+    out[ok] = [float(f(int(ni), ri)) for ni, ri in zip(n[ok].tolist(), r[ok].tolist())]
     return scalar_or_array(out)
+
+
+def _crt_mean1(ni, ri):
+    if ni == 0:
+        return 0.0
+    if ri == 0:
+        return 1.0
+    if np.isinf(ri):
+        return ni
+    # at most n (the sum of n - 1 terms near one may round above)
+    return min(float(ni), 1.0 + (ri * _psi_diff(ri + 1.0, ni - 1) if ni > 1 else 0.0))
 
 
 def crt_var(n, r):
     """Variance ``mean - r^2 (psi_1(r) - psi_1(n + r))`` of CRT(n, r) (``= sum_i p_i (1 - p_i)``)."""
-    n, r = np.broadcast_arrays(np.asarray(n), np.asarray(r, dtype=np.float64))
-    out = np.empty(n.shape)
-    for idx in np.ndindex(n.shape):
-        params = _crt_params(n[idx], r[idx])
-        if params is None:                      # outside the parameter range
-            out[idx] = np.nan
-            continue
-        ni, ri = params
-        if ni == 0 or ri == 0 or np.isinf(ri):
-            out[idx] = 0.0
-        elif ni <= 100000:
-            i = np.arange(ni, dtype=np.float64)
-            out[idx] = float(np.sum((ri / (ri + i)) * (i / (ri + i))))
-        elif ri > 1e150:
-            # sum_i r i / (r + i)^2 = sum_i i / r to a relative 2 n / r (r^2 would overflow)
-            out[idx] = (ni * (ni - 1.0) / 2.0) / ri
-        elif ri < 1.0:
-            # customer 0 (p = 1) adds nothing: left out, so no 1 / r
-            out[idx] = ri * _psi_diff(ri + 1.0, ni - 1) - ri * ri * _trigamma_diff(ri + 1.0, ni - 1)
-        else:
-            out[idx] = ri * _psi_diff(ri, ni) - ri * ri * _trigamma_diff(ri, ni)
-    return scalar_or_array(out)
+    return _crt_map(_crt_var1, n, r)
+
+
+def _crt_var1(ni, ri):
+    if ni == 0 or ri == 0 or np.isinf(ri):
+        return 0.0
+    if ni <= 100000:
+        i = np.arange(ni, dtype=np.float64)
+        return float(np.sum((ri / (ri + i)) * (i / (ri + i))))
+    if ri > 1e150:
+        # sum_i r i / (r + i)^2 = sum_i i / r to a relative 2 n / r (r^2 would overflow)
+        return (ni * (ni - 1.0) / 2.0) / ri
+    if ri < 1.0:
+        # customer 0 (p = 1) adds nothing: left out, so no 1 / r
+        return ri * _psi_diff(ri + 1.0, ni - 1) - ri * ri * _trigamma_diff(ri + 1.0, ni - 1)
+    return ri * _psi_diff(ri, ni) - ri * ri * _trigamma_diff(ri, ni)
 
 
 # ---------------------------------------------------------------------------
