@@ -419,3 +419,13 @@ def test_verbose_shows_the_start_line(client, data, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "pygbn"]
     assert any(m.startswith("DaskGBN: 400 documents") for m in lines), lines
     assert any(m.startswith("fit done") for m in lines), lines
+
+
+def test_checked_chunks_are_sized_by_their_arrays():
+    # a validated chunk waits on its worker until the partitions are built: Dask must count
+    # its arrays (it sizes an unknown object by sys.getsizeof; a bare dataclass said 56 bytes)
+    from dask.sizeof import sizeof
+    from pygbn.dask._data import Checked
+    M = sp.random(2000, 300, density=0.05, format="csr", random_state=0)
+    arrays = M.data.nbytes + M.indices.nbytes + M.indptr.nbytes
+    assert sizeof(Checked(M, float(M.sum()))) >= arrays
