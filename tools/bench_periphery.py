@@ -39,6 +39,8 @@ import tempfile
 import time
 import tracemalloc
 
+import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
+
 import numpy as np
 import scipy.sparse as sp
 

@@ -99,6 +99,7 @@ def main(argv=None) -> int:
             want = [ln for ln in args.check.read_text(encoding="utf-8").splitlines() if ln.strip()]
         except (OSError, UnicodeDecodeError) as e:
             ap.error(f"--check {args.check}: cannot read it ({e.strerror if isinstance(e, OSError) else e})")
+    print(f"# pygbn {pygbn.__version__} from {Path(pygbn.__file__).parent}", file=sys.stderr)
     lines = run()
     for line in lines:
         print(line)
