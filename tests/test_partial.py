@@ -548,12 +548,14 @@ def test_dirichlet_columns_draw_their_law():
     assert tiny[:, 2].max() > 0.99          # Dir(1e-6, ...): nearly all mass on one term
 
 
+@pytest.mark.parametrize("V, K, n_cells", [(50, 12, 3000), (2600, 208, 20000)])
 @pytest.mark.parametrize("slots", [False, True])
-def test_term_label_counts_are_the_same_for_any_threads_and_term_split(slots):
+def test_term_label_counts_are_the_same_for_any_threads_and_term_split(slots, V, K, n_cells):
     """``add_term_labels`` adds every token of its cells once, into its term's dense
-    row or slots, whatever the threads and the terms each counts (``term_split``)."""
+    row or slots, whatever the threads and the terms each counts (``term_split``);
+    with dense rows of more than 1 MiB (the second size) through the ring of
+    prefetched entries (``_partial._add_ahead``)."""
     rng = np.random.default_rng(5)
-    V, K, n_cells = 50, 12, 3000
     indices = rng.integers(0, V, n_cells).astype(np.int32)
     values = rng.integers(1, 5, n_cells).astype(np.float64)
     labels = rng.integers(0, K, int(values.sum())).astype(np.int16)

@@ -98,8 +98,8 @@ from libc.stdlib cimport malloc, calloc, free
 from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport uniform_fill, pcg64_fill_init
 
-from pygbn.inference._shared cimport (doc_count_t, topic_t, slot_add, shared_prefetch as prefetch, SLOT_SHIFT,
-                                     SLOT_COUNT)
+from pygbn.inference._shared cimport (doc_count_t, topic_t, slot_add, shared_prefetch as prefetch,
+                                     shared_prefetch_w as prefetch_w, SLOT_SHIFT, SLOT_COUNT)
 from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size,
                                          _cell_start, _top_mass, _pick_top, _thin, _top_set, _use_rejection)
 from pygbn.inference._prior_bucket cimport (_GUIDE_CELLS, _SUM_ROWS, _pick_prior, _prefetch_prior, _prior_sums,
@@ -811,6 +811,33 @@ cdef inline void _add_dense(nvk_t *row, const topic_t *lab, int64_t n) noexcept 
         row[lab[i]] += 1
 
 
+cdef enum:
+    # the n_vk pass's increments wait this many tokens after their entry's prefetch (a power of two)
+    _NVK_RING = 128
+    # ... where the dense rows hold more bytes than this (below, they stay in a core's L2)
+    _NVK_RING_BYTES = 1 << 20
+
+
+cdef inline void _add_ahead(nvk_t **ring, Py_ssize_t *nr, nvk_t *row, const topic_t *lab,
+                            int64_t n) noexcept nogil:
+    """:c:func:`_add_dense` through the ring of :c:func:`_count_cells`: each token's
+    entry is prefetched (for writing) and takes the place of the entry
+    ``_NVK_RING`` tokens back, which is incremented now (integer counts: the
+    same sums in any order).  Where the rows do not fit in L2, an increment made
+    at once waits on its row's miss, and the mispredicted exits of the cells'
+    token loops keep the next cells' misses from overlapping with it."""
+    cdef int64_t i
+    cdef nvk_t *e
+    cdef Py_ssize_t q
+    for i in range(n):
+        e = row + lab[i]
+        prefetch_w(e)
+        q = nr[0] & (_NVK_RING - 1)
+        ring[q][0] += 1
+        ring[q] = e
+        nr[0] += 1
+
+
 cdef Py_ssize_t _merge_slots(uint32_t *s, Py_ssize_t e, int32_t *pos) noexcept nogil:
     """Merge the ``e`` filled slots ``s[:e]`` of one sparse term row (appended
     one token at a time, a factor possibly in several) into one slot a factor,
@@ -858,15 +885,22 @@ cdef inline void _append_slots(uint32_t *s, Py_ssize_t n_slots, int32_t *fill, i
 cdef void _count_cells(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int64_t *sstart, uint32_t *sl,
                        int32_t *fill, int32_t *pos, int64_t c0, int64_t c1, int64_t tok0,
                        const int32_t *indices, const double *values, const topic_t *lab,
-                       int32_t lo, int32_t hi) noexcept nogil:
+                       int32_t lo, int32_t hi, bint ahead) noexcept nogil:
     """Add the tokens of cells ``c0:c1`` (the first at ``lab[tok0]``) whose term v
     is in ``lo <= v < hi`` to n_vk: v's dense row (``rmap[v]``, or v where
     ``rmap`` is NULL) or, where that is -1, its slots (``sl``, from
     ``sstart[v]``), merged at the end (``fill``: the filled slots of each term,
-    ``pos``: a thread's scratch for :c:func:`_merge_slots`)."""
+    ``pos``: a thread's scratch for :c:func:`_merge_slots`; ``ahead``: dense
+    rows through :c:func:`_add_ahead`)."""
     cdef int64_t c, n, tok = tok0
     cdef int32_t v, row
-    cdef Py_ssize_t w
+    cdef Py_ssize_t w, nr = 0
+    # the entries of the last _NVK_RING dense tokens, prefetched, not yet incremented
+    # (at first a scratch entry, incremented and dropped)
+    cdef nvk_t spare = 0
+    cdef nvk_t *ring[_NVK_RING]
+    for w in range(_NVK_RING):
+        ring[w] = &spare
     if sl != NULL:
         for w in range(lo, hi):
             if rmap[w] < 0:
@@ -879,10 +913,15 @@ cdef void _count_cells(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int6
         if v >= lo and v < hi:
             row = rmap[v] if rmap != NULL else v
             if row >= 0:
-                _add_dense(out + row * K, lab + tok, n)
+                if ahead:
+                    _add_ahead(ring, &nr, out + row * K, lab + tok, n)
+                else:
+                    _add_dense(out + row * K, lab + tok, n)
             else:
                 _append_slots(sl + sstart[v], sstart[v + 1] - sstart[v], fill + v, pos, lab + tok, n)
         tok = tok + n
+    for w in range(_NVK_RING):
+        ring[w][0] += 1
     if sl != NULL:
         for w in range(lo, hi):
             if rmap[w] < 0 and fill[w] > 0:
@@ -920,6 +959,8 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
     cdef int32_t[::1] fill
     cdef int32_t[:, ::1] pos
     cdef const int64_t[::1] split
+    # the dense rows' increments a ring of prefetches behind, where those rows outgrow L2
+    cdef bint ahead = nvk.shape[0] * K * nvk.itemsize > _NVK_RING_BYTES
     if c1 <= c0 or (out == NULL and sl == NULL):
         return
     import numpy as np
@@ -929,14 +970,14 @@ def add_term_labels(int64_t c0, int64_t c1, int64_t tok0, const int32_t[::1] ind
     if nt == 1:
         with nogil:
             _count_cells(out, K, rmap, sstart, sl, &fill[0], &pos[0, 0], c0, c1, tok0, &indices[0],
-                         &values[0], lab, 0, <int32_t> V)
+                         &values[0], lab, 0, <int32_t> V, ahead)
         return
     if term_split is None:
         term_split = np.arange(nt + 1, dtype=np.int64) * V // nt
     split = term_split
     for t in prange(nt, nogil=True, num_threads=nt, schedule="static", chunksize=1):
         _count_cells(out, K, rmap, sstart, sl, &fill[0], &pos[t, 0], c0, c1, tok0, &indices[0],
-                     &values[0], lab, <int32_t> split[t], <int32_t> split[t + 1])
+                     &values[0], lab, <int32_t> split[t], <int32_t> split[t + 1], ahead)
 
 
 def doc_token_offsets(const int64_t[::1] indptr, const double[::1] values, int64_t[::1] out):
