@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE, MAX_PARAMETER, SIMPLEX_TOLERANCE, positive_real
+from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE, MAX_PARAMETER, SIMPLEX_TOLERANCE, first_index, positive_real
 
 
 def check_parameter(value, name: str, bounded: bool = True) -> float:
@@ -49,12 +49,10 @@ def check_simplex(phi: np.ndarray, name: str, renormalise: bool = False) -> np.n
     of its size, as a freed one stays resident) unless it is refused.
     """
     if phi.size and not (phi.min() >= 0 and phi.max() < np.inf):    # a NaN fails both
-        flat = phi.ravel()
-        i = int(np.flatnonzero(~((flat >= 0) & (flat < np.inf)))[0])
-        v = float(flat[i])
+        at = first_index(~((phi >= 0) & (phi < np.inf)))
+        v = float(phi[at])
         kind = "a negative" if v < 0 and np.isfinite(v) else "a non-finite"
-        raise ValueError(f"{name} must be finite and nonnegative, got {kind} entry {v!r} at "
-                         f"{tuple(int(k) for k in np.unravel_index(i, phi.shape))}")
+        raise ValueError(f"{name} must be finite and nonnegative, got {kind} entry {v!r} at {at}")
     sums = phi.sum(axis=0)
     off = np.flatnonzero(np.abs(sums - 1.0) > SIMPLEX_TOLERANCE)
     if off.size and renormalise and np.abs(sums - 1.0).max() <= LOOSE_SIMPLEX_TOLERANCE:
