@@ -293,7 +293,7 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
     meta["networks"] = [_network_meta(n, f"net{d}_", arrays) for d, n in enumerate(networks)]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     path = os.fsdecode(os.fspath(path))
-    folder, name = os.path.split(os.path.abspath(path))
+    folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"cannot write the model file: no folder {folder!r}", path)
     with replacing(path) as tmp, open(tmp, "wb") as f:    # whole or not at all

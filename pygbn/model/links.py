@@ -14,7 +14,7 @@ latent counts ``x^(1)`` that the rest of the network explains with
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
+from typing import Tuple
 
 import numpy as np
 import scipy.sparse as sp

@@ -168,7 +168,6 @@ class Network:
         all within ``SIMPLEX_TOLERANCE`` (a Phi made in float32, or rounded)
         has its columns divided by their sums instead of being refused.
         """
-        max_parameter = MAX_PARAMETER
         layers = self.layers
         if not isinstance(layers, list):
             raise ValueError(f"layers must be a list of Layer objects, got {type(layers).__name__}")
@@ -195,8 +194,8 @@ class Network:
             K = layers[-1].width
             raise ValueError(f"r has {r.size} entries but the top layer has width {K}: r must have shape "
                              f"({K},)" if r.ndim == 1 else f"r must have shape ({K},), got {r.shape}")
-        if not (np.isfinite(r).all() and (r >= 0).all() and (r <= max_parameter).all()):
-            raise ValueError(f"r must be finite and nonnegative (at most {max_parameter:g})")
+        if not (np.isfinite(r).all() and (r >= 0).all() and (r <= MAX_PARAMETER).all()):
+            raise ValueError(f"r must be finite and nonnegative (at most {MAX_PARAMETER:g})")
         check_parameter(self.gamma0, "gamma0")
         check_parameter(self.c0, "c0")
         if not isinstance(self.hyper, Hyperparameters):
