@@ -217,7 +217,7 @@ def _crt_arrays(n, r):
         if n.dtype.kind in "biu":
             ok = n >= 0
         elif n.dtype.kind == "f":
-            ok = (n >= 0) & (n < np.inf) & (n == np.floor(n))
+            ok = _count_mask(n, 0)[0]
         else:                   # Python ints past int64, strings, ...: as float() reads them
             vals = [_crt_n(v) for v in n.flat]
             ok = np.array([v is not None for v in vals], dtype=bool).reshape(n.shape)
