@@ -439,10 +439,9 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     total = flat(sums, shape, np.float64)
     bad = (total <= 0) & (nf > 0)
     if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        idx = tuple(int(v) for v in np.unravel_index(i, shape)) if shape else ()
+        idx = first_index(bad.reshape(shape))
         raise ValueError(f"weights must have a positive sum in every row with n > 0; "
-                         f"row {idx} sums to 0 (n={int(nf[i])})")
+                         f"row {idx} sums to 0 (n={int(nf.reshape(shape)[idx])})")
     out = np.empty((nf.shape[0], k), dtype=np.int64)
     run_blocked(lambda s, b, *a: _gen.fill_split("multinomial_split", s, b, *a), out.shape[0],
                 random_state, n_jobs, (nf, wf, total, out), min_block=max(1, 65536 // k))
