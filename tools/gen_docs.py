@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import inspect
 import re
 import sys
