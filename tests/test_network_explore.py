@@ -429,10 +429,10 @@ def test_every_layer_topics_walk_the_network_once(monkeypatch):
     def per_layer_projection(*args):
         raise AssertionError("projected a layer on its own")
 
-    # a walk of its own per layer: top_term_indices (a one-layer walk) or project()'s projection
+    # a walk of its own per layer: top_term_indices (a one-layer walk) or project()
     monkeypatch.setattr(pygbn.explore, "top_term_indices", per_layer_projection)
     monkeypatch.setattr(terms, "top_term_indices", per_layer_projection)
-    monkeypatch.setattr(weights, "projection", per_layer_projection)
+    monkeypatch.setattr(weights, "project", per_layer_projection)
     for a, b in zip(net.coherence(X, measure="c_npmi", n=7), coh):
         np.testing.assert_array_equal(a, b)
     assert net.diversity(n=9) == div

@@ -61,7 +61,7 @@ def top_term_indices_by_layer(phis, layers, n: int = 10) -> dict:
     layers = list(layers)      # read twice below: an iterator would give {} (silently)
     wanted = {check_layer(t, len(ph)) for t in layers}
     out = {}
-    proj = np.ascontiguousarray(ph[0])      # the products of projection(): the same numbers
+    proj = np.ascontiguousarray(ph[0])      # the products of project(): the same numbers
     for t in range(1, max(wanted, default=0) + 1):
         if t > 1:
             proj = proj @ ph[t - 1]

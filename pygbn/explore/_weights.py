@@ -56,16 +56,11 @@ def project(phis, t: int) -> np.ndarray:
         If ``phis`` is not a chain of column-stochastic matrices or ``t`` is
         not a layer number.
     """
-    out = projection(phis, t)
-    return out.copy() if t == 1 else out
-
-
-def projection(phis, t: int) -> np.ndarray:
-    """:func:`project` without its copy of Phi^(1) for ``t = 1`` (the result may then be
-    Phi^(1) itself: read it, do not change it); for ``t > 1`` no copy of Phi^(1) is made."""
     ph = check_phis(phis)
     t = check_layer(t, len(ph))
-    out = np.ascontiguousarray(ph[0])     # the layout of ph[0].copy(): the same products
+    if t == 1:
+        return ph[0].copy()
+    out = np.ascontiguousarray(ph[0])     # the layout of ph[0].copy(), without copying Phi^(1)
     for phi in ph[1:t]:
         out = out @ phi
     return out
