@@ -93,7 +93,13 @@ def tokenize(text: str, min_length: int = 3) -> list[str]:
     if not isinstance(text, str):
         raise ValueError(f"text must be a str, got {type(text).__name__}")
     min_length = check_int(min_length, "min_length", 1)
-    return [tok for tok in _TOKEN_RE.findall(text.lower()) if len(tok) >= min_length]
+    return _tokens(text, min_length)
+
+
+def _tokens(text: str, min_length: int) -> list[str]:
+    """:func:`tokenize` of a str with a checked ``min_length`` (CountVectorizer's loop)."""
+    toks = _TOKEN_RE.findall(text.lower())
+    return [t for t in toks if len(t) >= min_length] if min_length > 1 else toks
 
 
 @lru_cache(maxsize=1)
@@ -277,7 +283,6 @@ class CountVectorizer:
         (``words`` is None); without it a token's id is its place among the distinct tokens
         in order of first appearance, ``words`` (a list)."""
         min_length = check_int(self.min_length, "min_length", 1)
-        find = _TOKEN_RE.findall
         if index is None:
             known: dict = defaultdict(itertools.count().__next__)
             lookup = known.__getitem__
@@ -307,9 +312,7 @@ class CountVectorizer:
             ids, lengths = array("q"), []
 
         for d in docs:
-            toks = find(d.lower())
-            if min_length > 1:
-                toks = [t for t in toks if len(t) >= min_length]
+            toks = _tokens(d, min_length)
             if stop:
                 toks = [t for t in toks if t not in stop]
             before = len(ids)
