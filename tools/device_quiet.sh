@@ -13,7 +13,8 @@
 # set, A2 also runs under OPENBLAS_CORETYPE=$ALT_CORE (on core 3, beside the default on core 0).
 # B_SPECS ("K:runs;K:runs", default the 8-thread rows below) sets B's runs, on B_TOKENS tokens
 # (default the 5.2M corpus; "K@TOKENS:runs" for one spec, e.g. "100@20.8M:partial-2 tomotopy-2";
-# a corpus missing from CACHE is generated there); B runs on CPUs
+# a corpus missing from CACHE is generated there) and B_ITERS its iterations (default "--early 3
+# --late 5 --late-iters 3"); B runs on CPUs
 # 0-(n/2 - 1), or on every CPU when a run asks for more threads than that.
 #
 # Variables: OUT (default ./device_out), BUDGET (seconds, default 400), CACHE (default
@@ -105,6 +106,7 @@ half=$(( ncpu / 2 )); [ "$half" -ge 1 ] || half=1
 B_SPECS=${B_SPECS:-"100:partial-$half tomotopy-$half;400:partial-1 tomotopy-1 partial-$half tomotopy-$half"}
 IFS=';' read -r -a specs <<<"$B_SPECS"
 BT=${B_TOKENS:-$T5}
+BIT=${B_ITERS:-$IT}
 for spec in "${specs[@]}"; do
     has B || break
     IFS=: read -r K runs <<<"$spec"
@@ -116,7 +118,7 @@ for spec in "${specs[@]}"; do
     say "B: $tok K=$K on CPUs $cpus: $runs"
     # shellcheck disable=SC2086
     taskset -c "$cpus" timeout -k 5 "$t" $PY tools/bench_scale.py --tokens "$tok" --K "$K" \
-        --runs $runs $IT --cache "$CACHE" --json "$work/scale_${tok}_K$K.json" >"$work/scale_${tok}_K$K.txt" 2>&1
+        --runs $runs $BIT --cache "$CACHE" --json "$work/scale_${tok}_K$K.json" >"$work/scale_${tok}_K$K.txt" 2>&1
     show "$work/scale_${tok}_K$K.txt"
 done
 # C. the collapsed sweep against tomotopy's one worker at 5.2M, K = 100 (issue 11), side by side on
