@@ -161,3 +161,76 @@ def test_trace_chains_discard_burn_in_keeps_the_draws_after_each_depths_pruning(
     for bad in ("pruning", 1.0, -0.1, True, None):
         with pytest.raises(ValueError, match="discard must be a number in \\[0, 1\\) or 'burn_in'"):
             trace_chains([a, b], discard=bad)
+
+
+def _dense_document_loglik(s):
+    """Each document's trace value from dense arrays: theta_hat and Phi^(1) formed
+    explicitly, ``lambda = theta_hat Phi^T`` at every (j, v), the link's terms at
+    the stored cells."""
+    net, layer = s.network, s.network.layers[0]
+    phi = layer.posterior_mean_phi() if s.method == "collapsed" else np.asarray(layer.phi)
+    tiny = np.finfo(np.float64).tiny
+    prior = (np.maximum(net.r, tiny)[None, :] if net.depth == 1
+             else np.maximum(net.layers[1].theta @ net.layers[1].phi.T, tiny))
+    theta = (prior + s.m[0]) / (layer.c[:, None] + 1.0)
+    lam = theta @ phi.T
+    Y = s.Y.tocoo()
+    rates = np.maximum(lam[Y.row, Y.col], tiny)
+    aux = s.aux[Y.row] if s.aux.size else s.aux
+    terms = s.link.log_density_shifted(Y.data.astype(np.float64), rates, aux)
+    return np.bincount(Y.row, weights=terms, minlength=s.n_docs) - theta.sum(axis=1)
+
+
+_METHOD_LINKS = [("poisson", "collapsed"), ("poisson", "blocked"), ("poisson", "partial"),
+                 ("bernoulli", "blocked"), ("prg", "blocked")]
+
+
+@pytest.mark.parametrize("link,method", _METHOD_LINKS)
+def test_document_loglik_is_the_dense_value_on_every_route(link, method, monkeypatch):
+    """Per document, to rounding, the dense value: T = 1 (Phi^(1) r once, then the
+    non-zero latent counts), T = 2, 3 by Psi = Phi^(1) Phi^(2) and by the documents'
+    priors (both routes forced); the same bits with 1 or 2 threads and whatever the
+    chunks of documents."""
+    from pygbn.inference import trace
+
+    Y = _data(link, n_docs=400)
+    s = GibbsSampler.for_training(Y, 17, link=link, method=method, random_state=11)
+    for depth in (1, 2, 3):
+        if depth > 1:
+            s.add_layer(0.05)
+        for _ in range(3):
+            s.sweep()
+        expected = _dense_document_loglik(s)
+        routes = [None] if depth == 1 else [True, False]
+        for psi in routes:
+            if psi is not None:
+                monkeypatch.setattr(trace, "_psi_cheaper", lambda sampler, psi=psi: psi)
+            values = {}
+            for n_jobs, chunk in ((1, 8), (2, 8), (2, 1), (1, 3)):
+                s.n_jobs = n_jobs
+                monkeypatch.setattr(trace, "TRACE_CHUNK_BLOCKS", chunk)
+                values[n_jobs, chunk] = document_loglik(s)
+            s.n_jobs = 1
+            first = values[1, 8]
+            np.testing.assert_allclose(first, expected, rtol=1e-12, atol=0)
+            for v in values.values():
+                np.testing.assert_array_equal(v, first)
+
+
+def test_psi_route_is_chosen_by_operation_counts():
+    """Psi = Phi^(1) Phi^(2) when it is cheaper than the documents' priors, never
+    when it would be larger than Phi^(1) (K2 > K1)."""
+    from pygbn.inference.trace import _psi_cheaper
+
+    Y = _data("poisson", n_docs=300)
+    s = GibbsSampler.for_training(Y, 12, method="blocked", random_state=0)
+    s.sweep()
+    s.add_layer(0.05)
+    s.sweep()
+    V, K1 = s.network.layers[0].phi.shape
+    K2 = s.network.layers[1].width
+    nnz = int(s.indptr[-1])
+    sparse = int(np.dot(np.diff(s.indptr), np.count_nonzero(s.m[0], axis=1)))
+    assert _psi_cheaper(s) == (V * K1 * K2 + nnz * K2 + sparse < s.n_docs * K1 * K2 + nnz * K1)
+    s.network.layers[1].phi = np.full((K1, K1 + 1), 1.0 / K1)
+    assert not _psi_cheaper(s)
