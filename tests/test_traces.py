@@ -234,3 +234,18 @@ def test_psi_route_is_chosen_by_operation_counts():
     assert _psi_cheaper(s) == (V * K1 * K2 + nnz * K2 + sparse < s.n_docs * K1 * K2 + nnz * K1)
     s.network.layers[1].phi = np.full((K1, K1 + 1), 1.0 / K1)
     assert not _psi_cheaper(s)
+
+
+def test_trace_rates_scratch_failure_raises_memory_error():
+    from pygbn.inference import _trace
+
+    Y = _data("poisson", n_docs=50)
+    s = GibbsSampler.for_training(Y, 5, method="blocked", random_state=0)
+    s.sweep()
+    _trace._fail_next_allocations(1)
+    try:
+        with pytest.raises(MemoryError, match="trace_rates"):
+            document_loglik(s)
+    finally:
+        _trace._fail_next_allocations(0)
+    assert np.all(np.isfinite(document_loglik(s)))

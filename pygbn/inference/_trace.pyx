@@ -37,6 +37,50 @@ ctypedef fused phi_t:
     int64_t
 
 
+cdef inline double _dot(const double *a, const double *b, Py_ssize_t n) noexcept nogil:
+    """``sum_i a[i] b[i]`` in four interleaved partial sums, ``(s0 + s1) + (s2 + s3)`` then the
+    tail (a fixed order: four independent chains of additions instead of one)."""
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t i = 0
+    while i + 4 <= n:
+        s0 = s0 + a[i] * b[i]
+        s1 = s1 + a[i + 1] * b[i + 1]
+        s2 = s2 + a[i + 2] * b[i + 2]
+        s3 = s3 + a[i + 3] * b[i + 3]
+        i = i + 4
+    s0 = (s0 + s1) + (s2 + s3)
+    while i < n:
+        s0 = s0 + a[i] * b[i]
+        i = i + 1
+    return s0
+
+
+cdef inline double _phi_at(const phi_t *row, Py_ssize_t k, double eta) noexcept nogil:
+    """Phi^(1)'s entry, or its counts' ``eta + n_vk`` (the column sum is in the weight)."""
+    if phi_t is double:
+        return row[k]
+    else:
+        return eta + <double> row[k]
+
+
+cdef inline double _sparse_dot(const phi_t *row, const int32_t *idx, const double *q, Py_ssize_t n,
+                               double eta) noexcept nogil:
+    """``sum_i phi(row, idx[i]) q[i]`` in the order of :c:func:`_dot`."""
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t i = 0
+    while i + 4 <= n:
+        s0 = s0 + _phi_at(row, idx[i], eta) * q[i]
+        s1 = s1 + _phi_at(row, idx[i + 1], eta) * q[i + 1]
+        s2 = s2 + _phi_at(row, idx[i + 2], eta) * q[i + 2]
+        s3 = s3 + _phi_at(row, idx[i + 3], eta) * q[i + 3]
+        i = i + 4
+    s0 = (s0 + s1) + (s2 + s3)
+    while i < n:
+        s0 = s0 + _phi_at(row, idx[i], eta) * q[i]
+        i = i + 1
+    return s0
+
+
 def _fail_next_allocations(int n):
     """Test hook: the next ``n`` per-thread scratch allocations fail (0 resets)."""
     fail_next_allocations(n)
@@ -66,8 +110,7 @@ def trace_rates(const int64_t[::1] indptr, const int32_t[::1] indices, const cou
     cdef int32_t *idx
     cdef double *q
     cdef const double *wr
-    cdef const double *pr
-    cdef double c1, s, t, x, ms
+    cdef double c1, s, x, ms
     cdef int n_failed = 0
     if n_docs <= 0:
         return
@@ -75,17 +118,15 @@ def trace_rates(const int64_t[::1] indptr, const int32_t[::1] indices, const cou
     q = NULL
     with nogil, parallel(num_threads=n_threads):
         # one scratch per thread: the factors of a document's non-zero counts and their weights
-        idx = <int32_t *> block_malloc((K + 1) * (sizeof(int32_t) + sizeof(double)))
-        q = <double *> (idx + K + 1) if idx != NULL else NULL
+        q = <double *> block_malloc((K + 1) * (sizeof(double) + sizeof(int32_t)))
+        idx = <int32_t *> (q + K + 1) if q != NULL else NULL
         for j in prange(n_docs, schedule="dynamic", chunksize=64):
             if idx == NULL:
                 n_failed += 1
             else:
                 c1 = c[j] + 1.0
                 wr = &w[0, 0] if shared_w else &w[j, 0]
-                s = 0.0
-                for k in range(K2):
-                    s = s + wr[k] * wsum[k]
+                s = _dot(wr, &wsum[0], K2)
                 n = 0
                 ms = 0.0
                 for k in range(K):
@@ -101,17 +142,7 @@ def trace_rates(const int64_t[::1] indptr, const int32_t[::1] indices, const cou
                 totals[j] = (s + ms) / c1
                 for cell in range(indptr[j], indptr[j + 1]):
                     v = indices[cell]
-                    pr = &psi[v, 0]
-                    s = 0.0
-                    for k in range(K2):
-                        s = s + pr[k] * wr[k]
-                    t = 0.0
-                    for i in range(n):
-                        if phi_t is double:
-                            t = t + phi[v, idx[i]] * q[i]
-                        else:
-                            t = t + (eta + <double> phi[v, idx[i]]) * q[i]
-                    rates[cell] = (s + t) / c1
-        free(idx)
+                    rates[cell] = (_dot(&psi[v, 0], wr, K2) + _sparse_dot(&phi[v, 0], idx, q, n, eta)) / c1
+        free(q)
     if n_failed:
         raise MemoryError(f"trace_rates: scratch memory for {n_failed} document(s) could not be allocated")

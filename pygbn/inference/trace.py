@@ -20,7 +20,31 @@ the PRG density of a real value, see
 * ``Phi^(1)`` the chain's current sample (blocked) or, for the collapsed
   sampler, which integrates it out too, its posterior mean given the token
   labels, ``(eta + n_vk) / (V eta + n_.k)`` (formed entry by entry from
-  ``n_vk``, :func:`pygbn.inference._blocked.heldout_accumulate_counts`).
+  ``n_vk``).
+
+The rates are not summed over all K_1 factors at every cell: split by the two
+parts of theta_hat,
+
+``lambda_vj = [(Phi^(1) a_j)_v + sum_{k: m_jk > 0} phi_vk m_jk] / (c_j + 1)``,
+
+and ``Phi^(1) a_j = Psi w_j`` with ``Psi = Phi^(1) r`` (one column, ``w_j = 1``)
+in a one-layer network, ``Psi = Phi^(1) Phi^(2)`` (V x K_2, ``w_j =
+theta^(2)_j``) below, formed once per evaluation (:func:`phi_product`; a
+collapsed chain's Phi^(1) a few rows at a time from the counts).  A cell then
+costs ``K_2 + nnz(m_j)`` multiply-adds (1 + nnz(m_j) at T = 1) instead of
+``K_1``, and the documents' totals ``sum_k theta_hat_jk`` are
+``(w_j . colsums(Phi^(2)) + sum_k m_jk) / (c_j + 1)`` (``sum_k r_k`` in place
+of the first term at T = 1; :func:`pygbn.inference._trace.trace_rates`).  The
+same sums in another order (the prior's floor at the smallest normal double
+is left out of ``Psi w_j``: at most ``K_1`` times that number), so the same
+values to rounding.  At T >= 2 Psi is used where it
+is no larger than Phi^(1) and its operation count is the smaller
+(:func:`_psi_cheaper`); otherwise the documents' priors ``Phi^(2) theta^(2)_j``
+are formed block by block and each cell sums all K_1 factors
+(:func:`pygbn.inference._blocked.heldout_accumulate`, or
+:func:`~pygbn.inference._blocked.heldout_accumulate_counts` from the counts).
+Every document's value is formed by one thread in a fixed order: the same
+bits whatever the thread count or the chunks of documents.
 
 :func:`loglik_per_token` divides the sum over documents by the link's token
 count (:meth:`~pygbn.model.links.Link.n_tokens`: the count total for
