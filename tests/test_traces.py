@@ -193,16 +193,9 @@ def test_document_loglik_is_the_dense_value_on_every_route(link, method, monkeyp
     chunks of documents."""
     from pygbn.inference import trace
 
-    Y = _data(link, n_docs=400)
-    s = GibbsSampler.for_training(Y, 17, link=link, method=method, random_state=11)
-    for depth in (1, 2, 3):
-        if depth > 1:
-            s.add_layer(0.05)
-        for _ in range(3):
-            s.sweep()
+    def check(s):
         expected = _dense_document_loglik(s)
-        routes = [None] if depth == 1 else [True, False]
-        for psi in routes:
+        for psi in [None] if s.depth == 1 else [True, False]:
             if psi is not None:
                 monkeypatch.setattr(trace, "_psi_cheaper", lambda sampler, psi=psi: psi)
             values = {}
@@ -215,6 +208,20 @@ def test_document_loglik_is_the_dense_value_on_every_route(link, method, monkeyp
             np.testing.assert_allclose(first, expected, rtol=1e-12, atol=0)
             for v in values.values():
                 np.testing.assert_array_equal(v, first)
+
+    Y = _data(link, n_docs=400)
+    s = GibbsSampler.for_training(Y, 17, link=link, method=method, random_state=11)
+    for depth in (1, 2, 3):
+        if depth > 1:
+            s.add_layer(0.05)
+        for _ in range(3):
+            s.sweep()
+        check(s)
+        if depth == 2:      # a narrower top layer (K_2 = 11 < K_1 = 17), as after pruning
+            s.keep_top(np.arange(17) % 3 != 0)
+            s.sweep()
+            assert s.network.layers[1].phi.shape == (17, 11)
+            check(s)
 
 
 def test_psi_route_is_chosen_by_operation_counts():
