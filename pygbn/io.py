@@ -269,7 +269,9 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
     ------
     ValueError
         If a network fails :meth:`Network.check` (the message names the
-        network), or ``networks`` is empty (nothing is written).
+        network), a vocabulary term ends in a NUL character (numpy's str
+        arrays, in which the terms are stored, would drop it), or
+        ``networks`` is empty (nothing is written).
     TypeError
         If ``fields`` holds a value of another type (nothing is written).
     FileNotFoundError
@@ -283,6 +285,11 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
             net.check()   # what read_model will check: a network changed since it was built too
         except ValueError as exc:
             raise ValueError(f"network {d}: {exc}") from None
+        # the terms are stored as a numpy str array, whose fixed-width entries drop trailing NULs
+        bad = next((t for t in net.vocabulary or () if str(t).endswith("\0")), None)
+        if bad is not None:
+            raise ValueError(f"network {d}: the vocabulary term {bad!r} ends in a NUL character, which a "
+                             f"model file cannot store (numpy str arrays drop trailing NULs)")
     arrays: dict = {}
     meta: dict = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
                   "pygbn_version": __version__, "kind": str(kind)}

@@ -7,6 +7,7 @@ model whose ``transform`` works.
 import gc
 import json
 import os
+import re
 import warnings
 
 import numpy as np
@@ -505,6 +506,20 @@ def test_a_network_changed_after_it_was_built_is_not_written(tmp_path):
         with pytest.raises(ValueError, match=match):
             pygbn.save(net, tmp_path / "bad.npz")
         assert not os.listdir(tmp_path)
+
+
+def test_a_term_ending_in_nul_is_not_written(tmp_path):
+    """The terms are stored as a numpy str array, whose entries drop trailing NULs: a network
+    with the terms "a" and "a\\0" was written and loaded back with "a" twice (and a lone "b\\0"
+    came back as "b").  write_model refuses such a term, naming it; NULs inside a term are kept."""
+    for vocab, bad in [(["a", "a\0", "c"], "a\0"), (["x", "y", "b\0"], "b\0")]:
+        net = Network(layers=[Layer(np.full((3, 2), 1 / 3))], r=np.ones(2), vocabulary=vocab)
+        with pytest.raises(ValueError, match=re.escape(f"network 0: the vocabulary term {bad!r} ends in a NUL")):
+            pygbn.save(net, tmp_path / "bad.npz")
+        assert not os.listdir(tmp_path)
+    net = Network(layers=[Layer(np.full((3, 2), 1 / 3))], r=np.ones(2), vocabulary=["a\0b", "\0c", "d"])
+    pygbn.save(net, tmp_path / "ok.npz")
+    assert pygbn.load(tmp_path / "ok.npz").vocabulary == ["a\0b", "\0c", "d"]
 
 
 def test_random_doubles_are_stored_and_the_rest_deflated(tmp_path):
