@@ -333,15 +333,16 @@ def _corpus(J=400, V=40, seed=1):
     return rng.poisson(rng.gamma(0.3, 3, size=(J, 4)) @ rng.dirichlet(np.full(V, 0.2), size=4))
 
 
-def test_prior_tables_only_for_the_terms_with_dense_counts():
-    """Tables for the terms with at least TABLE_MIN_TOKENS and K / 4 tokens (their
-    n_vk rows are dense), none for the others; redrawing Phi^(1) in place
-    (a new ``phi_stamp``) drops them."""
+def test_prior_tables_only_for_the_terms_with_enough_tokens():
+    """Tables for the terms with at least TABLE_MIN_TOKENS and K / TABLE_DENSE_FRACTION
+    (16) tokens, none for the others; redrawing Phi^(1) in place (a new ``phi_stamp``)
+    drops them."""
     Y = PoissonLink().check_data(_corpus(J=300, V=60))     # terms of 0 to 97 tokens
-    K = 120
+    K = 16 * 30                                            # K / 16 = 30 > TABLE_MIN_TOKENS
     s = GibbsSampler.for_training(Y, K, method="partial", random_state=2)
     n_v = np.asarray(Y.sum(axis=0)).ravel()
-    want = (n_v >= PartialState.TABLE_MIN_TOKENS) & (4 * n_v >= K)
+    assert PartialState.TABLE_DENSE_FRACTION == 16
+    want = (n_v >= PartialState.TABLE_MIN_TOKENS) & (16 * n_v >= K)
     assert want.any() and (~want & (n_v >= PartialState.TABLE_MIN_TOKENS)).any()
     rows, cum, guide, mass, _ = s.tokens.prior_tables(s.network.layers[0].phi, proposal_shape(s.network), 1)
     np.testing.assert_array_equal(rows >= 0, want)

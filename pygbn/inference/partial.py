@@ -21,8 +21,8 @@ A token's draw costs O(topics of its document) or O(1) expected steps, not
 O(K): it draws the proposal ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` (b a
 shape shared by all documents) exactly, as a prior bucket over ``phi_v. b``
 drawn by inversion (from indexed-search tables for the terms with at least
-``TABLE_MIN_TOKENS`` tokens and at least K / 4, those whose ``n_vk`` row is
-dense, whose expected prior draws a sweep pay for a table
+``TABLE_MIN_TOKENS`` tokens and at least K / 16 (``TABLE_DENSE_FRACTION``)
+whose expected prior draws a sweep pay for a table
 (:meth:`PartialState.table_rows`), and by a scan of Phi's row for the others:
 the same topic for the same uniform) plus a document bucket ``phi_vk n_jk`` drawn in one of two exact
 ways, chosen per document from its state at the start of its sweep
@@ -70,7 +70,7 @@ from pygbn.inference import _collapsed, _partial, _upper
 from pygbn.inference.collapsed_state import (TokenLabels, check_token_count, doc_count_dtype, initial_labels,
                                              label_dtype, token_arrays)
 from pygbn.inference.layer_one import CHUNK_BLOCKS
-from pygbn.inference.term_counts import DENSE_FRACTION, TermCounts, TermLayout, draw_phi_columns, split_target
+from pygbn.inference.term_counts import TermCounts, TermLayout, draw_phi_columns, split_target
 
 logger = logging.getLogger("pygbn")
 
@@ -127,10 +127,14 @@ class PartialState(TokenLabels):
     #: than their tables; on the man pages after burn-in (0.14% prior draws) no term of
     #: 7,735 then pays for one (docs/benchmarks.md, "Fourteenth session")
     TABLE_PRIOR_DRAWS = 4.0
-    #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (the terms whose
-    #: n_vk rows are dense in :class:`~pygbn.inference.term_counts.TermCounts`: a table of
-    #: 8 K bytes for a rarer term would outweigh its counts' slots, 4 n_v bytes)
-    TABLE_DENSE_FRACTION = DENSE_FRACTION
+    #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (memory: a table is
+    #: 8 K bytes, as much as the term's row of Phi^(1), where its counts take 4 n_v).  16:
+    #: at 5.2M tokens and K = 400 the terms of 25-99 tokens (8% of the tokens, most of
+    #: their draws from the prior bucket) scanned their rows at 0.934 of the sweep's time
+    #: with tables (+23 MB at V = 20,000; 4, the terms with dense n_vk rows, until the
+    #: twenty-seventh session); the real corpora and K = 100: 0.99-1.00
+    #: (docs/benchmarks.md, "Twenty-seventh session")
+    TABLE_DENSE_FRACTION = 16
     #: entries of each term's top set for the document bucket's rejection draw (None:
     #: :func:`default_top_size` of K; speed only, the draws have the same law for any size)
     TOP_SIZE = None
