@@ -29,7 +29,6 @@ cdef struct Doc:
     double lam                  # lambda_j; with ``thin``, c_j = max_k a_jk / b_k
     bint thin                   # the prior bucket's draws are thinned by a_jk / (c_j b_k) (exact, T >= 2)
     double u_prior              # the uniform of the next prior-bucket draw
-    double u_prior2             # and of the one after it (see _partial's _prior_draw)
     int64_t n_prior             # prior-bucket draws made (a speed statistic: which terms get tables)
 
 

@@ -89,10 +89,7 @@ Uniforms.  A block takes its stream's uniforms in order, 256 at a time into a
 buffer (``_uniform``; each number used once), and drops what is left of the
 buffer when the block ends: the draws keep their laws, and the chain still
 does not depend on the number of threads (a block's numbers come from its own
-stream whatever thread sweeps it).  The prior bucket's uniforms are taken two
-draws ahead of their use (``_prior_draw``), so that a later cell's table entry can
-be prefetched for both candidates; nothing decided before a uniform's use depends
-on it, so this too keeps every law.
+stream whatever thread sweeps it).
 """
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
@@ -211,23 +208,14 @@ cdef inline bint _thin_prior(Uni *g, const Doc *d, int32_t k) noexcept nogil:
 
 cdef inline int32_t _prior_draw(Uni *g, Doc *d, const double *phi_v, double Q, const float *cumf,
                                 const topic_t *guide, int *tries) noexcept nogil:
-    """One prior-bucket draw: the topic of the uniform ``d.u_prior`` by
+    """One prior-bucket draw: the topic of the uniform ``d.u_prior`` (drawn at the previous
+    prior draw, so that its table entry could be prefetched; then replaced) by
     :c:func:`_pick_prior`, or -1 when :c:func:`_thin_prior` discards it (``d.thin``: the
     caller's draw starts afresh), counted in ``tries``; the ``_THIN_TRIES``-th discard
-    draws the label by the exact scan (:c:func:`_direct`) instead.
-
-    The prior draws' uniforms are drawn two draws ahead: ``d.u_prior`` was drawn at the
-    draw before the last one (or at the block's start), ``d.u_prior2`` at the last one;
-    here ``d.u_prior2`` moves up and a new uniform takes its place.  So the guide entry
-    of a later cell's draw can be prefetched for both candidates, the next draw's and the
-    one after it's, cells before it is read (the sweep took 0.973-0.976 of its time at
-    K = 400 with the second uniform, 0.995 at K = 100: docs/benchmarks.md, "Twenty-seventh
-    session").  Each uniform is used once, and nothing drawn before its use depends on
-    its value (the prefetches only read it), so every draw keeps its law."""
+    draws the label by the exact scan (:c:func:`_direct`) instead."""
     cdef double up = d.u_prior
     cdef int32_t k
-    d.u_prior = d.u_prior2
-    d.u_prior2 = _uniform(g)
+    d.u_prior = _uniform(g)
     d.n_prior += 1
     k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
     if not d.thin or _thin_prior(g, d, k):
@@ -241,9 +229,9 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
     """A draw from ``q(k) ∝ phi_vk n_jk + lambda_j phi_vk b_k`` with the list bucket:
     a uniform picks the document bucket ``D`` (the topic by a search of the
     document's list, :c:func:`_pick_doc`) or the prior bucket ``P = lambda_j Q_v``
-    (``Q = Q_v``); the prior bucket's position is the uniform ``d.u_prior``,
-    drawn ahead so that its table entry can be prefetched (:c:func:`_prior_draw`,
-    :c:func:`_pick_prior`).  With ``d.thin`` (T >= 2,
+    (``Q = Q_v``); the prior bucket's position is the uniform ``d.u_prior``
+    drawn at the previous prior draw (so that its table entry can be
+    prefetched), then replaced (:c:func:`_pick_prior`).  With ``d.thin`` (T >= 2,
     exact draws) ``P = c_j Q_v`` and the prior bucket's topic is kept by
     :c:func:`_thin_prior`, else the draw starts afresh; after ``_THIN_TRIES``
     discarded topics the label is drawn by the exact scan (:c:func:`_direct`)."""
@@ -363,11 +351,11 @@ cdef enum:
     # How far ahead _doc_rej prefetches, in cells (a cell holds 1.25 tokens on bench_scale's
     # corpus, and a token of the rejection draw takes about 60 ns, less than a miss to memory
     # on a loaded machine): the top set of cell c + _TOP_AHEAD at the start of cell c, and the
-    # guide entries of the next two prior draws (their uniforms d.u_prior and d.u_prior2 are
-    # drawn ahead) for cell c + _AHEAD, and for cells c + 2 .. c + _AHEAD again after a prior
-    # draw has moved them up.  Prefetches only: the draws are the same.  At 5.2M tokens the
-    # token sweep took 0.967-0.979 of the time with distance 1 (K = 100 and 400, one state,
-    # sweeps alternated; docs/benchmarks.md, "Twenty-sixth session").
+    # guide entry of the next prior draw (its uniform d.u_prior is drawn ahead) for cell
+    # c + _AHEAD, and for cells c + 2 .. c + _AHEAD again after a prior draw has replaced
+    # d.u_prior.  Prefetches only: the draws are the same.  At 5.2M tokens the token sweep
+    # took 0.967-0.979 of the time with distance 1 (K = 100 and 400, one state, sweeps
+    # alternated; docs/benchmarks.md, "Twenty-sixth session").
     _AHEAD = 4
     _TOP_AHEAD = 3
 
@@ -420,10 +408,8 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             # the guide entry of the next cell's first prior draw should this cell make none
             # (a cell earlier than the prefetch after its last draw)
             _prefetch_prior(d.u_prior, table_row, guide, indices[c + 1], K)
-            _prefetch_prior(d.u_prior2, table_row, guide, indices[c + 1], K)
         if c + _AHEAD < c_end:
             _prefetch_prior(d.u_prior, table_row, guide, indices[c + _AHEAD], K)
-            _prefetch_prior(d.u_prior2, table_row, guide, indices[c + _AHEAD], K)
         for i in range(n):
             drawn = d.n_prior
             s = labels[tok]
@@ -448,11 +434,10 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
             tok += 1
             _prefetch_next(d.u_prior, table_row, guide, indices, c, c_end, i + 1 < n, K)
             if d.n_prior != drawn:
-                # a prior draw moved the uniforms up: the entries the next cells' first draw reads
+                # a prior draw replaced u_prior: the entries the next cells' first draw reads
                 for k in range(2, _AHEAD + 1):
                     if c + k < c_end:
                         _prefetch_prior(d.u_prior, table_row, guide, indices[c + k], K)
-                        _prefetch_prior(d.u_prior2, table_row, guide, indices[c + k], K)
 
 
 cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t *indptr, const Sweep *sw,
@@ -501,7 +486,6 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     for k in range(K):
         d.pos[k] = -1
     d.u_prior = _uniform(g)
-    d.u_prior2 = _uniform(g)
     d.n_prior = 0
     for j in range(j0, j1):
         tok = tok0 = doc_ptr[j]
