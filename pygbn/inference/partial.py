@@ -128,12 +128,12 @@ class PartialState(TokenLabels):
     #: 7,735 then pays for one (docs/benchmarks.md, "Fourteenth session")
     TABLE_PRIOR_DRAWS = 4.0
     #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (memory: a table is
-    #: 8 K bytes, as much as the term's row of Phi^(1), where its counts take 4 n_v).  16:
-    #: at 5.2M tokens and K = 400 the terms of 25-99 tokens (8% of the tokens, most of
-    #: their draws from the prior bucket) scanned their rows at 0.934 of the sweep's time
-    #: with tables (+23 MB at V = 20,000; 4, the terms with dense n_vk rows, until the
-    #: twenty-seventh session); the real corpora and K = 100: 0.99-1.00
-    #: (docs/benchmarks.md, "Twenty-seventh session")
+    #: 8 K bytes, as much as the term's row of Phi^(1), where its counts take 4 n_v).  16
+    #: (4 until the twenty-seventh session): at 5.2M tokens and K = 400 the terms of 25-99
+    #: tokens (8% of the tokens, most of their draws from the prior bucket) got tables
+    #: instead of scanning their rows, and the sweep took 0.934 of its time (+23 MB at
+    #: V = 20,000); the real corpora and K = 100: 0.99-1.00 (docs/benchmarks.md,
+    #: "Twenty-seventh session")
     TABLE_DENSE_FRACTION = 16
     #: entries of each term's top set for the document bucket's rejection draw (None:
     #: :func:`default_top_size` of K; speed only, the draws have the same law for any size)
