@@ -896,11 +896,12 @@ cdef void _count_cells(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int6
     cdef int32_t v, row
     cdef Py_ssize_t w, nr = 0
     # the entries of the last _NVK_RING dense tokens, prefetched, not yet incremented
-    # (at first a scratch entry, incremented and dropped)
+    # (at first a scratch entry, incremented and dropped); set up only when used
     cdef nvk_t spare = 0
     cdef nvk_t *ring[_NVK_RING]
-    for w in range(_NVK_RING):
-        ring[w] = &spare
+    if ahead:
+        for w in range(_NVK_RING):
+            ring[w] = &spare
     if sl != NULL:
         for w in range(lo, hi):
             if rmap[w] < 0:
@@ -920,8 +921,9 @@ cdef void _count_cells(nvk_t *out, Py_ssize_t K, const int32_t *rmap, const int6
             else:
                 _append_slots(sl + sstart[v], sstart[v + 1] - sstart[v], fill + v, pos, lab + tok, n)
         tok = tok + n
-    for w in range(_NVK_RING):
-        ring[w][0] += 1
+    if ahead:
+        for w in range(_NVK_RING):
+            ring[w][0] += 1
     if sl != NULL:
         for w in range(lo, hi):
             if rmap[w] < 0 and fill[w] > 0:
