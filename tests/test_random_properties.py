@@ -434,3 +434,26 @@ def test_overflowing_weight_rows_beside_all_zero_rows_warn_nothing():
         warnings.simplefilter("error")
         x = R.multinomial_split([5, 0], [[1e308, 1e308], [0, 0]], random_state=0)
     assert x.sum(axis=1).tolist() == [5, 0]
+
+
+def test_counts_read_like_real_parameters():
+    # object arrays of ints (as the real parameters take them) draw as int64 arrays do;
+    # ints past int64 are named, with their index; half floats give no overflow warning
+    n = [0, 1, 7, 300]
+    for as_obj in (np.array(n, dtype=object), np.array([np.int16(v) for v in n] + [1], dtype=object)[:4]):
+        np.testing.assert_array_equal(R.crt(as_obj, 0.7, random_state=4),
+                                      R.crt(np.array(n), 0.7, random_state=4))
+    np.testing.assert_array_equal(R.multinomial_split(np.array(n, dtype=object), [1.0, 2.0], random_state=4),
+                                  R.multinomial_split(n, [1.0, 2.0], random_state=4))
+    with pytest.raises(ValueError, match=r"^n must be a non-negative integer <= 9223372036854775807; "
+                                         r"got 18446744073709551616 at index \(1,\)$"):
+        R.crt([1, 2**64], 1.0)
+    with pytest.raises(ValueError, match=r"^n must be a non-negative integer; got -18446744073709551616$"):
+        R.crt(-2**64, 1.0)
+    with pytest.raises(ValueError, match=r"^n must be a non-negative integer; got 2.5 at index \(1,\)$"):
+        R.multinomial_split(np.array([1, 2.5], dtype=object), [1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert R.crt(np.float16(3), 1.0, random_state=4) == R.crt(3, 1.0, random_state=4)
+        np.testing.assert_array_equal(R.crt(np.array([3, 9], np.float16), 1.0, random_state=4),
+                                      R.crt([3, 9], 1.0, random_state=4))

@@ -26,7 +26,8 @@ MAX_BLOCKS = 256
 
 def _bad(name: str, arr: np.ndarray, mask: np.ndarray, requirement: str):
     idx = first_index(mask)
-    value = arr[idx].item()
+    value = arr[idx]
+    value = value.item() if isinstance(value, np.generic) else value   # a Python int of an object array
     where = f" at index {idx}" if arr.ndim else ""
     raise ValueError(f"{name} must be {requirement}; got {value!r}{where}")
 
@@ -64,13 +65,30 @@ def as_real(name: str, x, *, low=None, low_open=False, high=None, high_open=Fals
 
 
 def as_count(name: str, x) -> np.ndarray:
-    """Int64 array of ``x``: non-negative integers (integral floats accepted)."""
+    """Int64 array of ``x``: non-negative integers (integral floats accepted).
+
+    Python ints beyond int64 (which numpy holds as objects, as in ``[1, 2**64]``)
+    and object arrays of ints or real numbers are read as the real parameters'
+    are (:func:`pygbn._utils.real_array`), so that the error names the bad value.
+    """
     if (type(x) is int or isinstance(x, np.integer)) and 0 <= x <= INT64_MAX:
         return np.array(int(x), dtype=np.int64)          # a scalar count, without ufuncs
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a non-negative integer or array of them; got {x!r}") from None
+    if arr.dtype == object and arr.size and all(type(e) is int or isinstance(e, np.integer)
+                                                for e in arr.flat):
+        neg = (arr < 0).astype(bool)                      # Python ints of any size, compared exactly
+        if neg.any():
+            _bad(name, arr, neg, "a non-negative integer")
+        big = (arr > INT64_MAX).astype(bool)
+        if big.any():
+            _bad(name, arr, big, f"a non-negative integer <= {INT64_MAX}")
+        return arr.astype(np.int64)
+    if arr.dtype == object:
+        real = real_array(arr)                           # ints and floats: checked as floats
+        arr = arr if real is None else real
     if arr.dtype.kind == "b":
         arr = arr.astype(np.int64)
     if arr.dtype.kind in "iu":
@@ -81,6 +99,7 @@ def as_count(name: str, x) -> np.ndarray:
             _bad(name, arr, neg, "a non-negative integer")
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind == "f":
+        arr = arr.astype(np.float64, copy=False)         # float16 would overflow at 2^63 (a warning)
         bad = ~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr)) | (arr >= 2.0**63)
         if bad.any():
             _bad(name, arr, bad, "a non-negative integer")
