@@ -4,6 +4,8 @@ Property tests use hypothesis with ``derandomize=True`` (deterministic) and
 no deadline.  Statistical correctness is in ``test_random_gof.py`` and
 ``test_random_large.py``.
 """
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -457,3 +459,26 @@ def test_counts_read_like_real_parameters():
         assert R.crt(np.float16(3), 1.0, random_state=4) == R.crt(3, 1.0, random_state=4)
         np.testing.assert_array_equal(R.crt(np.array([3, 9], np.float16), 1.0, random_state=4),
                                       R.crt([3, 9], 1.0, random_state=4))
+
+
+def test_long_scalar_draws_let_other_threads_run():
+    # a scalar CRT draw of many customers (about a second here) releases the GIL as the
+    # array path does: the main thread keeps running while the worker draws (the old
+    # scalar path held the GIL, so the main thread ran only once the draw was over)
+    started = threading.Event()
+    result = {}
+
+    def work():
+        started.set()
+        result["x"] = R.crt(9 * 10**18, 1e11, random_state=7)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    started.wait()
+    alive = []
+    for _ in range(20):
+        alive.append(worker.is_alive())
+        time.sleep(0.001)
+    worker.join()
+    assert sum(alive) >= 10, alive
+    assert result["x"] == R.crt(9 * 10**18, 1e11, size=1, random_state=7)[0]

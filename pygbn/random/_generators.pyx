@@ -438,6 +438,11 @@ def fill_dirichlet(const uintptr_t[::1] streams, Py_ssize_t block,
 
 # One draw straight from one stream (the public samplers' scalar calls: the same kernel call,
 # so the same draw and stream state, as a fill of one item; the caller holds the stream's lock).
+# Draws that can take long (CRT of many customers: seconds at n = 1e18, r = 1e12; a row of many
+# cells) release the GIL as the fills do, so other Python threads run meanwhile.
+
+#: CRT draws of more customers than this release the GIL (fewer take at most a few us)
+cdef int64_t _ONE_CRT_NOGIL = 1024
 
 def one_i_d(uintptr_t stream, str name, double a):
     """``kernel(stream, a)`` for an int64-valued one-parameter kernel."""
@@ -446,7 +451,13 @@ def one_i_d(uintptr_t stream, str name, double a):
 
 def one_i_id(uintptr_t stream, str name, int64_t n, double r):
     """``kernel(stream, n, r)`` for an int64-valued kernel of a count and a real (CRT)."""
-    return _pick_i_id(name)(<bitgen_t *> stream, n, r)
+    cdef kern_i_id kernel = _pick_i_id(name)
+    cdef int64_t out
+    if n <= _ONE_CRT_NOGIL:
+        return kernel(<bitgen_t *> stream, n, r)
+    with nogil:
+        out = kernel(<bitgen_t *> stream, n, r)
+    return out
 
 
 def one_i_dd(uintptr_t stream, str name, double a, double c):
@@ -461,9 +472,11 @@ def one_prg(uintptr_t stream, double lam, double c):
 
 def one_dirichlet(uintptr_t stream, const double[::1] alpha, double[::1] out):
     """One Dirichlet(alpha) row into ``out`` (a single row's call, as the row fill makes it)."""
-    K.random_dirichlet(<bitgen_t *> stream, &alpha[0], alpha.shape[0], &out[0])
+    with nogil:
+        K.random_dirichlet(<bitgen_t *> stream, &alpha[0], alpha.shape[0], &out[0])
 
 
 def one_split(uintptr_t stream, int64_t n, const double[::1] w, double total, int64_t[::1] out):
     """One Multinomial(n, w / total) row into ``out`` (a single row's call, as the fill makes it)."""
-    K.random_multinomial_split(<bitgen_t *> stream, n, &w[0], w.shape[0], total, &out[0])
+    with nogil:
+        K.random_multinomial_split(<bitgen_t *> stream, n, &w[0], w.shape[0], total, &out[0])
