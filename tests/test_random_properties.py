@@ -459,6 +459,8 @@ def test_counts_read_like_real_parameters():
         assert R.crt(np.float16(3), 1.0, random_state=4) == R.crt(3, 1.0, random_state=4)
         np.testing.assert_array_equal(R.crt(np.array([3, 9], np.float16), 1.0, random_state=4),
                                       R.crt([3, 9], 1.0, random_state=4))
+        with pytest.raises(ValueError, match=r"^n must be a non-negative integer; got .*1e\+4000"):
+            R.crt(np.array([3, np.longdouble("1e4000")]), 1.0)   # checked as it is, not as inf
 
 
 def test_long_scalar_draws_let_other_threads_run():

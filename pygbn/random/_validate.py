@@ -99,7 +99,8 @@ def as_count(name: str, x) -> np.ndarray:
             _bad(name, arr, neg, "a non-negative integer")
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind == "f":
-        arr = arr.astype(np.float64, copy=False)         # float16 would overflow at 2^63 (a warning)
+        if arr.dtype.itemsize < 4:
+            arr = arr.astype(np.float64)                 # 2^63 overflows float16 (a warning)
         bad = ~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr)) | (arr >= 2.0**63)
         if bad.any():
             _bad(name, arr, bad, "a non-negative integer")
