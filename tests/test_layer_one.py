@@ -315,3 +315,33 @@ def test_canonical_csr_input_is_not_copied_and_never_changed():
     # the sampler's kernels read those arrays (no copy of the values or indices)
     s = GibbsSampler.for_training(get_link("poisson").check_data(Yi), 3, method="blocked", random_state=0)
     assert np.shares_memory(s.values, Yi.data) and np.shares_memory(s.indices, Xi.indices)
+
+
+def test_integer_csr_input_with_unsorted_indices_is_never_changed():
+    """An integer CSR X with unsorted indices (or duplicates): as_csr cast its values to
+    float64 around X's own index arrays (views, so its ``M.indices is X.indices`` test
+    missed them) and sorted them in place, leaving X's values under other columns:
+    ``GBN().fit(X)`` silently corrupted the caller's matrix."""
+    from pygbn import GBN
+    from pygbn.model.links import as_csr
+
+    dense = np.array([[0, 1, 0, 5], [2, 0, 7, 0]])
+    for make in (sp.csr_matrix, sp.csr_array):
+        for dtype in (np.int64, np.int32, np.float32):
+            # row 0 unsorted; row 1 unsorted with the 7 split over two entries
+            A = make((np.array([5, 1, 3, 2, 4], dtype=dtype), np.array([3, 1, 2, 0, 2]),
+                      np.array([0, 2, 5])), shape=(2, 4))
+            before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+            B = as_csr(A)
+            for a, b in zip(before, (A.data, A.indices, A.indptr)):
+                np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(A.toarray(), dense)
+            np.testing.assert_array_equal(B.toarray(), dense)
+            assert B.has_canonical_format
+    kw = dict(n_components=3, n_layers=1, burn_in=3, n_collect=2, transform_iter=(2, 2), random_state=0)
+    A = sp.csr_matrix((np.array([5, 1, 7, 2]), np.array([3, 1, 2, 0]), np.array([0, 2, 4])), shape=(2, 4))
+    m = GBN(**kw).fit(A)
+    np.testing.assert_array_equal(A.toarray(), dense)
+    features = m.transform(A)
+    np.testing.assert_array_equal(A.toarray(), dense)
+    np.testing.assert_array_equal(features, GBN(**kw).fit(dense).transform(dense))

@@ -62,7 +62,10 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
             raise ValueError(f"{name} must hold numbers, got dtype {M.dtype}")
         if M.dtype != dtype:      # new values, the same index arrays
             M = sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
-        shares_x = X.format == "csr" and M.indices is X.indices
+        # a CSR X shares its index arrays with M even after the cast above (scipy keeps
+        # them as views, not the same objects): sorting or summing M in place would
+        # reorder X's indices under X's unsorted values
+        shares_x = X.format == "csr"
         if (shares_x or not _writeable(M)) and not (M.has_canonical_format and M.data.all()):
             M = M.copy()          # the changes below must not reach X (nor fail on read-only arrays)
     else:
