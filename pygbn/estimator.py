@@ -274,8 +274,9 @@ class GBN(TransformerProtocol):
         X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             Counts (link="poisson"; integral floats accepted; each below
             2**53, adding up to less than 2**63), 0/1 values
-            (link="bernoulli") or nonnegative reals (link="prg").  Never
-            densified.
+            (link="bernoulli") or nonnegative reals (link="prg"; of a scale
+            whose latent counts stay below 2**63, else ValueError during the
+            fit: rescale such data).  Never densified.
         y : ignored
         heldout : array-like or sparse, same shape as X, optional
             Held-out counts of the same documents (Poisson link only): the

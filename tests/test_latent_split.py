@@ -171,3 +171,43 @@ def assert_same_networks(ref, res):
         for la, lb in zip(na.layers, nb.layers):
             np.testing.assert_array_equal(la.phi, lb.phi)
         np.testing.assert_array_equal(na.r, nb.r)
+
+
+def _scaled_prg(scale, J=20, V=12):
+    rng = np.random.default_rng(0)
+    return rng.poisson(1.0, size=(J, V)) * scale
+
+
+def test_prg_data_too_large_for_int64_latent_counts_are_refused():
+    """PRG data of a huge scale: the first sweep's latent counts (a_j starts at 1) passed
+    2**63 - 1 in a document, the int64 totals wrapped around to negative counts and
+    the CRT of the top layer wrote out of bounds (a segmentation fault at 1e50; from
+    1e37 negative counts, silently).  Now the split counts such a document, and one
+    whose Bessel parameter passes the sampler's cap, as one no type holds: ValueError."""
+    from pygbn import GBN
+
+    kw = dict(n_components=4, n_layers=2, burn_in=(3, 2), n_collect=2, random_state=0,
+              transform_iter=(2, 2), min_width=0, link="prg")
+    for scale in (1e40, 1e300):
+        with pytest.raises(ValueError, match=r"outgrew 64-bit integers in \d+ document.*too large"):
+            GBN(**kw).fit(_scaled_prg(scale))
+    # the test-time chain (a_j from the training median): the same check
+    m = GBN(**kw).fit(_scaled_prg(1.0))
+    assert np.isfinite(m.transform(_scaled_prg(1e30))).all()
+    with pytest.raises(ValueError, match="outgrew 64-bit integers"):
+        m.transform(_scaled_prg(1e300))
+
+
+def test_prg_latent_counts_adding_up_past_int64_are_refused():
+    """Each document's latent total fits int64 but their sum does not: the term-factor
+    counts (and the int32 counts' wrap-around check, whose int64 sum wrapped too) went
+    negative.  Now ValueError; a scale whose counts fit still fits, all counts >= 0."""
+    Y = get_link("prg").check_data(_scaled_prg(1e35, J=200))
+    s = GibbsSampler.for_training(Y, 4, method="blocked", random_state=0, link="prg")
+    with pytest.raises(ValueError, match=r"add up to 2\*\*63 or more.*too large"):
+        s.sample_layer_one_blocked()
+    Y = get_link("prg").check_data(_scaled_prg(1e20, J=2000))
+    s = GibbsSampler.for_training(Y, 4, method="blocked", random_state=0, link="prg")
+    counts = s.sample_layer_one_blocked()
+    assert counts.dtype == np.int64 and counts.min() >= 0 and s.m[0].min() >= 0
+    assert int(counts.sum()) == int(s.m[0].sum(dtype=np.int64)) > 2**31

@@ -20,7 +20,7 @@ in :mod:`pygbn.inference.gibbs` prepares it.
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport log, log1p, exp, isinf, INFINITY
 from libc.float cimport DBL_MIN
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uintptr_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint16_t, uint32_t, uintptr_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from numpy.random cimport bitgen_t
@@ -326,7 +326,9 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     may be uint8, uint16, int32 or int64; ``n_out`` int32 (the caller has proven that
     no entry can pass 2**31 - 1: Poisson counts of fewer tokens than that,
     :func:`pygbn.inference.layer_one.stat_dtype`) or int64.  Returns the number of documents whose
-    latent total exceeds what ``m_out`` holds (their rows are then wrong).
+    latent total exceeds what ``m_out`` holds (their rows are then wrong), a document with a
+    cell that :c:func:`~pygbn.model._latent.latent_count` could not draw (-1) or whose total
+    passes 2**63 - 1 among them whatever the type (no type holds it).
 
     With ``row_map``, ``slot_start`` and ``slots`` (a
     :class:`pygbn.inference.term_counts.TermCounts`) term ``v``'s statistics
@@ -364,6 +366,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
     cdef int n_failed = 0
     cdef Py_ssize_t n_over = 0
     cdef int64_t total_x, cap
+    cdef bint unheld
     cdef bitgen_t *g
     cdef bint use_slots = row_map is not None and row_map.shape[0] > 0
     cdef const int32_t *rmap = &row_map[0] if use_slots else NULL
@@ -395,6 +398,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                 for i in range(k):
                     m_out[j, i] = 0
                 total_x = 0
+                unheld = False
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 t_row = &theta[0 if shared_theta else j, 0]
                 u_row = zero_tiny(t_row, k, t_bound, t_zeroed, &first)
@@ -413,6 +417,11 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                             # every product underflows: w and cw rescaled in log space, total 0
                             split_rescaled(phi_row, t_row, k, w, cw_q)
                         x = latent_count(g, mode, values[c + q], total, a)
+                        if x < 0 or x > INT64_MAX - total_x:
+                            # no draw (latent_count), or a total past 2**63 - 1: a document
+                            # no count type holds (counted as too long; its rows are wrong)
+                            unheld = True
+                            x = 0
                         if keep_x:
                             x_out[c + q] = x
                         total_x = total_x + x
@@ -431,7 +440,7 @@ def split_sparse(const int64_t[::1] indptr, const int32_t[::1] indices, const do
                             if spilling and sp[n_terms] == 0 and load_ptr(&sp[v]) != 0:
                                 sp[n_terms] = 1     # the same value from any thread
                     c = c + n_q
-                if total_x > cap:
+                if unheld or total_x > cap:
                     n_over += 1
         free(w)
         free(tmp)

@@ -17,7 +17,7 @@ block whose scratch memory cannot be allocated does no work and the kernel
 raises ``MemoryError`` after the loop.  The kernels trust their input.
 """
 from cython.parallel cimport prange
-from libc.stdint cimport int32_t, int64_t, uint16_t, uintptr_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint16_t, uintptr_t
 from libc.stdlib cimport free
 from numpy.random cimport bitgen_t
 from pygbn.random._pcg64 cimport next_uniform, pcg64_fill_init
@@ -106,7 +106,9 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     given, receives each document's latent total ``sum_k m_out[j, k]`` (what
     the PRG link's a_j and p_j^(2) condition on, eq:c_g and eq:step6; exact in
     float64 below 2^53).  Returns the number of documents whose latent total
-    exceeds what ``m_out`` holds.
+    exceeds what ``m_out`` holds, as split_sparse counts them (a document with a
+    cell that :c:func:`~pygbn.model._latent.latent_count` could not draw, or whose
+    total passes 2**63 - 1, among them whatever the type).
 
     The sums are split_sparse's (:c:func:`pygbn.inference._shared.split_sums`:
     a document's cells are summed without its tiny theta entries, those whose
@@ -130,7 +132,8 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
     cdef int64_t *tmp
     cdef const double *t_row
     cdef double a
-    cdef int64_t total_x, cap
+    cdef int64_t total_x, cap, x
+    cdef bint unheld
     cdef int n_failed = 0
     cdef Py_ssize_t n_over = 0
     cdef count_t *m_row
@@ -159,6 +162,7 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                 for i in range(k):
                     m_row[i] = 0
                 total_x = 0
+                unheld = False
                 a = aux[j] if aux.shape[0] > 0 else 1.0
                 t_row = &theta[0 if shared_theta else j, 0]
                 u_row = zero_tiny(t_row, k, t_bound, t_zeroed, &first)
@@ -170,12 +174,16 @@ def split_fixed(const int64_t[::1] indptr, const int32_t[::1] indices, const dou
                     n_q = split_sums(&phi[0, 0], &indices[c], c_end - c, k, t_row, u_row, first, sums, tot,
                                      exact)
                     for q in range(n_q):
-                        total_x = total_x + _cell(g, mode, values[c + q], a, &phi[indices[c + q], 0], t_row, k,
-                                                  sums + q * k, exact[q], tot[q], w, cw, tmp, m_row)
+                        x = _cell(g, mode, values[c + q], a, &phi[indices[c + q], 0], t_row, k,
+                                  sums + q * k, exact[q], tot[q], w, cw, tmp, m_row)
+                        if x < 0 or x > INT64_MAX - total_x:
+                            unheld = True       # as split_sparse: no count type holds the document
+                        else:
+                            total_x = total_x + x
                     c = c + n_q
                 if want_totals:
                     totals[j] = <double> total_x
-                if total_x > cap:
+                if unheld or total_x > cap:
                     n_over += 1
         free(w)
         free(tmp)

@@ -42,7 +42,7 @@ import numpy as np
 from pygbn.inference import _blocked, _fixed
 from pygbn.inference.layer_one import after_split
 from pygbn.inference.term_counts import TermCounts, TermLayout, split_target
-from pygbn.model.links import LATENT_COUNTS
+from pygbn.model.links import LATENT_COUNTS, MAX_COUNT_TOTAL
 
 __all__ = ["WIDER", "widen_rows", "LayerOneSplit", "split_fixed_widening"]
 
@@ -63,15 +63,35 @@ def _restore(s, b0: int, b1: int, states: list) -> None:
         g.bit_generator.state = state
 
 
-def widen_rows(s, b0: int, b1: int, states: list, redraw) -> None:
+def widen_rows(s, b0: int, b1: int, states: list, redraw, over: int = 1) -> None:
     """Widen ``s.m[0]`` one type and call ``redraw()`` (which returns the number of
     documents still too long) from the restored ``states`` of blocks ``b0:b1``,
-    until no document is."""
-    over = 1
+    until no document is (``over``: the split's count of them).  ValueError when
+    ``m[0]`` is int64 already: a latent total past 2**63 - 1, or a latent count the
+    kernel would draw from a clipped parameter
+    (:c:func:`pygbn.model._latent.latent_count`), means data of a scale the chain
+    cannot follow."""
     while over:
+        if s.m[0].dtype not in WIDER:
+            raise _too_large(s, f"outgrew 64-bit integers in {over} document(s)")
         s.m[0] = s.m[0].astype(WIDER[s.m[0].dtype])
         _restore(s, b0, b1, states)
         over = redraw()
+
+
+def _too_large(s, what: str) -> ValueError:
+    """The error of random latent counts (of chain ``s``) past what the samplers'
+    64-bit counters hold: ``what`` says how."""
+    top = float(s.values.max()) if s.values.size else 0.0
+    return ValueError(f"layer one's latent counts of link={s.link.name!r} {what}: the data are too large "
+                      f"for the chain (largest value {top:g}); rescale them, e.g. divide them by their mean")
+
+
+def _latent_total(rows: np.ndarray) -> int:
+    """The sum of the rows ``rows`` of ``m[0]``, exactly (each row's total is below
+    2**63: split_sparse counts a document past it as too long)."""
+    t = rows.sum(axis=1, dtype=np.int64)
+    return (int((t >> 32).sum()) << 32) + int((t & 0xFFFFFFFF).sum())
 
 
 class LayerOneSplit:
@@ -119,9 +139,11 @@ class LayerOneSplit:
             widen_rows(s, c0, c1, saved, lambda: _fixed.split_fixed(
                 s.indptr[lo:hi + 1], s.indices, s.values, s.network.layers[0].phi, theta, s.aux[lo:hi],
                 int(s.link.latent_mode), s.bounds[c0:c1 + 1] - lo, s.doc_streams.addresses[c0:c1],
-                s.m[0][lo:hi], s.n_threads, tiny=self.tiny))
+                s.m[0][lo:hi], s.n_threads, tiny=self.tiny), over)
+        self.total += _latent_total(s.m[0][lo:hi])
+        if self.total >= MAX_COUNT_TOTAL:       # the term-factor counts and the upper layers' hold it
+            raise _too_large(s, "add up to 2**63 or more")
         if split_target(self.counts)[0].dtype == np.int32:
-            self.total += int(s.m[0][lo:hi].sum(dtype=np.int64))
             if self.total > _INT32_MAX:            # every entry was below 2**31 before this chunk
                 _restore(s, c0, c1, saved)
                 self.layout.dtype = np.dtype(np.int64)      # from now on
@@ -177,6 +199,6 @@ def split_fixed_widening(s, bounds: np.ndarray, streams: np.ndarray, theta: np.n
 
     over = split()
     if over and saved is not None:
-        widen_rows(s, 0, nb, saved, split)
+        widen_rows(s, 0, nb, saved, split, over)
         over = 0
     return over

@@ -15,11 +15,19 @@ cpdef enum LatentMode:
     LATENT_TRUNC_BESSEL = 3   # PRG link, y > 0: Bessel_-1(2 sqrt(a_j y sum_k ...))    (eq:Gam-PGBN)
 
 
+# the largest Bessel_-1 parameter latent_count draws with: random_truncated_bessel clips a
+# larger one (its Poisson draw's cap), so it would draw from another law
+DEF LATENT_ALPHA_MAX = 9.0e18
+
+
 cdef inline int64_t latent_count(bitgen_t *g, int mode, double obs, double total, double aux) noexcept nogil:
     """The latent count of one observed cell given ``total`` = sum_k phi_vk theta_kj
     (and, for the PRG link, ``aux`` = a_j): the observation itself (eq:PFA), CRT(obs, total)
     (eq:CRT), Pois_+(total) (eq:Ber-PGBN, where b = 1) or Bessel_-1(2 sqrt(aux obs total))
-    (eq:Gam-PGBN, where y > 0), by ``mode`` (LatentMode)."""
+    (eq:Gam-PGBN, where y > 0), by ``mode`` (LatentMode).  -1 (no draw) when that Bessel
+    parameter is above LATENT_ALPHA_MAX or NaN: the callers report the cell's document as
+    one whose latent total no count type holds."""
+    cdef double alpha
     if mode == LATENT_COUNTS:
         return <int64_t> obs
     elif mode == LATENT_CRT:
@@ -27,4 +35,7 @@ cdef inline int64_t latent_count(bitgen_t *g, int mode, double obs, double total
     elif mode == LATENT_TRUNC_POISSON:
         return random_truncated_poisson(g, total)
     else:  # LATENT_TRUNC_BESSEL
-        return random_truncated_bessel(g, 2.0 * sqrt(aux * obs * total))
+        alpha = 2.0 * sqrt(aux * obs * total)
+        if not alpha <= LATENT_ALPHA_MAX:
+            return -1
+        return random_truncated_bessel(g, alpha)
