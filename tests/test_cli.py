@@ -956,6 +956,29 @@ def test_a_csv_matrix_with_a_header_line_is_refused(tmp_path, capsys):
     assert _input_kind(str(tmp_path / "n.csv")) == "counts"
 
 
+def test_a_csv_of_numbers_with_another_separator_is_refused(tmp_path, capsys):
+    """Numbers separated by tabs in a .csv (or semicolons, spaces; commas in a .tsv) were read as
+    text of no word: fit said only 'no terms are left (from 0 distinct tokens ...)'.  Now the error
+    names the separator.  A ragged .csv no longer passes on numpy's advice to use ``usecols``."""
+    X = np.random.default_rng(0).poisson(1.0, size=(4, 3))
+    cases = [("t.csv", "\t", "tabs", ", or name it .tsv"), ("s.csv", ";", "semicolons", ""),
+             ("b.csv", " ", "spaces", ""), ("c.tsv", ",", "commas", ""), ("one.csv", ";", "semicolons", "")]
+    for name, sep, words, hint in cases:
+        np.savetxt(tmp_path / name, X[:1] if name == "one.csv" else X, fmt="%d", delimiter=sep)
+        own = "tabs" if name.endswith(".tsv") else "commas"
+        code, out, err = _main(capsys, "fit", tmp_path / name, "-o", tmp_path / "m.npz")
+        assert code == 1 and out == "" and len(err.splitlines()) == 1, err
+        assert f"holds numbers separated by {words}" in err and err.endswith(f"write it with {own}{hint}\n"), err
+    # text whose first line only is numbers stays text
+    (tmp_path / "x.csv").write_text("1;2\napple banana cherry\n", encoding="utf-8")
+    from pygbn.cli.commands import _input_kind
+    assert _input_kind(str(tmp_path / "x.csv")) == "lines"
+    (tmp_path / "r.csv").write_text("1,2,3\n4,5\n", encoding="utf-8")
+    code, out, err = _main(capsys, "fit", tmp_path / "r.csv", "-o", tmp_path / "m.npz")
+    assert code == 1 and "the number of columns changed from 3 to 2 at row 2\n" in err and "usecols" not in err, err
+    assert not (tmp_path / "m.npz").exists()
+
+
 def test_an_output_through_a_link_or_a_pipe_is_written_in_place(work, tmp_path, capsys):
     """-o naming a symbolic link or a named pipe (as /dev/stdout is) writes through it, as open()
     does; the whole-or-nothing rename must not replace the link or the pipe by a regular file."""

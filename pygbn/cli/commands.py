@@ -71,16 +71,34 @@ def _input_kind(path: str) -> str:
     return "lines"
 
 
+#: the separators of numbers that a .csv / .tsv file may hold instead of its own (None: blanks)
+_OTHER_SEPARATORS = {",": "commas", "\t": "tabs", ";": "semicolons", None: "spaces"}
+
+
 def _csv_kind(path: str, delimiter: str) -> str:
     """"counts" if the first non-blank line of ``path`` not starting with ``#`` is numbers only,
     else "lines" (text); a line of names above lines of numbers (a header, as pandas and R write
-    them) is neither: a CLIError, rather than a corpus of one document of column names."""
-    def numbers(line):
+    them) is neither: a CLIError, rather than a corpus of one document of column names.  So are
+    two lines of numbers separated by another separator (tabs in a .csv, semicolons, spaces):
+    read as text they held no word, and fit said only that no term was left."""
+    def numbers(line, sep=delimiter):
         try:
-            [float(field) for field in line.split(delimiter)]
+            [float(field) for field in line.split(sep)]
         except ValueError:
             return False
         return True
+
+    def other_separator(line):
+        return next((sep for sep in _OTHER_SEPARATORS if sep != delimiter and len(line.split(sep)) > 1
+                     and numbers(line, sep)), False)
+
+    def separated_otherwise(sep):
+        head = first if len(first) <= 40 else first[:37] + "..."
+        own = _OTHER_SEPARATORS[delimiter]
+        return CLIError(f"{path!r} holds numbers separated by {_OTHER_SEPARATORS[sep]} ({head!r}): a "
+                        f"{os.path.splitext(path)[1]} file is read as numbers separated by {own} or as text "
+                        f"(one document per line); write it with {own}"
+                        f"{', or name it .tsv' if sep == chr(9) else ''}")
 
     first = None
     try:
@@ -94,6 +112,9 @@ def _csv_kind(path: str, delimiter: str) -> str:
                         return "counts"
                     first = line
                     continue
+                sep = other_separator(first)
+                if sep is not False and other_separator(line) == sep:
+                    raise separated_otherwise(sep)
                 if numbers(line):
                     head = first if len(first) <= 40 else first[:37] + "..."
                     raise CLIError(f"{path!r} looks like a matrix with a header line ({head!r}): a "
@@ -103,6 +124,8 @@ def _csv_kind(path: str, delimiter: str) -> str:
                 return "lines"
     except OSError:
         return "counts"     # load_counts reports it
+    if first is not None and other_separator(first) is not False:
+        raise separated_otherwise(other_separator(first))
     return "counts" if first is None else "lines"
 
 

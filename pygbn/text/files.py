@@ -352,8 +352,10 @@ def _load_delimited(path: str, delimiter: str):
             a = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#")
     except Exception as exc:  # non-numeric fields, ragged rows, undecodable bytes
         sep = "tab" if delimiter == "\t" else "comma"
+        # numpy's advice on ragged rows names its own loadtxt argument, which no caller here has
+        reason = ' '.join(str(exc).split()).split("; use `usecols`")[0]
         raise ValueError(f"could not read {path!r} as a numeric matrix ({sep}-separated, one document "
-                         f"per row): {' '.join(str(exc).split())}") from None
+                         f"per row): {reason}") from None
     if a.size == 0:
         raise ValueError(f"{path!r} holds no numbers")
     return a
