@@ -319,6 +319,28 @@ def test_counts_roundtrip(tmp_path, suffix):
         tx.load_counts(tmp_path / f"f{suffix}")
 
 
+def test_a_file_that_is_no_numpy_file_is_not_called_pickled(tmp_path):
+    """A .npy/.npz of other bytes (a text file renamed, a damaged download) got numpy's message
+    'This file contains pickled (object) data. If you trust the file you can load it unsafely
+    using the allow_pickle= keyword argument': wrong, and advice pygbn never takes."""
+    for suffix, what in ((".npy", "a .npy array"), (".npz", "a .npz archive")):
+        (tmp_path / f"g{suffix}").write_bytes(b"1,2,3\n4,5,6\n")
+        (tmp_path / f"e{suffix}").write_bytes(b"")
+        with pytest.raises(ValueError) as info:
+            tx.load_counts(tmp_path / f"g{suffix}")
+        msg = str(info.value)
+        assert f"as {what}: it starts with neither numpy's .npy header nor a zip archive's" in msg, msg
+        assert "allow_pickle" not in msg and "pickled (object) data" not in msg
+        with pytest.raises(ValueError, match=f"as {what}: it is empty$"):
+            tx.load_counts(tmp_path / f"e{suffix}")
+    # a .npy of an object array is still numpy's own refusal, and real files still load
+    np.save(tmp_path / "o.npy", np.array([None, 1], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="Object arrays cannot be loaded"):
+        tx.load_counts(tmp_path / "o.npy")
+    np.save(tmp_path / "a.npy", np.eye(2, dtype=int))
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "a.npy")[0].toarray(), np.eye(2))
+
+
 def test_counts_from_other_writers(tmp_path):
     A = np.array([[0, 2, 0], [1, 0, 3]])
     scipy.io.mmwrite(tmp_path / "dense.mtx", A)  # array (dense) Matrix Market format

@@ -332,7 +332,23 @@ def _format_of(path: str) -> str:
     )
 
 
+def _numpy_file(path: str, what: str) -> None:
+    """ValueError unless ``path`` starts as a .npy array or a .npz (zip) archive does: on any
+    other bytes ``np.load`` says the file "contains pickled (object) data" and suggests
+    loading it unsafely, whatever it holds."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError:
+        return      # np.load reports it
+    if not head.startswith((b"\x93NUMPY", b"PK")):
+        found = "it is empty" if not head else ("it starts with neither numpy's .npy header nor a zip "
+                                                "archive's (pygbn never reads pickles)")
+        raise ValueError(f"could not read {path!r} as {what}: {found}")
+
+
 def _load_npy(path: str):
+    _numpy_file(path, "a .npy array")
     try:
         a = np.load(path, allow_pickle=False)
     except Exception as exc:  # bad magic, pickled objects, truncated data
@@ -362,6 +378,7 @@ def _load_delimited(path: str, delimiter: str):
 
 
 def _load_npz(path: str, key: str | None):
+    _numpy_file(path, "a .npz archive")
     try:
         z = np.load(path, allow_pickle=False)
     except Exception as exc:  # zipfile/pickle/format errors all mean "not an npz we can read"
