@@ -285,6 +285,10 @@ def check_int(value, name: str, minimum: int = 0) -> int:
     return int(value)
 
 
+#: the most threads ``n_jobs`` may ask for (the kernels take the count as a C int)
+MAX_N_JOBS = 2**31 - 1
+
+
 def effective_n_jobs(n_jobs) -> int:
     """Resolve scikit-learn style ``n_jobs`` to a number of threads.
 
@@ -295,12 +299,15 @@ def effective_n_jobs(n_jobs) -> int:
     Raises
     ------
     ValueError
-        For 0, a bool or anything that is not an int (naming the value).
+        For 0, a bool, anything that is not an int, or more than
+        :data:`MAX_N_JOBS` (naming the value).
     """
     if n_jobs is None:
         return 1
     if not _is_int(n_jobs) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a non-zero int or None, got {n_jobs!r}")
+    if n_jobs > MAX_N_JOBS:
+        raise ValueError(f"n_jobs must be at most 2**31 - 1 (threads), got {n_jobs!r}")
     if n_jobs < 0:
         return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
     return int(n_jobs)

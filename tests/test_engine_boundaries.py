@@ -66,6 +66,21 @@ def test_effective_n_jobs():
             effective_n_jobs(bad)
 
 
+def test_n_jobs_past_a_c_int_is_refused_by_name(Y, capsys):
+    """n_jobs=2**31 reached the kernels and failed there with 'OverflowError: value too large
+    to convert to int' (a traceback from 'pygbn fit --jobs 10000000000'); now a ValueError
+    naming n_jobs, and the command line refuses --jobs by name."""
+    assert effective_n_jobs(2**31 - 1) == 2**31 - 1 and effective_n_jobs(-2**40) == 1
+    for bad in (2**31, np.int64(2**40), 10**12):
+        with pytest.raises(ValueError, match=r"n_jobs must be at most 2\*\*31 - 1 \(threads\), got"):
+            effective_n_jobs(bad)
+        with pytest.raises(ValueError, match="n_jobs must be at most"):
+            GBN(n_jobs=bad, method="partial", **QUICK).fit(Y)
+    from pygbn.cli import main
+    assert main(["fit", "absent.npz", "-o", "m.npz", "--jobs", "10000000000"]) == 2
+    assert "argument --jobs: expected at most 2**31 - 1 threads, got '10000000000'" in capsys.readouterr().err
+
+
 def test_n_jobs_is_resolved_the_same_at_every_entry(Y, fitted):
     cores = os.cpu_count() or 1
     net = fitted.network_

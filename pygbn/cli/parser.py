@@ -7,6 +7,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
+from pygbn._utils import MAX_N_JOBS
 from pygbn._version import __version__
 from pygbn.cli.commands import (DEFAULT_TEST_SEED, DEMO_BURN_IN, DEMO_COLLECT, DEMO_N_COMPONENTS,
                                 CLIError, cmd_demo, cmd_fit, cmd_generate, cmd_perplexity, cmd_topics,
@@ -85,13 +86,16 @@ def _float_arg(what: str, ok: Callable[[float], bool]):
 
 
 def _n_jobs(text: str) -> int:
-    """--jobs: an int other than 0 (-1: all cores), resolved as ``n_jobs`` everywhere."""
+    """--jobs: an int other than 0 (-1: all cores), at most MAX_N_JOBS, resolved as ``n_jobs``
+    everywhere."""
     try:
         v = int(text)
     except ValueError:
         v = 0
     if v == 0:
         raise argparse.ArgumentTypeError(f"expected a non-zero int (-1: all cores), got {text!r}")
+    if v > MAX_N_JOBS:
+        raise argparse.ArgumentTypeError(f"expected at most 2**31 - 1 threads, got {text!r}")
     return v
 
 
