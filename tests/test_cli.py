@@ -1021,6 +1021,14 @@ def test_a_split_that_holds_out_no_token_is_an_error(work, tmp_path, capsys):
                            "--layers", "1", "--burn-in", "2", "--collect", "2", "-o", tmp_path / "m.npz")
     assert code == 1 and out == "" and "--heldout-fraction 0.001 holds out no token" in err, err
     assert not (tmp_path / "m.npz").exists()
+    # documents of one token each keep it whatever the fraction: the error said 'raise it'
+    (tmp_path / "one.txt").write_text("game\npuzzle\nplayer\n", encoding="utf-8")
+    for fraction in ("0.5", "0.9"):
+        code, out, err = _main(capsys, "fit", tmp_path / "one.txt", "--heldout-fraction", fraction, "--layers", "1",
+                               "--burn-in", "2", "--collect", "2", "-o", tmp_path / "m.npz")
+        assert code == 1 and out == "" and "raise it" not in err, err
+        assert "holds out no token" in err and "no document of it has two or more tokens" in err, err
+    assert not (tmp_path / "m.npz").exists()
     code, out, err = _main(capsys, "perplexity", d / "model.npz", tmp_path / "two.txt", "--train-fraction", "0.3",
                            *TEST_CHAIN)
     assert code == 0 and "nan" not in out

@@ -431,8 +431,11 @@ def cmd_fit(args) -> int:
     if args.heldout_fraction is not None:
         X_fit, heldout = score_split(X, get_link(args.link), 1.0 - args.heldout_fraction, args.seed)
         if heldout.nnz == 0:    # the held-out perplexity would be NaN
+            if X.sum(axis=1).max() < 2:     # a document keeps one token at least: nothing helps
+                raise CLIError(f"--heldout-fraction holds out no token of {args.input!r}: no document of it "
+                               "has two or more tokens (each keeps one at least)")
             raise CLIError(f"--heldout-fraction {args.heldout_fraction:g} holds out no token of {args.input!r} "
-                           "(a document of n tokens keeps floor((1 - F) n + 0.5) of them): raise it")
+                           "(a document of n tokens keeps max(1, floor((1 - F) n + 0.5)) of them): raise it")
         _out(f"held out {args.heldout_fraction:g} of each document's tokens: "
              f"{int(X_fit.sum())} to fit, {int(heldout.sum())} held out")
     t0 = time.perf_counter()
