@@ -207,6 +207,19 @@ def test_transform_before_fit():
     assert "CountVectorizer(" in repr(tx.CountVectorizer(vocabulary=["abc"]))
 
 
+def test_an_unfitted_vectorizer_raises_not_fitted_error():
+    """CountVectorizer().transform(...) raised a plain ValueError where GBN and scikit-learn raise
+    NotFittedError (both a ValueError and an AttributeError): ``except NotFittedError`` missed it."""
+    from pygbn import NotFittedError
+
+    vec = tx.CountVectorizer()
+    for call in (lambda: vec.transform(["abc"]), vec.get_feature_names_out, lambda: vec.sequences(["abc"])):
+        with pytest.raises(NotFittedError, match="CountVectorizer is not fitted yet"):
+            call()
+    assert not hasattr(vec, "vocabulary_")
+    np.testing.assert_array_equal(tx.CountVectorizer(vocabulary=["abc"]).get_feature_names_out(), ["abc"])
+
+
 @given(
     docs=st.lists(
         st.lists(st.sampled_from(["alpha", "beta", "gamma", "the", "and", "delta", "x", "Omega!"]), max_size=12).map(

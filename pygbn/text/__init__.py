@@ -457,10 +457,7 @@ class CountVectorizer:
             return self.vocabulary_
         fixed = self._fixed_vocab()
         if fixed is None:
-            raise ValueError(
-                "this CountVectorizer is not fitted yet: call fit or fit_transform first, "
-                "or pass vocabulary="
-            )
+            raise _not_fitted()
         return {w: i for i, w in enumerate(fixed)}
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
@@ -472,10 +469,7 @@ class CountVectorizer:
             return np.asarray(self.vocab_, dtype=object)
         fixed = self._fixed_vocab()
         if fixed is None:
-            raise ValueError(
-                "this CountVectorizer is not fitted yet: call fit or fit_transform first, "
-                "or pass vocabulary="
-            )
+            raise _not_fitted()
         return np.asarray(fixed, dtype=object)
 
     def __repr__(self) -> str:
@@ -484,6 +478,16 @@ class CountVectorizer:
             f"max_features={self.max_features!r}, min_length={self.min_length!r}, "
             f"vocabulary={_vocab_repr(self.vocabulary)})"
         )
+
+
+def _not_fitted():
+    """The error of a CountVectorizer used before ``fit`` without a ``vocabulary``:
+    :class:`pygbn.NotFittedError` (a ValueError and an AttributeError, as
+    scikit-learn's), as GBN raises."""
+    from pygbn.estimator import NotFittedError     # here: pygbn.estimator needs no text
+
+    return NotFittedError("this CountVectorizer is not fitted yet: call fit or fit_transform first, "
+                          "or pass vocabulary=")
 
 
 def _vocab_repr(vocabulary) -> str:
