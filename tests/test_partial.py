@@ -100,6 +100,39 @@ def test_exact_draw_with_a_shared_prior(with_tables, top_size, bucket):
     assert _chi2_p(wrong, p) < 1e-6
 
 
+@pytest.mark.parametrize("bucket,top_size", [("rejection", 8), ("rejection", 0), ("list", 1)])
+@pytest.mark.parametrize("with_tables", [True, False], ids=["tables", "scans"])
+def test_prior_position_carried_to_the_next_document(with_tables, top_size, bucket):
+    """A prior-bucket trial's uniform, where it fell inside the bucket, is the next
+    prior draw's position (_fraction): after a document of 6 tokens, a one-token
+    document (its whole mass in the prior bucket) draws its label from phi_vk a_k
+    with that position; the 6 tokens' labels follow their conditional too."""
+    phi, _, _, a, _ = _setting()
+    Y = sp.csr_matrix(np.array([[2, 0, 3, 1], [0, 1, 0, 0]]))
+    labels0 = np.array([1, 1, 3, 0, 4, 3, 2])
+    V, K = phi.shape
+    state = PartialState.from_counts(Y, K, labels=labels0)
+    tables, work = _tables_for(_prior_tables(phi, a, with_tables, top_size=top_size), bucket)
+    n_rep = 20000
+    streams = BlockStreams(np.random.default_rng(11), n_rep)
+    bounds = np.array([0, 2], dtype=np.int64)
+    last = np.empty(n_rep, dtype=np.int64)
+    n_prior = 0
+    for i in range(n_rep):
+        labels = labels0.astype(state.labels.dtype).copy()
+        njk = np.zeros((2, K), dtype=np.uint16)
+        _partial.count_doc_labels(state.doc_ptr, labels, njk)
+        n_prior += _partial.partial_sweep(state.indptr, state.indices, state.values, state.doc_ptr, labels,
+                                          phi, a[None, :].copy(), a, *tables, bounds,
+                                          streams.addresses[i:i + 1], njk, 2, 1, False, True, work)[3]
+        last[i] = labels[6]
+    p = phi[1] * a
+    assert _chi2_p(last, p / p.sum()) > 1e-3
+    # the first document made prior draws (more than one a sweep on average, besides the
+    # second's), so the second's position was mostly one carried over from them
+    assert n_prior > 2 * n_rep
+
+
 @pytest.mark.parametrize("bucket,top_size", [("rejection", 8), ("rejection", 1), ("rejection", 0), ("list", 1)])
 def test_one_token_document(top_size, bucket):
     """A document of one token: no other token for the rejection piece (R = 0);

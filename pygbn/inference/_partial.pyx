@@ -49,11 +49,16 @@ P)`` and takes
   other token at index ``floor((u - E) / h_v)`` (the token itself skipped),
   its current label ``k`` from ``labels`` (updated in place, so the urn's
   current state); accepted if ``k`` is in ``S_v`` (its byte is 255), else
-  accepted with probability ``phi_vk / h_v`` (``_thin``: a byte per topic,
-  ``q_k / 256 <= phi_vk / h_v < (q_k + 2) / 256``, decides unless the uniform
-  falls between the two, and then ``phi_vk`` is read: the same answer as
-  ``u h_v < phi_vk`` for every uniform);
-* ``P``: the prior bucket as above; accepted.
+  accepted with probability ``phi_vk / h_v``: ``f h_v < phi_vk`` for the fraction
+  ``f = (u - E) / h_v - index``, which given the index is a uniform on [0, 1)
+  independent of it (``_thin``: a byte per topic, ``q_k / 256 <= phi_vk / h_v <
+  (q_k + 2) / 256``, decides unless ``f`` falls between the two, and then
+  ``phi_vk`` is read: the same answer as ``f h_v < phi_vk`` for every ``f``);
+* ``P``: the prior bucket as above, at the position ``d.u_prior`` set by the
+  previous prior draw; accepted.  Where ``u`` fell inside P, ``(u - E - R) / P``,
+  is a uniform on [0, 1) independent of the trial's choices and becomes the next
+  prior draw's position (``_fraction``; the stream's next number instead when
+  ``P < (E + R + P) / 256``, so that a kept position has at least 45 bits).
 
 A rejected trial starts afresh.  One trial accepts topic k with probability
 proportional to ``(phi_vk - h_v) n_jk + h_v n_other (n_jk / n_other) =
@@ -86,10 +91,20 @@ more slowly at T >= 2 than with exact draws.  Either way the sweep leaves the
 posterior invariant.
 
 Uniforms.  A block takes its stream's uniforms in order, 256 at a time into a
-buffer (``_uniform``; each number used once), and drops what is left of the
+buffer (``_uniform``; each number taken once), and drops what is left of the
 buffer when the block ends: the draws keep their laws, and the chain still
 does not depend on the number of threads (a block's numbers come from its own
-stream whatever thread sweeps it).
+stream whatever thread sweeps it).  A trial's number that lands in the R piece
+or the prior bucket is used twice, as the numpy ziggurat uses one 64-bit word
+for a layer and a value: its integer part picks (the other token, or the
+piece) and its fraction is the thinning's uniform, or the next prior draw's.
+For ideal uniforms the fraction is uniform on [0, 1) and independent of the
+pick, so each draw keeps its law; in doubles it is on a grid of about
+``2^-53 (E + R + P) / h_v`` (R: so the thinning's probability of a trial moves by
+at most about ``n_other 2^-53``, as the piece boundaries already do) or at most
+``2^-45`` (P, kept only then).  At K = 100 on bench_scale's corpus after 40
+sweeps a token now takes 2.20 numbers and reuses 1.88 (a count made in a
+temporary build; docs/benchmarks.md, "Twenty-ninth session").
 """
 from cython.parallel cimport parallel, prange
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uintptr_t
@@ -135,11 +150,13 @@ cdef inline double _uniform(Uni *g) noexcept nogil:
     ``_UBUF`` at a time (``random_standard_uniform_fill``: the numbers of
     ``random_standard_uniform``), so the draws pipeline instead of each waiting
     on a call of the bit generator (the sweep kernel took 8-10% less CPU time
-    with the buffer, eleventh session).  Every number is used at most once and
-    in the order drawn, so the labels' draws keep their laws exactly; the
-    numbers left in the buffer when the block ends are dropped (they are
-    independent of everything drawn), so the stream's position after a sweep,
-    and with it the chain for a given seed, differs from a call per number."""
+    with the buffer, eleventh session).  Every number is taken once and in the
+    order drawn (a trial that lands in the R piece or the prior bucket uses what
+    is left of its number, the position inside the piece, as a second uniform:
+    :c:func:`_propose_rej`, :c:func:`_fraction`), so the labels' draws keep their
+    laws exactly; the numbers left in the buffer when the block ends are dropped
+    (they are independent of everything drawn), so the stream's position after a
+    sweep, and with it the chain for a given seed, differs from a call per number."""
     if g.pos == _UBUF:
         uniform_fill(g.gen, _UBUF, g.buf)
         g.pos = 0
@@ -206,16 +223,33 @@ cdef inline bint _thin_prior(Uni *g, const Doc *d, int32_t k) noexcept nogil:
     return _uniform(g) * d.lam * d.b[k] < d.a[k]
 
 
+cdef inline double _fraction(double x, double P, double total) noexcept nogil:
+    """``x / P``: where a trial's uniform ``u`` on ``[0, total)`` fell inside the prior
+    bucket's piece of mass ``P`` (``x = u - `` the mass before that piece).  Given that ``u``
+    fell in the piece, that position is uniform on [0, 1) and independent of every
+    choice the trial makes (the piece, and the topic, which the previous ``d.u_prior``
+    decides), so it serves as the next prior draw's uniform, a number of the stream
+    saved (exact for ideal uniforms; in doubles it keeps ``53 - log2(total / P)``
+    bits).  -1 (the caller takes the stream's next number) when ``P < total / 256``,
+    so that a kept position has at least 45 bits: a test of the masses alone, never
+    of ``u``, so the number taken is uniform and independent either way."""
+    if P * 256.0 < total:
+        return -1.0
+    return x / P
+
+
 cdef inline int32_t _prior_draw(Uni *g, Doc *d, const double *phi_v, double Q, const float *cumf,
-                                const topic_t *guide, int *tries) noexcept nogil:
-    """One prior-bucket draw: the topic of the uniform ``d.u_prior`` (drawn at the previous
-    prior draw, so that its table entry could be prefetched; then replaced) by
-    :c:func:`_pick_prior`, or -1 when :c:func:`_thin_prior` discards it (``d.thin``: the
-    caller's draw starts afresh), counted in ``tries``; the ``_THIN_TRIES``-th discard
-    draws the label by the exact scan (:c:func:`_direct`) instead."""
+                                const topic_t *guide, int *tries, double fresh) noexcept nogil:
+    """One prior-bucket draw: the topic of the uniform ``d.u_prior`` (set at the previous
+    prior draw, so that its table entry could be prefetched; then replaced by ``fresh``,
+    the position of this trial's uniform in the prior bucket (:c:func:`_fraction`), or by
+    the stream's next number where that is -1) by :c:func:`_pick_prior`, or -1 when
+    :c:func:`_thin_prior` discards it (``d.thin``: the caller's draw starts afresh),
+    counted in ``tries``; the ``_THIN_TRIES``-th discard draws the label by the exact
+    scan (:c:func:`_direct`) instead."""
     cdef double up = d.u_prior
     cdef int32_t k
-    d.u_prior = _uniform(g)
+    d.u_prior = fresh if 0.0 <= fresh < 1.0 else _uniform(g)    # (outside: -1, or rounding)
     d.n_prior += 1
     k = _pick_prior(phi_v, d.b, d.n_topics_total, up, Q, cumf, guide)
     if not d.thin or _thin_prior(g, d, k):
@@ -230,8 +264,9 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
     a uniform picks the document bucket ``D`` (the topic by a search of the
     document's list, :c:func:`_pick_doc`) or the prior bucket ``P = lambda_j Q_v``
     (``Q = Q_v``); the prior bucket's position is the uniform ``d.u_prior``
-    drawn at the previous prior draw (so that its table entry can be
-    prefetched), then replaced (:c:func:`_pick_prior`).  With ``d.thin`` (T >= 2,
+    set at the previous prior draw (so that its table entry can be
+    prefetched), then replaced by where ``u`` fell in ``P`` (:c:func:`_prior_draw`,
+    :c:func:`_pick_prior`).  With ``d.thin`` (T >= 2,
     exact draws) ``P = c_j Q_v`` and the prior bucket's topic is kept by
     :c:func:`_thin_prior`, else the draw starts afresh; after ``_THIN_TRIES``
     discarded topics the label is drawn by the exact scan (:c:func:`_direct`)."""
@@ -243,7 +278,7 @@ cdef inline int32_t _propose_list(Uni *g, Doc *d, const double *phi_v, double D,
         if u < D and d.n_topics > 0:
             return _pick_doc(d, phi_v, u)
         if P > 0.0:
-            k = _prior_draw(g, d, phi_v, Q, cumf, guide, &tries)
+            k = _prior_draw(g, d, phi_v, Q, cumf, guide, &tries, _fraction(u - D, P, D + P))
             if k >= 0:
                 return k
             continue
@@ -256,9 +291,10 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
     mixture of three pieces (the module's "Proposal"): a uniform ``u`` in
     ``[0, E + R + P)`` picks the top set's excess ``E`` (the topic by inversion at
     ``u``), the bound ``R = h n_other`` (the other token at index
-    ``floor((u - E) / h)``, its label k accepted when it is in the top set, else
-    when a new uniform times h is below phi_vk) or the prior bucket
-    ``P = lambda_j Q_v`` (``d.u_prior``, then replaced: :c:func:`_pick_prior`);
+    ``floor(x)``, ``x = (u - E) / h``, its label k accepted when it is in the top set,
+    else when the fraction ``x - floor(x)`` times h is below phi_vk: given the index,
+    a uniform on [0, 1) independent of it) or the prior bucket ``P = lambda_j Q_v``
+    (``d.u_prior``, then replaced by where ``u`` fell in P: :c:func:`_prior_draw`);
     a rejected trial starts a new one (with ``d.thin``, a prior-bucket topic that
     :c:func:`_thin_prior` discards too; after ``_THIN_TRIES`` of those, the exact scan)."""
     cdef double u, R = cl.h * cl.n_other, x
@@ -279,13 +315,14 @@ cdef inline int32_t _propose_rej(Uni *g, Doc *d, Cell *cl, const topic_t *lab, c
         elif u < cl.E + R:
             x = (u - cl.E) * cl.inv_h
             idx = <int64_t> x if x < cl.n_other else cl.n_other - 1
+            x = x - <double> idx                # given idx, uniform on [0, 1): the thinning's uniform
             if idx >= cl.self_pos and cl.n_other < cl.n_doc:
                 idx += 1                        # skip the token itself
             k = lab[idx]
-            if cl.sq[k] == 255 or _thin(_uniform(g), cl.h, cl.sq[k], phi_v, k):
+            if cl.sq[k] == 255 or _thin(x, cl.h, cl.sq[k], phi_v, k):
                 return k
         elif P > 0.0:
-            k = _prior_draw(g, d, phi_v, Q, cumf, guide, &tries)
+            k = _prior_draw(g, d, phi_v, Q, cumf, guide, &tries, _fraction(u - cl.E - R, P, cl.E + R + P))
             if k >= 0:
                 return k
 
