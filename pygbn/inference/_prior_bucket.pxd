@@ -10,8 +10,13 @@ from pygbn.inference._shared cimport topic_t, shared_prefetch as prefetch
 
 
 cdef enum:
-    # guide cells per topic of a prior-bucket table (the cell of x = u Q_v is floor(u M), M = GUIDE_CELLS K)
-    _GUIDE_CELLS = 2
+    # guide cells per topic of a prior-bucket table (the cell of x = u Q_v is floor(u M), M = GUIDE_CELLS K).
+    # Speed and memory only (the guide picks where the exact search starts). 1 (2 until the
+    # twenty-ninth session): the tables' build costs less than the comparisons of the draws that
+    # land in a cell that is not pure add, 0.987 of the sweep at K = 100 and 0.991 at K = 400 on
+    # the 5.2M-token benchmark corpus, and a table takes 6 bytes a factor instead of 8
+    # (docs/benchmarks.md, "Twenty-ninth session")
+    _GUIDE_CELLS = 1
 
 
 cdef extern from *:

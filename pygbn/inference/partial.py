@@ -49,7 +49,7 @@ fewer than 2^31 tokens, and 4 bytes a token for the others) into the last
 sweep's counts when nothing else holds them, Phi^(1) (V, K) float64 drawn
 into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
-tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (8 bytes a factor for
+tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (6 bytes a factor for
 int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
 place (:attr:`PartialState.phi_stamp`), and a top set for every term, 8 (2 + m +
 ceil(m / 2) + ceil(K / 8)) bytes (216 at m = 8, K = 100), kept across draws
@@ -128,7 +128,7 @@ class PartialState(TokenLabels):
     #: 7,735 then pays for one (docs/benchmarks.md, "Fourteenth session")
     TABLE_PRIOR_DRAWS = 4.0
     #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (memory: a table is
-    #: 8 K bytes, as much as the term's row of Phi^(1), where its counts take 4 n_v).  16
+    #: 6 K bytes, three quarters of the term's row of Phi^(1), where its counts take 4 n_v).  16
     #: (4 until the twenty-seventh session): at 5.2M tokens and K = 400 the terms of 25-99
     #: tokens (8% of the tokens, most of their draws from the prior bucket) got tables
     #: instead of scanning their rows, and the sweep took 0.934 of its time (+23 MB at
