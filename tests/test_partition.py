@@ -138,6 +138,20 @@ def test_sparse_statistics_combine_like_dense_ones():
     assert encode_stats(parts[0])["counts"][0][1].dtype == np.int32  # compact on the wire
 
 
+def test_combined_counts_past_int64_are_refused():
+    # each part holds its counts below 2**63; their sum must not wrap in the int64 sum
+    def part(first_block, value):
+        return {"counts": [((2, 3), np.array([4]), np.array([value], dtype=np.int64)), None],
+                "x_top": None, "sum_L_blocks": np.zeros(1), "first_block": first_block}
+
+    top = 2**63 - 1
+    ok = combine_encoded([part(0, 2**62), part(1, top - 2**62)])
+    assert ok.counts[0].reshape(-1)[4] == top and ok.counts[1] is None
+    with pytest.raises(ValueError, match=r"^layer 1's counts of the 2 partitions add up to 9223372036854775808 "
+                                         r"\(2\*\*63 or more"):
+        combine_encoded([part(1, 2**62), part(0, 2**62)])
+
+
 @pytest.mark.parametrize("cuts", [(2,), (1, 3, 4)])
 def test_partitioned_partial_chain_is_the_one_process_chain(cuts):
     """method="partial" (labels drawn per document block) split over 2 or 4 local

@@ -79,13 +79,29 @@ def combine_encoded(parts: Sequence[dict]) -> SufficientStats:
     """Sum the encoded statistics of disjoint groups of blocks into one
     :class:`SufficientStats` (what :meth:`SufficientStats.combine` gives for the
     dense ones: integer sums, exact in any order; the per-block float sums
-    concatenated in block order)."""
+    concatenated in block order).
+
+    Raises
+    ------
+    ValueError
+        When a layer's counts of all the parts add up to 2**63 or more (each part
+        holds its own total below that; their sum would wrap in the int64
+        counters): data, or a link's latent counts, of a scale the chain cannot
+        follow.
+    """
     parts = sorted(parts, key=lambda p: p["first_block"])
     counts: List[Optional[np.ndarray]] = []
     for t in range(len(parts[0]["counts"])):
         if parts[0]["counts"][t] is None:
             counts.append(None)
             continue
+        # each part's entries add up to less than 2**63 (its own int64 counters); their sum,
+        # as a Python int, says whether the combined entries can wrap
+        grand = sum(int(p["counts"][t][2].sum(dtype=np.int64)) for p in parts)
+        if grand >= 2**63:
+            raise ValueError(f"layer {t + 1}'s counts of the {len(parts)} partitions add up to {grand} "
+                             "(2**63 or more, past the samplers' 64-bit counters): the data are too large "
+                             "for the chain; rescale them, e.g. divide them by their mean")
         total = np.zeros(parts[0]["counts"][t][0], dtype=np.int64)
         flat = total.reshape(-1)
         for p in parts:
