@@ -123,6 +123,21 @@ def test_readers_form_what_they_form_from_the_dense_counts(monkeypatch):
     np.testing.assert_array_equal(sum_counts([n, d, n]), 3 * d)
 
 
+def test_summed_counts_past_int64_are_refused():
+    # each part holds its total below 2**63; their int64 sum must not wrap (SufficientStats.combine)
+    a = np.zeros((2, 3), dtype=np.int64)
+    a[1, 2] = 2**62
+    b = a.copy()
+    b[1, 2] = 2**62 - 1
+    assert sum_counts([a, b])[1, 2] == 2**63 - 1
+    with pytest.raises(ValueError, match=r"^layer 2's counts of the 2 parts add up to 9223372036854775808 "
+                                         r"\(2\*\*63 or more"):
+        sum_counts([a, a], "layer 2's counts")
+    parts = [SufficientStats(counts=[a], x_top=None, sum_L_blocks=np.zeros(1), first_block=i) for i in (0, 1)]
+    with pytest.raises(ValueError, match=r"^layer 1's counts of the 2 parts add up to"):
+        SufficientStats.combine(parts)
+
+
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_blocked_chain_with_slots_is_the_chain_with_dense_counts(n_jobs, monkeypatch):
     Y = _sparse_corpus()

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from pygbn.evaluation import perplexity_from_terms
 from pygbn.inference.gibbs import GibbsSampler
 from pygbn.inference.sufficient import SufficientStats
-from pygbn.inference.term_counts import TermCounts
+from pygbn.inference.term_counts import TermCounts, check_summed_total
 from pygbn.inference.invariants import check_global_invariants, check_local_invariants
 from pygbn.inference.partial import PartialState
 from pygbn.inference.streams import ChainSeeds
@@ -96,12 +96,9 @@ def combine_encoded(parts: Sequence[dict]) -> SufficientStats:
             counts.append(None)
             continue
         # each part's entries add up to less than 2**63 (its own int64 counters); their sum,
-        # as a Python int, says whether the combined entries can wrap
-        grand = sum(int(p["counts"][t][2].sum(dtype=np.int64)) for p in parts)
-        if grand >= 2**63:
-            raise ValueError(f"layer {t + 1}'s counts of the {len(parts)} partitions add up to {grand} "
-                             "(2**63 or more, past the samplers' 64-bit counters): the data are too large "
-                             "for the chain; rescale them, e.g. divide them by their mean")
+        # as a Python int, says whether the combined entries can wrap (as sum_counts checks)
+        check_summed_total(sum(int(p["counts"][t][2].sum(dtype=np.int64)) for p in parts), len(parts),
+                           f"layer {t + 1}'s counts", "partitions")
         total = np.zeros(parts[0]["counts"][t][0], dtype=np.int64)
         flat = total.reshape(-1)
         for p in parts:

@@ -44,12 +44,13 @@ class SufficientStats:
     @staticmethod
     def combine(parts: Sequence["SufficientStats"]) -> "SufficientStats":
         """Sum the statistics of disjoint groups of blocks (exact: integer sums,
-        and the per-block float sums re-ordered by block)."""
+        and the per-block float sums re-ordered by block; ValueError where a layer's
+        counts add up to 2**63 or more: :func:`~pygbn.inference.term_counts.sum_counts`)."""
         parts = sorted(parts, key=lambda p: p.first_block)
         counts = []
         for t in range(len(parts[0].counts)):
             cs = [p.counts[t] for p in parts]
-            counts.append(None if cs[0] is None else sum_counts(cs))
+            counts.append(None if cs[0] is None else sum_counts(cs, f"layer {t + 1}'s counts"))
         x_top = None if parts[0].x_top is None else np.sum([p.x_top for p in parts], axis=0)
         return SufficientStats(counts=counts, x_top=x_top,
                                sum_L_blocks=np.concatenate([p.sum_L_blocks for p in parts]),

@@ -34,7 +34,7 @@ from pygbn.inference.layer_one import start_stat_dtype
 from pygbn.model.links import LATENT_COUNTS, Link
 
 __all__ = ["TermLayout", "TermCounts", "draw_phi_columns", "take_columns", "sum_counts",
-           "split_target", "latent_slots"]
+           "check_summed_total", "split_target", "latent_slots"]
 
 #: slots of a sparse row: factor index + 1 in the high 16 bits, the count in the low 16
 _SHIFT, _COUNT = 16, 0xFFFF
@@ -323,13 +323,29 @@ def take_columns(counts, keep: np.ndarray):
     return np.ascontiguousarray(counts[:, keep])
 
 
-def sum_counts(parts: Sequence) -> np.ndarray:
-    """The sum of several parts' counts (dense arrays or :class:`TermCounts`), int64."""
+def check_summed_total(grand: int, n_parts: int, what: str = "counts", parts: str = "parts") -> None:
+    """ValueError when the counts of ``n_parts`` parts, each adding up to less than 2**63,
+    add up to ``grand`` (a Python int) >= 2**63: their int64 sum would wrap (data, or a
+    link's latent counts, of a scale the chain cannot follow)."""
+    if grand >= 2**63:
+        raise ValueError(f"{what} of the {n_parts} {parts} add up to {grand} (2**63 or more, past the "
+                         "samplers' 64-bit counters): the data are too large for the chain; rescale them, "
+                         "e.g. divide them by their mean")
+
+
+def sum_counts(parts: Sequence, what: str = "counts") -> np.ndarray:
+    """The sum of several parts' counts (dense arrays or :class:`TermCounts`), int64
+    (ValueError where it would pass 2**63 - 1: :func:`check_summed_total`, ``what`` naming
+    the counts)."""
     total = np.zeros(parts[0].shape, dtype=np.int64)
+    grand = 0
     for c in parts:
         if isinstance(c, TermCounts):
             flat, vals = c.nonzero_flat()
             total.reshape(-1)[flat] += vals
         else:
             total += c
+            vals = c
+        grand += int(vals.sum(dtype=np.int64))
+    check_summed_total(grand, len(parts), what)
     return total
