@@ -92,10 +92,12 @@ def _csv_kind(path: str, delimiter: str) -> str:
         return next((sep for sep in _OTHER_SEPARATORS if sep != delimiter and len(line.split(sep)) > 1
                      and numbers(line, sep)), False)
 
+    def head():
+        return first if len(first) <= 40 else first[:37] + "..."
+
     def separated_otherwise(sep):
-        head = first if len(first) <= 40 else first[:37] + "..."
         own = _OTHER_SEPARATORS[delimiter]
-        return CLIError(f"{path!r} holds numbers separated by {_OTHER_SEPARATORS[sep]} ({head!r}): a "
+        return CLIError(f"{path!r} holds numbers separated by {_OTHER_SEPARATORS[sep]} ({head()!r}): a "
                         f"{os.path.splitext(path)[1]} file is read as numbers separated by {own} or as text "
                         f"(one document per line); write it with {own}"
                         f"{', or name it .tsv' if sep == chr(9) else ''}")
@@ -116,17 +118,19 @@ def _csv_kind(path: str, delimiter: str) -> str:
                 if sep is not False and other_separator(line) == sep:
                     raise separated_otherwise(sep)
                 if numbers(line):
-                    head = first if len(first) <= 40 else first[:37] + "..."
-                    raise CLIError(f"{path!r} looks like a matrix with a header line ({head!r}): a "
+                    raise CLIError(f"{path!r} looks like a matrix with a header line ({head()!r}): a "
                                    f"{os.path.splitext(path)[1]} file is read as numbers only or as text "
                                    "(one document per line); remove the header (give the names with "
                                    "--vocab), or rename the file to .txt if it is text")
                 return "lines"
     except OSError:
         return "counts"     # load_counts reports it
-    if first is not None and other_separator(first) is not False:
-        raise separated_otherwise(other_separator(first))
-    return "counts" if first is None else "lines"
+    if first is None:
+        return "counts"
+    sep = other_separator(first)
+    if sep is not False:
+        raise separated_otherwise(sep)
+    return "lines"
 
 
 def _read_documents(path: str, kind: str, args) -> List[str]:
