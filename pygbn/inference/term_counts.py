@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from pygbn.inference import _blocked
 from pygbn.inference.layer_one import start_stat_dtype
-from pygbn.model.links import LATENT_COUNTS, Link
+from pygbn.model.links import LATENT_COUNTS, MAX_COUNT_TOTAL, Link
 
 __all__ = ["TermLayout", "TermCounts", "draw_phi_columns", "take_columns", "sum_counts",
            "check_summed_total", "split_target", "latent_slots"]
@@ -327,7 +327,7 @@ def check_summed_total(grand: int, n_parts: int, what: str = "counts", parts: st
     """ValueError when the counts of ``n_parts`` parts, each adding up to less than 2**63,
     add up to ``grand`` (a Python int) >= 2**63: their int64 sum would wrap (data, or a
     link's latent counts, of a scale the chain cannot follow)."""
-    if grand >= 2**63:
+    if grand >= MAX_COUNT_TOTAL:
         raise ValueError(f"{what} of the {n_parts} {parts} add up to {grand} (2**63 or more, past the "
                          "samplers' 64-bit counters): the data are too large for the chain; rescale them, "
                          "e.g. divide them by their mean")
