@@ -16,7 +16,10 @@ cpdef enum LatentMode:
 
 
 # the largest Bessel_-1 parameter latent_count draws with: random_truncated_bessel clips a
-# larger one (its Poisson draw's cap), so it would draw from another law
+# larger one to its Poisson draw's cap (POISSON_LAM_CAP in pygbn/random/_kernels.pyx, the same
+# value, spelt twice: one macro for both in _kernels.pxd left the draws the same but timed the
+# truncated Poisson and Bessel kernels 1-5% slower, twenty-ninth session), so it would draw
+# from another law
 DEF LATENT_ALPHA_MAX = 9.0e18
 
 
