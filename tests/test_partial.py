@@ -257,6 +257,67 @@ def test_prior_tables_invert_their_weights():
     assert _chi2_p(draws, w / w.sum()) > 1e-3
 
 
+def test_guide_records_quick_answers_are_the_inversions():
+    """A non-pure cell's record answers from its first and last boundaries to 1/256
+    of the cell (``q < A``: the record's topic, ``q > B``: the next record's, for
+    ``1 <= q <= 254``); uniforms at every 256th of every cell, next to those
+    edges and next to every boundary C_k / Q_v give the scan's topic, for skewed,
+    flat, tiny and huge rows (the huge ones' 1 / Q_v is not formed: no quick
+    answers), and the records do answer most draws of a skewed row."""
+    rng = np.random.default_rng(11)
+    V, K = 6, 60
+    phi = rng.gamma(0.05, 1.0, size=(V, K)) + 1e-300
+    phi[1] = 1.0 / K                                      # flat: boundaries near every cell's edges
+    phi[2] *= 1e-280                                      # tiny Q_v (1 / Q_v formed with a division)
+    phi[3, 5:] = 1e-300                                   # one cell holds 55 boundaries
+    phi[4] *= 1e295                                       # Q_v above 1e290: no quick answers
+    b = rng.gamma(0.5, 1.0, size=K)
+    with_t = _prior_tables(phi, b, True)
+    without = _prior_tables(phi, b, False)
+    M = _partial.GUIDE_CELLS * K
+    grid = (np.arange(M)[:, None] + np.arange(256)[None, :] / 256.0).ravel() / M
+    us = [grid]
+    for step in (1.0, 0.0):                               # next to every 1/256 edge, both sides
+        y = grid.copy()
+        for _ in range(3):
+            y = np.nextafter(y, step)
+            us.append(y.copy())
+    us.append(rng.random(20000))
+    u = np.clip(np.concatenate(us), 0.0, np.nextafter(1.0, 0.0))
+    terms = np.repeat(np.arange(V, dtype=np.int64), u.size)
+    _tables_and_scans_agree(phi, b, with_t, without, terms, np.tile(u, V))
+    # and next to every boundary
+    bu, bt = [], []
+    for v in range(V):
+        edges = np.cumsum(phi[v] * b) / with_t[3][v]
+        for e in edges:
+            x = y = e
+            for _ in range(3):
+                x, y = np.nextafter(x, 0.0), np.nextafter(y, 2.0)
+                bu += [x, y]
+        bt += [v] * (len(bu) - len(bt))
+    _tables_and_scans_agree(phi, b, with_t, without, np.array(bt, dtype=np.int64),
+                            np.clip(np.array(bu), 0.0, np.nextafter(1.0, 0.0)))
+    rec = with_t[2][:, :2 * M].reshape(V, M, 2)
+    ab = rec[..., 1].astype(np.int64) & 0xFFFF
+    A, B, impure = ab & 255, ab >> 8, rec[..., 0] >= 0
+    assert (A[4] == 0).all() and (B[4] == 255).all()      # huge Q_v: none
+    # the skewed row: pure cells and quick answers decide most uniforms
+    quick = np.where(impure[0], (np.clip(A[0], 1, 255) - 1 + np.clip(254 - B[0], 0, 254)) / 256.0, 1.0)
+    assert impure[0].any() and quick.mean() > 0.8, quick.mean()
+    # boundaries exactly at the cells' edges (dyadic weights: C_k = (k + 1) / 64 = Q k / M)
+    K = 64
+    phi, b = np.full((2, K), 1.0 / K), np.ones(K)
+    phi[1, 1::2] = 0.5 / K
+    phi[1, ::2] = 1.5 / K
+    with_t, without = _prior_tables(phi, b, True), _prior_tables(phi, b, False)
+    grid = np.arange(K * 256) / (K * 256.0)
+    u = np.concatenate([grid, np.nextafter(grid, 0.0), np.nextafter(grid, 1.0)])
+    u = np.clip(u, 0.0, np.nextafter(1.0, 0.0))
+    _tables_and_scans_agree(phi, b, with_t, without, np.repeat(np.arange(2, dtype=np.int64), u.size),
+                            np.tile(u, 2))
+
+
 def test_float32_tables_decide_every_boundary_exactly():
     """The float32 inversion tables give the double-precision inversion's topic
     for uniforms within a few ulps of every boundary C_k / Q_v (where the
@@ -379,7 +440,7 @@ def test_prior_tables_only_for_the_terms_with_enough_tokens():
     assert want.any() and (~want & (n_v >= PartialState.TABLE_MIN_TOKENS)).any()
     rows, cum, guide, mass, _ = s.tokens.prior_tables(s.network.layers[0].phi, proposal_shape(s.network), 1)
     np.testing.assert_array_equal(rows >= 0, want)
-    assert cum.shape == (want.sum(), K) and guide.shape == (want.sum(), _partial.GUIDE_CELLS * K)
+    assert cum.shape == (want.sum(), K) and guide.shape == (want.sum(), _partial.guide_width(K))
     s.tokens.phi_stamp += 1
     assert s.tokens._tables is None
 

@@ -117,8 +117,8 @@ from pygbn.inference._shared cimport (doc_count_t, topic_t, slot_add, shared_pre
                                      shared_prefetch_w as prefetch_w, SLOT_SHIFT, SLOT_COUNT)
 from pygbn.inference._doc_bucket cimport (Doc, Cell, Sweep, _add, _remove, _cell_weights, _pick_doc, top_size,
                                          _cell_start, _top_mass, _pick_top, _thin, _top_set, _use_rejection)
-from pygbn.inference._prior_bucket cimport (_GUIDE_CELLS, _SUM_ROWS, _pick_prior, _prefetch_prior, _prior_sums,
-                                           _prior_table)
+from pygbn.inference._prior_bucket cimport (_GUIDE_CELLS, _SUM_ROWS, _guide_width, _pick_prior, _prefetch_prior,
+                                           _prior_sums, _prior_table)
 
 
 ctypedef fused nvk_t:
@@ -129,6 +129,12 @@ ctypedef fused nvk_t:
 
 #: guide cells per topic of a prior-bucket table
 GUIDE_CELLS = _GUIDE_CELLS
+
+
+def guide_width(Py_ssize_t K):
+    """Entries of a prior-bucket table's guide row at ``K`` topics: a record of two
+    entries a cell (``GUIDE_CELLS K`` cells) and one more record."""
+    return _guide_width(K)
 
 #: whether numbers of the PCG64 streams are formed inline (numpy's numbers, checked at import)
 FAST_UNIFORMS = pcg64_fill_init()
@@ -403,7 +409,7 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
     rejection bucket (only the dense ``d.nj`` is kept; the list stays empty).  A function of
     its own, so that the list bucket's loop in :c:func:`_sweep_block` is compiled as alone."""
     cdef Cell cl
-    cdef Py_ssize_t c, k, K = sw.K, M = _GUIDE_CELLS * sw.K, W = sw.W, m = sw.m
+    cdef Py_ssize_t c, k, K = sw.K, G = _guide_width(sw.K), W = sw.W, m = sw.m
     cdef int64_t i, n, tok = tok0, drawn
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
@@ -430,7 +436,7 @@ cdef void _doc_rej(Uni *g, Doc *d, const Sweep *sw, topic_t *labels, int64_t tok
         scan = not (P < INFINITY) or mh_steps == -2
         if table_row[v] >= 0:
             cum_v = sw.cumf + table_row[v] * K
-            guide_v = guide + table_row[v] * M
+            guide_v = guide + table_row[v] * G
         else:
             cum_v = NULL
             guide_v = NULL
@@ -487,7 +493,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
     n_jk only); with ``sw.top`` NULL every document takes the list (``counters[2]``
     still counts the tokens of the documents that the switch gives rejection)."""
     cdef Doc d
-    cdef Py_ssize_t j, i, c, k, K = sw.K, M = _GUIDE_CELLS * sw.K
+    cdef Py_ssize_t j, i, c, k, K = sw.K, G = _guide_width(sw.K)
     cdef int64_t tok, tok0, n, n_doc, c_end = indptr[j1]
     cdef int32_t s, z, v, step
     cdef int mh_steps = sw.mh_steps
@@ -576,7 +582,7 @@ cdef int _sweep_block(bitgen_t *gen, Py_ssize_t j0, Py_ssize_t j1, const int64_t
             scan = not (P < INFINITY) or mh_steps == -2       # (as in _doc_rej)
             if table_row[v] >= 0:
                 cum_v = cumf + table_row[v] * K
-                guide_v = guide + table_row[v] * M
+                guide_v = guide + table_row[v] * G
             else:
                 cum_v = NULL
                 guide_v = NULL
@@ -653,7 +659,7 @@ def partial_sweep(const int64_t[::1] indptr, const int32_t[::1] indices, const d
         ``a_jk`` of each row, or (``shared_prior``) one row shared by all; > 0.
     b : float64 (K,)
         The proposal's shared shape (> 0).
-    table_row, cum, guide, word_mass : (V,), (n_tables, K), (n_tables, GUIDE_CELLS K), (V,)
+    table_row, cum, guide, word_mass : (V,), (n_tables, K), (n_tables, guide_width(K)), (V,)
         The prior bucket's tables (:func:`build_prior_tables`; ``cum`` float32,
         ``guide`` of the labels' type): term v's row of ``cum`` and ``guide``
         (-1: no table, an O(K) scan) and its total ``Q_v = sum_k phi_vk b_k``.
@@ -742,13 +748,19 @@ def build_prior_tables(const double[:, ::1] phi, const double[::1] b, const int6
     inversion table of ``w_k = phi_vk b_k``: ``cum[t, k] = C_k / Q_v`` in
     float32, ``C_k = sum_{i <= k} w_i`` (left to right, the sums an O(K) scan
     of the sweep forms; the sweep's comparisons with it are exact, see
-    ``_cum_less``) and the guide over ``M = GUIDE_CELLS K`` cells:
-    ``guide[t, i]`` = the first k with ``C_k > i Q_v / M`` (Chen & Asau's
-    indexed search: the topic of ``x = u Q_v`` is found from
-    ``guide[t, floor(u M)]`` in O(1) expected steps), stored as ``~k`` (pure)
+    ``_cum_less``) and the guide over ``M = GUIDE_CELLS K`` cells, a record of
+    two entries a cell (:func:`guide_width`: ``2 M + 2`` entries a row):
+    ``guide[t, 2 i]`` = the first k with ``C_k > i Q_v / M`` (Chen & Asau's
+    indexed search: the topic of ``x = u Q_v`` is found from the record of
+    cell ``floor(u M)`` in O(1) expected steps), stored as ``~k`` (pure)
     when topic k's interval covers the whole cell ``[i Q_v / M, (i + 1) Q_v / M]``
     with a margin of ``2^-40 Q_v`` (then every such x lies in it, whatever the
-    rounding of ``u Q_v`` and ``u M``, and the draw reads nothing else).  No randomness:
+    rounding of ``u Q_v`` and ``u M``, and the draw reads nothing else), and
+    ``guide[t, 2 i + 1]`` = the cell's quick bytes ``A | B << 8``: its first and
+    last boundaries in 256ths of the cell, rounded so that a draw at position
+    ``q = floor(256 (u M - i))``, ``1 <= q <= 254``, with ``q < A`` has topic k and
+    one with ``q > B`` the next record's topic, with no other read (``_pick_prior``;
+    ``0xFF00`` where no quick answer is given); ``guide[t, 2 M]`` = K - 1.  No randomness:
     parallel over groups of ``_SUM_ROWS`` (4) terms, whose sums are formed side by
     side (:c:func:`_prior_sums`: each term's the same bits as alone), the same
     tables for any thread count.

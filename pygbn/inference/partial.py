@@ -49,8 +49,8 @@ fewer than 2^31 tokens, and 4 bytes a token for the others) into the last
 sweep's counts when nothing else holds them, Phi^(1) (V, K) float64 drawn
 into the memory of the one it replaces when nothing else holds that
 (:meth:`PartialState.buffer`), and the prior
-tables, (K,) float32 + (GUIDE_CELLS K,) labels' type (6 bytes a factor for
-int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
+tables, (K,) float32 + (2 GUIDE_CELLS K + 2,) labels' type (8 bytes a factor
+for int16 labels) for each term that has one, dropped when Phi^(1) is redrawn in
 place (:attr:`PartialState.phi_stamp`), and a top set for every term, 8 (2 + m +
 ceil(m / 2) + ceil(K / 8)) bytes (216 at m = 8, K = 100), kept across draws
 (its bounds speed up the next selection) once a sweep has built some (each
@@ -375,7 +375,7 @@ def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads
     and every term's top set of ``m = min(top_size, K)`` entries (None: :func:`default_top_size`)
     (:func:`pygbn.inference._partial.build_prior_tables`): ``(rows, cum, guide,
     mass, top)``, ``cum`` (n_tables, K) float32, ``guide`` (n_tables,
-    GUIDE_CELLS K) of the labels' ``dtype`` and ``top`` (V, 2 + m + ceil(m / 2)
+    ``_partial.guide_width(K)``) of the labels' ``dtype`` and ``top`` (V, 2 + m + ceil(m / 2)
     + ceil(K / 8)) float64, or with no rows when ``with_top`` is False
     (``top_terms``, uint8 (V,): the top sets of the terms with a non-zero entry
     alone); the arrays of ``old`` are reused (its ``cum`` and ``guide`` when
@@ -386,15 +386,15 @@ def new_prior_tables(phi: np.ndarray, b: np.ndarray, rows: np.ndarray, n_threads
         raise ValueError(f"top_size must be in [0, 64], got {top_size}")
     width = 2 + m + (m + 1) // 2 + (K + 7) // 8
     n_tab = int(rows.max()) + 1 if V else 0
-    M = _partial.GUIDE_CELLS * K
+    G = _partial.guide_width(K)
     if old is not None and old[1] is not None and old[1].base is not None:
         # views of the first rows: their arrays
         old = (old[0], old[1].base, old[2].base) + tuple(old[3:])
     if old is not None and old[1] is not None and old[1].shape[0] >= n_tab and old[1].shape[1:] == (K,) \
-            and old[2].shape[0] >= n_tab and old[2].shape[1:] == (M,) and old[2].dtype == dtype:
+            and old[2].shape[0] >= n_tab and old[2].shape[1:] == (G,) and old[2].dtype == dtype:
         cum, guide = old[1][:n_tab], old[2][:n_tab]
     else:
-        cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, M), dtype=dtype)
+        cum, guide = np.empty((n_tab, K), dtype=np.float32), np.empty((n_tab, G), dtype=dtype)
     mass = old[3] if old is not None and old[3] is not None and old[3].shape == (V,) else np.empty(V)
     top = old[4] if old is not None else None
     hint = top is not None and top.shape == (V, width)
