@@ -427,7 +427,21 @@ def test_encoding_and_errors_options(tmp_path, capsys, monkeypatch):
     assert code == 1 and "could not decode standard input as utf-8" in err
 
 
-def test_ctrl_c_during_fit(work, tmp_path):
+def _sigint_as_from_a_terminal():  # pragma: no cover - runs in the child, between fork and exec
+    """In the child, between fork and exec: SIGINT as an interactive shell hands it to a
+    foreground command, at its default disposition (Python then installs its KeyboardInterrupt
+    handler) and not blocked.  Otherwise the child inherits the test process's: a
+    non-interactive shell starts a command run with '&' with SIGINT ignored (POSIX), so the
+    suite run as 'pytest tests &' would start pygbn with SIGINT ignored, Python would leave it
+    so (as any program does), and the fit would run on through the test's Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
+@pytest.mark.parametrize("parent", ["default", "sigint-ignored", "sigint-blocked"])
+def test_ctrl_c_during_fit(work, tmp_path, parent):
     import signal
 
     d = work["dir"]
@@ -435,11 +449,21 @@ def test_ctrl_c_during_fit(work, tmp_path):
     out.mkdir()
     env = dict(os.environ, PYTHONPATH=PKG_PARENT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PYGBN_DEBUG", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pygbn", "fit", d / "train.npz", "--vocab", d / "vocab.txt",
-         "--n-components", "20", "--layers", "2", "--burn-in", "1000000", "--collect", "1",
-         "--progress-every", "1", "-o", out / "m.npz"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the test's process as a background run of the suite leaves it (see _sigint_as_from_a_terminal)
+    old_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if parent == "sigint-ignored" else None
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT]) if parent == "sigint-blocked" else None
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pygbn", "fit", d / "train.npz", "--vocab", d / "vocab.txt",
+             "--n-components", "20", "--layers", "2", "--burn-in", "1000000", "--collect", "1",
+             "--progress-every", "1", "-o", out / "m.npz"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=_sigint_as_from_a_terminal)
+    finally:
+        if old_handler is not None:
+            signal.signal(signal.SIGINT, old_handler)
+        if old_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     seen = []
     try:
         for line in proc.stderr:  # wait until the fit has started
