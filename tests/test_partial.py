@@ -285,7 +285,12 @@ def test_guide_records_quick_answers_are_the_inversions():
     us.append(rng.random(20000))
     u = np.clip(np.concatenate(us), 0.0, np.nextafter(1.0, 0.0))
     terms = np.repeat(np.arange(V, dtype=np.int64), u.size)
-    _tables_and_scans_agree(phi, b, with_t, without, terms, np.tile(u, V))
+    got = _tables_and_scans_agree(phi, b, with_t, without, terms, np.tile(u, V))
+    # the same records in the int32 labels' type (K > 32767), the same topics
+    wide = new_prior_tables(phi, b, np.arange(V, dtype=np.int64), 1, np.int32)
+    assert wide[2].dtype == np.int32
+    np.testing.assert_array_equal(wide[2].astype(np.int64) & 0xFFFF, with_t[2].astype(np.int64) & 0xFFFF)
+    assert _tables_and_scans_agree(phi, b, wide, without, terms, np.tile(u, V))[0].tolist() == got[0].tolist()
     # and next to every boundary
     bu, bt = [], []
     for v in range(V):
