@@ -128,7 +128,8 @@ class PartialState(TokenLabels):
     #: 7,735 then pays for one (docs/benchmarks.md, "Fourteenth session")
     TABLE_PRIOR_DRAWS = 4.0
     #: a term gets a table only when ``TABLE_DENSE_FRACTION n_v >= K`` (memory: a table is
-    #: 6 K bytes, three quarters of the term's row of Phi^(1), where its counts take 4 n_v).  16
+    #: 8 K bytes since the thirtieth session (6 K before), the size of the term's row of Phi^(1),
+    #: where its counts take 4 n_v).  16
     #: (4 until the twenty-seventh session): at 5.2M tokens and K = 400 the terms of 25-99
     #: tokens (8% of the tokens, most of their draws from the prior bucket) got tables
     #: instead of scanning their rows, and the sweep took 0.934 of its time (+23 MB at
