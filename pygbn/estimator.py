@@ -719,6 +719,9 @@ def load(path: Union[str, os.PathLike]):
     ------
     FileNotFoundError
         If ``path`` does not exist.
+    TypeError
+        If ``path`` is not a file name (str, bytes or path-like; a file
+        object, say).
     ValueError
         For any other failure, with one message saying what is wrong: the
         file is not a pygbn model (corrupted, foreign, from a newer format

@@ -247,8 +247,8 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
 
     Parameters
     ----------
-    path : str or path-like
-        The file to write.
+    path : str, bytes or path-like
+        The name of the file to write (not a file object).
     networks : sequence of Network
         Stored as arrays (every Phi^(t), r, the vocabulary) plus JSON
         metadata.  Each must pass :meth:`Network.check` (every Phi^(t) with
@@ -276,6 +276,10 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
         If ``fields`` holds a value of another type (nothing is written).
     FileNotFoundError
         If the folder of ``path`` does not exist.
+    IsADirectoryError
+        If ``path`` is a folder, or names none (empty, or ending in a separator).
+    TypeError
+        If ``path`` is not a file name (a file object, say).
     """
     networks = list(networks)
     if not networks:
@@ -299,12 +303,27 @@ def write_model(path: Union[str, os.PathLike], networks: Sequence[Network], *, k
         meta[key] = _jsonable(value)
     meta["networks"] = [_network_meta(n, f"net{d}_", arrays) for d, n in enumerate(networks)]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    path = os.fsdecode(os.fspath(path))
+    path = os.fsdecode(_file_name(path))
+    if not os.path.basename(path):      # "" or "folder/": no file name to write to
+        raise IsADirectoryError(errno.EISDIR, "cannot write the model file: path names no file "
+                                              "(it is empty or ends in a separator)", path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, f"cannot write the model file: no folder {folder!r}", path)
     with replacing(path) as tmp, open(tmp, "wb") as f:    # whole or not at all
         _write_npz(f, arrays)
+
+
+def _file_name(path) -> Union[str, bytes]:
+    """``os.fspath(path)``, or TypeError naming ``path`` (a file object, say: model files
+    are read and written by name, written whole through a temporary file beside them)."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(f"path must be a file name (str, bytes or os.PathLike), got "
+                        f"{type(path).__name__}: a model file is read and written by its name "
+                        f"(written whole, through a temporary file beside it), not through a "
+                        f"file object") from None
 
 
 def _write_npz(f, arrays: Dict[str, np.ndarray]) -> None:
@@ -395,8 +414,10 @@ def _read_meta(arrays: dict) -> dict:
           f"not a pygbn model (format {meta.get('format') if isinstance(meta, dict) else None!r})")
     version = meta.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
         raise _Bad(f"it has model format version {version!r}; this pygbn reads versions 1 to "
-                   f"{FORMAT_VERSION} (a newer version needs a newer pygbn)")
+                   f"{FORMAT_VERSION} " + ("(a newer version needs a newer pygbn)" if newer else
+                                          "(format versions are integers from 1: no pygbn wrote this)"))
     _need(isinstance(meta.get("kind"), str), f"'kind' must be a string, got {meta.get('kind')!r}")
     nets = meta.get("networks")
     _need(isinstance(nets, list) and len(nets) > 0, f"'networks' must be a non-empty list, got {nets!r}"[:200])
@@ -423,11 +444,14 @@ def read_model(path: Union[str, os.PathLike]) -> ModelFile:
     ------
     FileNotFoundError
         If ``path`` does not exist.
+    TypeError
+        If ``path`` is not a file name (str, bytes or path-like; a file
+        object, say).
     ValueError
         For anything else: one message saying what is wrong (a corrupted,
         foreign or inconsistent file, or one from a newer format version).
     """
-    path = os.fspath(path)
+    path = _file_name(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such model file: {path!r}")
     try:
