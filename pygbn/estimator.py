@@ -586,8 +586,14 @@ class GBN(TransformerProtocol):
         Y = self._check_input(X, net)
         observed, held = score_split(Y, net.link, train_fraction, self.random_state)
         if held.nnz == 0:
-            raise ValueError("no sample of X has two or more tokens (non-zero entries for link='prg'): "
-                             "nothing to hold out, so X cannot be scored alone")
+            unit = "non-zero entries" if net.link.name == "prg" else "tokens"
+            sizes = np.diff(Y.indptr) if net.link.name == "prg" else np.asarray(Y.sum(axis=1)).ravel()
+            if sizes.size == 0 or sizes.max() < 2:
+                raise ValueError(f"no sample of X has two or more {unit}: nothing to hold out, so X "
+                                 f"cannot be scored alone")
+            raise ValueError(f"with train_fraction={train_fraction!r} no sample of X holds out any of its "
+                             f"{unit} (a sample of n keeps floor(train_fraction * n + 0.5) observed): "
+                             f"nothing to hold out, so X cannot be scored alone; lower train_fraction")
         _, ppl = self._infer(observed, depth, heldout=held, checked=True)
         return -float(np.log(ppl))
 

@@ -619,6 +619,12 @@ def test_score_scores_X_alone_by_document_completion(counts):
         m.score(obs, held)  # the old positional held-out call is refused, not misread
     with pytest.raises(ValueError, match="nothing to hold out"):
         m.score(np.eye(counts.shape[1], dtype=int))
+    # rows of two tokens hold one out at 0.3 but none at 0.9 (floor(1.8 + 0.5) = 2 observed): the
+    # error said 'no sample of X has two or more tokens', which was not the cause
+    pairs = 2 * np.eye(counts.shape[1], dtype=int)
+    assert np.isfinite(m.score(pairs))
+    with pytest.raises(ValueError, match=r"with train_fraction=0.9 no sample of X holds out .*lower train_fraction"):
+        m.score(pairs, train_fraction=0.9)
     with pytest.raises(ValueError, match="train_fraction"):
         m.score(counts, train_fraction=0)
 
