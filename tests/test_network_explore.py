@@ -436,3 +436,18 @@ def test_every_layer_topics_walk_the_network_once(monkeypatch):
     for a, b in zip(net.coherence(X, measure="c_npmi", n=7), coh):
         np.testing.assert_array_equal(a, b)
     assert net.diversity(n=9) == div
+
+
+def test_coherence_refuses_texts_of_another_vocabulary():
+    """Network.coherence refused reference counts X of another width but took texts holding
+    term indices past n_features (texts of a larger vocabulary), counting them silently as
+    this network's terms; a negative index stays a token outside the vocabulary, and a
+    generator of texts is read once."""
+    rng = np.random.default_rng(0)
+    net = Network(layers=[Layer(phi=rng.dirichlet(np.ones(6), size=3).T)], r=np.ones(3))
+    with pytest.raises(ValueError, match=r"texts\[1\] holds the term index 6 but the network has n_features=6"):
+        net.coherence(texts=[[0, 1, 2], [3, 6]], n=3)
+    texts = [[0, 1, -1, 2], [3, 4, 5, 0], [1, 5]]
+    got = net.coherence(texts=(t for t in texts), n=3, measure="c_npmi")
+    want = pygbn.evaluation.coherence(net.top_term_indices(1, 3), texts=texts, measure="c_npmi")
+    np.testing.assert_array_equal(got[0], want)

@@ -463,7 +463,9 @@ class Network:
         ------
         ValueError
             For ``n`` not an integer of at least 2, an ``X`` whose number of
-            columns is not ``n_features``, or bad arguments of
+            columns is not ``n_features``, ``texts`` holding a term index of
+            at least ``n_features`` (a negative index is a token outside the
+            vocabulary), or bad arguments of
             :func:`pygbn.evaluation.coherence`.
         """
         layers = self._layers_of(layer)
@@ -476,6 +478,8 @@ class Network:
                 raise ValueError(f"X has {X.shape[1]} columns but the network has n_features="
                                  f"{self.n_features}: the reference counts must be in the network's "
                                  f"vocabulary")
+        if texts is not None:
+            texts = _in_vocabulary(texts, self.n_features)
         topics = list(explore.top_term_indices_by_layer(self.phis, layers, n).values())
         counts = cooccurrence(np.concatenate(topics, axis=None), X, texts=texts,
                               window_size=window_for(measure, texts, window_size), topics=np.vstack(topics))
@@ -673,3 +677,15 @@ def _check_n(n) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n_samples must be a nonnegative int, got {n!r}")
     return int(n)
+
+
+def _in_vocabulary(texts, n_features: int):
+    """``texts`` (term-index sequences), each checked, as it is read, to hold no index of
+    ``n_features`` or more (texts of another vocabulary would be counted as this one's)."""
+    for d, doc in enumerate(texts):
+        tok = np.asarray(doc)
+        if tok.ndim == 1 and tok.size and tok.dtype.kind in "iu" and tok.max() >= n_features:
+            raise ValueError(f"texts[{d}] holds the term index {tok.max()} but the network has "
+                             f"n_features={n_features}: the reference texts must be in the network's "
+                             f"vocabulary (a negative index marks a token outside it)")
+        yield doc
