@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 import pygbn
-from pygbn.evaluation import (coherence, cooccurrence, diversity, effective_sample_size, rhat,
+from pygbn.evaluation import (check_topics, coherence, cooccurrence, diversity, effective_sample_size, rhat,
                               trace_chains, trace_diagnostics)
 
 # the toy corpus: documents {a, b}, {a, c}, {a, b, c}, {c} over the terms a=0, b=1, c=2
@@ -315,6 +315,21 @@ def test_rhat_of_constant_chains_and_no_chains():
     for f in (rhat, effective_sample_size):
         with pytest.raises(ValueError, match="at least one chain"):
             f(np.empty((0, 10)))
+
+
+def test_bad_chains_and_topics_are_named():
+    """Ragged chains (several fits' traces of different lengths, as a list) failed with numpy's
+    'setting an array element with a sequence', naming no argument; a uint64 topic index
+    past int64 wrapped to a negative one in the message, whose range read '[0, None)'."""
+    for f in (rhat, effective_sample_size):
+        with pytest.raises(ValueError, match="chains must be a numeric array .* equal length"):
+            f([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0]])
+        with pytest.raises(ValueError, match="chains must be a numeric array"):
+            f([[1.0, 2.0, "x", 4.0]])
+    with pytest.raises(ValueError, match=r"outside the nonnegative int64 range: \[0, 9223372036854775808\]"):
+        check_topics(np.array([[0, 2**63]], dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"outside \[0, 3\): \[0, 5\]"):
+        check_topics(np.array([[0, 5]], dtype=np.uint8), 3)
 
 
 def test_evaluation_reexports_every_public_name():

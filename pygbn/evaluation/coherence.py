@@ -75,10 +75,11 @@ def check_topics(topics, n_terms: Optional[int] = None, name: str = "topics") ->
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2 or arr.dtype.kind not in "iu":
         raise ValueError(f"{name} must be a 2-D integer array with one row of at least 2 term indices "
                          f"per topic, got shape {arr.shape} and dtype {arr.dtype}")
+    top = n_terms if n_terms is not None else 2**63
+    if arr.min() < 0 or arr.max() >= top:      # before the cast: a uint64 past int64 would wrap
+        where = f"[0, {n_terms})" if n_terms is not None else "the nonnegative int64 range"
+        raise ValueError(f"{name} holds term indices outside {where}: [{arr.min()}, {arr.max()}]")
     arr = arr.astype(np.int64)
-    if arr.min() < 0 or (n_terms is not None and arr.max() >= n_terms):
-        raise ValueError(f"{name} holds term indices outside [0, {n_terms}): "
-                         f"[{arr.min()}, {arr.max()}]")
     srt = np.sort(arr, axis=1)
     if (srt[:, 1:] == srt[:, :-1]).any():
         raise ValueError(f"{name} repeats a term within a topic")

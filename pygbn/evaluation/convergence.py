@@ -47,7 +47,11 @@ __all__ = ["rhat", "effective_sample_size", "trace_chains", "trace_diagnostics"]
 
 
 def _check_chains(chains, min_draws: int) -> np.ndarray:
-    arr = np.asarray(chains, dtype=np.float64)
+    try:
+        arr = np.asarray(chains, dtype=np.float64)
+    except (ValueError, TypeError) as exc:     # ragged rows, or values that are not numbers
+        raise ValueError(f"chains must be a numeric array of shape (n_chains, n_draws), with chains of "
+                         f"equal length (trace_chains cuts them to one): {' '.join(str(exc).split())}"[:300]) from None
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < min_draws:
