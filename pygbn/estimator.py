@@ -654,8 +654,23 @@ class GBN(TransformerProtocol):
         ``random_state`` is kept, so the loaded model's ``transform`` draws
         what this one's does.  A new file gets the permissions ``open`` would
         give it; an existing one keeps its own.
+
+        Raises
+        ------
+        ValueError
+            If a parameter would make the file fail to load (one changed by
+            ``set_params`` since the fit, e.g. ``eta=inf``, or a ``link``
+            other than the networks'); nothing is written.
         """
         state = self._get_state()
+        try:     # what load checks of the parameters, so that a file save writes loads back
+            link = self._validated()["link"]
+            if link.name != self.networks_[0].link.name:
+                raise ValueError(f"link={link.name!r} is not the networks' link {self.networks_[0].link.name!r}")
+            if not isinstance(self.random_state, (np.random.Generator, np.random.BitGenerator)):
+                check_random_state(self.random_state)     # those two are saved as None
+        except ValueError as exc:
+            raise ValueError(f"cannot save a model that load would refuse: {exc}") from None
         io.write_model(path, self.networks_, kind="GBN",
                        fields={"params": self.get_params(deep=False), "fitted": state})
 

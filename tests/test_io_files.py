@@ -4,6 +4,7 @@ The fuzz tests mutate saved files (bytes of the archive, JSON metadata,
 arrays) and assert that ``load`` either raises ValueError or returns a
 model whose ``transform`` works.
 """
+import copy
 import gc
 import json
 import os
@@ -582,3 +583,21 @@ def test_paths_that_name_no_file_are_refused_clearly(tmp_path, monkeypatch):
     (tmp_path / os.path.dirname(name)).mkdir()
     pygbn.save(net, tmp_path / name)
     np.testing.assert_array_equal(pygbn.load(str(tmp_path / name).encode()).layers[0].phi, net.layers[0].phi)
+
+
+def test_save_refuses_parameters_that_load_would_refuse(tmp_path):
+    """A parameter changed by set_params after the fit (set_params does not validate, as in
+    scikit-learn) was written as is, giving a file that load refused later ('eta must be
+    positive and finite, got inf'); save now refuses it and writes nothing."""
+    m = GBN(n_components=4, n_layers=1, random_state=1, **QUICK).fit(_counts())
+    for change, match in [(dict(eta=float("inf")), "eta must be positive and finite"),
+                          (dict(link="bernoulli"), "link='bernoulli' is not the networks' link 'poisson'"),
+                          (dict(random_state=-3), "random_state"),
+                          (dict(transform_iter=(5, 0)), r"transform_iter\[1\]")]:
+        bad = copy.deepcopy(m).set_params(**change)
+        with pytest.raises(ValueError, match="cannot save a model that load would refuse: .*" + match):
+            bad.save(tmp_path / "bad.npz")
+        assert not (tmp_path / "bad.npz").exists()
+    m.set_params(random_state=np.random.default_rng(0))      # saved as None, as documented
+    m.save(tmp_path / "ok.npz")
+    assert pygbn.load(tmp_path / "ok.npz").random_state is None
