@@ -1,4 +1,5 @@
 """Tests of pygbn.explore: projections, weights, trees, DOT/SVG/text, images."""
+import html
 import math
 import re
 import shutil
@@ -482,7 +483,9 @@ def parse_dot(text):
 
 
 def unescape_label(s):
-    """Graphviz escString for labels: \\n, \\l, \\r are line breaks, \\x is x."""
+    """Graphviz's reading of a label: HTML entities decoded first (``&amp;`` is ``&``), then
+    escString: \\n, \\l, \\r are line breaks, \\x is x."""
+    s = html.unescape(s)
     out, lines, j = [], [], 0
     while j < len(s):
         c = s[j]
@@ -545,6 +548,31 @@ def test_dot_escapes_quotes_backslashes_and_newlines():
     lines = unescape_label(nodes["n1_0"]["label"])
     assert [ln.rstrip(" ") for ln in lines[1:]] == ['say "hi"', "back\\slash", "new line", "{brace}", "end\\", "x\\n\\N"]
     assert lines[0] == "L1 #1"
+
+
+ENTITY_WORDS = ["&amp;", "&#92;n", "a&b", "&lt;x&gt;", "&", "&#x26;"]
+
+
+def test_dot_escapes_ampersands():
+    # Graphviz decodes HTML entities in labels: a term "&amp;" was shown as "&", and
+    # "&#92;n" became a backslash escape, i.e. a line break
+    phis = [np.full((6, 1), 1 / 6)]
+    sub = ex.tree(phis, np.ones(1), 1, 0, vocab=ENTITY_WORDS, n_terms=6)
+    name, nodes, _ = parse_dot(ex.render_dot(sub, words_per_line=1, graph_name="a&amp;b"))
+    assert html.unescape(name) == "a&amp;b"
+    lines = unescape_label(nodes["n1_0"]["label"])
+    assert lines[1:] == ENTITY_WORDS
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+def test_graphviz_shows_ampersands_as_written():  # pragma: no cover - depends on Graphviz
+    phis = [np.full((6, 1), 1 / 6)]
+    sub = ex.tree(phis, np.ones(1), 1, 0, vocab=ENTITY_WORDS, n_terms=6)
+    res = subprocess.run(["dot", "-Tsvg"], input=sub.to_dot(words_per_line=1).encode("utf-8"),
+                         capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    texts = [t.text for t in ET.fromstring(res.stdout).iter(SVG_NS + "text")]
+    assert texts[1:] == ENTITY_WORDS
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")

@@ -145,9 +145,12 @@ def render_text(sub: Subnetwork, n_terms: int | None = 8, show_weights: bool = T
 
 
 def dot_escape(s: str) -> str:
-    """Escape text for a double-quoted DOT string (backslash, quote, line breaks); drop the
-    other C0 controls, DEL and lone surrogates (no UTF-8 file can hold one)."""
-    s = str(s).replace("\\", "\\\\").replace('"', '\\"')
+    """Escape text for a double-quoted DOT string (ampersand, backslash, quote, line breaks);
+    drop the other C0 controls, DEL and lone surrogates (no UTF-8 file can hold one).
+
+    Graphviz decodes HTML entities in its strings (``&amp;`` is shown as ``&``, ``&#92;`` as a
+    backslash, which then starts an escape such as ``\\n``), so ``&`` is written ``&amp;``."""
+    s = str(s).replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"')
     s = s.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
     s = re.sub("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]", "", s)
     # DOT's lexer reads the dyad \" as a quote even after an escaped backslash,
@@ -190,7 +193,8 @@ def render_dot(
     -------
     str
         A ``digraph``; render it with e.g. ``dot -Tpdf tree.dot -o tree.pdf``.
-        Label text is escaped (backslashes, double quotes, line breaks).
+        Label text is escaped (backslashes, double quotes, line breaks, and ``&``
+        as ``&amp;``: Graphviz decodes HTML entities), so every term shows as written.
     """
     sub = check_subnetwork(sub)
     words_per_line = check_int(words_per_line, "words_per_line", 1)
