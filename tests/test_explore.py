@@ -5,6 +5,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zlib
 from functools import reduce
@@ -908,6 +909,42 @@ def test_line_plot_skips_points_with_a_non_finite_x():
         assert _numbers_in_attributes(svg) == []
         (poly,) = re.findall(r'<polyline points="([^"]*)"', svg)
         assert len(poly.split()) == 2                          # the point with the bad x is left out
+
+
+def test_line_plot_of_values_one_float_apart_ends():
+    # the ticks were a running sum v += step: with step below the spacing of the floats near
+    # the values (a series constant up to rounding, such as the layer sums of eq:weight),
+    # v never grew and line_plot_svg never returned; a subprocess so a hang fails the test
+    code = ("import numpy as np; from pygbn import explore as ex; "
+            "y = [1.0, float(np.nextafter(1.0, 2.0))]; "
+            "ex.line_plot_svg([{'label': 'a', 'x': [0, 1], 'y': y}], 't', 'x', 'y'); print('done')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "done", res.stderr
+
+
+def _y_tick_labels(svg):
+    return re.findall(r'text-anchor="end">([^<]*)</text>', svg)
+
+
+def test_line_plot_ticks_of_tiny_narrow_and_huge_ranges():
+    def plot(y):
+        svg = ex.line_plot_svg([{"label": "a", "x": [0, 1], "y": y}], "t", "x", "y")
+        ET.fromstring(svg.split("\n", 1)[1])
+        return svg
+    # ticks were rounded to 10 decimals: those of values near 1e-12 all became 0, labelled
+    # "0" and drawn below the frame
+    svg = plot([1e-12, 5e-12])
+    assert _y_tick_labels(svg) == ["1e-12", "2e-12", "3e-12", "4e-12", "5e-12"]
+    ys = [float(v) for v in re.findall(r'<line x1="70" y1="([^"]*)" x2="[^"]*" y2="[^"]*" stroke="#e5e5e5"', svg)]
+    assert len(ys) == 5 and all(40 <= y <= 380 - 55 for y in ys)
+    # a narrow range gets the digits that tell its ticks apart
+    labels = _y_tick_labels(plot([-7.5123401, -7.5123403]))
+    assert len(labels) >= 3 and len(set(labels)) == len(labels)
+    assert [float(v) for v in labels] == sorted(float(v) for v in labels)
+    # huge values: rounding a tick to 10 decimals overflowed (OverflowError)
+    assert _y_tick_labels(plot([1e300, -1e300])) == ["-1e+300", "-5e+299", "0", "5e+299", "1e+300"]
+    # usual ranges keep their labels
+    assert _y_tick_labels(plot([0.0, 1.0])) == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
 
 
 def test_line_plot_checks_its_arguments():

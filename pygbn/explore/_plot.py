@@ -2,6 +2,7 @@
 plots of the reproduction pages (``tools/_repro_common.svg_line_plot``)."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Dict, List, Optional, Sequence
 
@@ -15,27 +16,62 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 
 
 def nice_ticks(lo: float, hi: float, n: int = 5) -> List[float]:
-    """About ``n`` round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) in [lo, hi]."""
+    """About ``n`` round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) in [lo, hi].
+
+    Tick k is the decimal ``k * step`` correctly rounded, not a running sum of steps (which
+    stalls when ``step`` is below the resolution of the floats near ``lo``, and drifts), and
+    not rounded to a fixed number of decimals (which turned the ticks of a range below
+    1e-10 into zeros).  Empty when the range or its step is not a finite positive float.
+    """
     if not np.isfinite(lo) or not np.isfinite(hi):
         return []
+    lo, hi = float(lo), float(hi)
     if hi <= lo:
         hi = lo + 1.0
     raw = (hi - lo) / max(n, 1)
-    mag = 10 ** np.floor(np.log10(raw))
-    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
-    start = np.ceil(lo / step) * step
-    ticks = []
-    v = start
-    while v <= hi + 1e-9 * step:
-        ticks.append(float(round(v, 10)))
-        v += step
+    if not math.isfinite(raw) or raw <= 0:
+        return []
+    e = math.floor(math.log10(raw))
+    # step = num * 10**exp, the first of 1, 2, 2.5, 5 and 10 times 10**e that reaches raw
+    num, exp = next(((m, x) for m, x in ((1, e), (2, e), (25, e - 1), (5, e)) if m * 10.0**x >= raw), (1, e + 1))
+    scale = 10.0 ** abs(exp)
+    if not math.isfinite(scale) or scale == 0:
+        return []
+    step = num * scale if exp >= 0 else num / scale
+
+    def tick(k: int) -> float:
+        return k * num * scale if exp >= 0 else k * num / scale
+
+    k0 = math.ceil(lo / step - 1e-9)
+    k1 = math.floor(hi / step + 1e-9)
+    ticks: List[float] = []
+    for k in range(k0, min(k1, k0 + 10 * max(n, 1)) + 1):
+        v = tick(k)
+        if not ticks or v != ticks[-1]:       # below the floats' resolution, k's share a value
+            ticks.append(v)
     return ticks
 
 
-def _fmt_tick(v: float) -> str:
-    if abs(v - round(v)) < 1e-9:
+def _fmt_tick(v: float, unit: float = 1.0, digits: int = 6) -> str:
+    """Label of tick ``v`` of an axis whose ticks are ``unit`` apart: an int when within
+    ``1e-9 * min(1, unit)`` of one below 1e15 (a small tick is not rounded to 0), else
+    ``v`` to ``digits`` significant digits."""
+    if abs(v) < 1e15 and abs(v - round(v)) < 1e-9 * min(1.0, unit):
         return str(int(round(v)))
-    return f"{v:g}"
+    return f"{v:.{digits}g}"
+
+
+def _tick_labels(ticks: Sequence[float]) -> List[str]:
+    """The labels of an axis's ticks (:func:`_fmt_tick`), with more significant digits
+    than six where that is what tells two ticks apart (the ticks of a narrow range)."""
+    vals = [float(v) for v in ticks]
+    distinct = sorted(set(vals))
+    unit = min((b - a for a, b in zip(distinct, distinct[1:])), default=1.0)
+    for digits in range(6, 18):
+        labels = [_fmt_tick(v, unit, digits) for v in vals]
+        if len(set(labels)) == len(distinct):
+            break
+    return labels
 
 
 def _points(series: Sequence[Dict]) -> List[tuple]:
@@ -144,15 +180,16 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
            f'<clipPath id="frame"><rect x="{ml}" y="{mt}" width="{pw}" height="{ph}"/></clipPath>',
            f'<text x="{ml + pw / 2:.1f}" y="22" text-anchor="middle" font-size="14" '
            f'font-weight="bold">{esc(title)}</text>']
-    for t in nice_ticks(y0, y1, 6):
+    yt = nice_ticks(y0, y1, 6)
+    xt = list(xticks) if xticks is not None else nice_ticks(x0, x1, 6)
+    for t, label in zip(yt, _tick_labels(yt)):
         y = Y(t)
         out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt_tick(t)}</text>')
-    xt = list(xticks) if xticks is not None else nice_ticks(x0, x1, 6)
-    for t in xt:
+        out.append(f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
+    for t, label in zip(xt, _tick_labels(xt)):
         x = X(t)
         out.append(f'<line x1="{x:.1f}" y1="{mt + ph}" x2="{x:.1f}" y2="{mt + ph + 5}" stroke="black"/>')
-        out.append(f'<text x="{x:.1f}" y="{mt + ph + 18}" text-anchor="middle">{_fmt_tick(t)}</text>')
+        out.append(f'<text x="{x:.1f}" y="{mt + ph + 18}" text-anchor="middle">{label}</text>')
     out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
     out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 12}" text-anchor="middle">{esc(xlabel)}</text>')
     out.append(f'<text x="16" y="{mt + ph / 2:.1f}" text-anchor="middle" '
