@@ -761,6 +761,18 @@ def test_factor_images_and_grid(tmp_path):
         ex.factor_images(phis, 1, (3, 4), nodes=[7])
 
 
+def test_image_grid_pad_value_and_wide_n_cols():
+    imgs = np.zeros((5, 2, 2))
+    # a grid has at most n columns (the docstring's shape names cols = min(n_cols, n))
+    assert ex.image_grid(imgs, n_cols=10, pad=1).shape == (4, 16)
+    # pad_value was taken as is: nan gave a grid encode_png refuses ("image values must be
+    # finite", about an image the user never passed), a str numpy's unnamed conversion error
+    for bad in (np.nan, np.inf, "white", None, True):
+        with pytest.raises(ValueError, match="pad_value must be a finite number"):
+            ex.image_grid(imgs, pad_value=bad)
+    assert ex.image_grid(imgs, pad_value=np.float32(0.5))[0, 0] == 0.5
+
+
 def test_digits_shaped_grid():
     # a 64-pixel network, as for the 8x8 digits data set
     phis, r = random_network(64, [10, 4], seed=7)

@@ -82,15 +82,18 @@ def image_grid(images, n_cols: int | None = None, pad: int = 1, pad_value: float
     ----------
     images : array_like, shape (n, h, w)
     n_cols : int, optional
-        Tiles per row; default ``ceil(sqrt(n))``.
+        Tiles per row; default ``ceil(sqrt(n))``.  A grid has at most n
+        columns: a larger ``n_cols`` gives one row of n tiles.
     pad : int, default 1
         Pixels between tiles and around the grid.
     pad_value : float, default 1.0
-        Value of the padding (and of empty cells of the last row).
+        Value of the padding (and of empty cells of the last row); a finite
+        number (1.0 is white for :func:`encode_png`).
 
     Returns
     -------
-    ndarray, shape (rows * (h + pad) + pad, n_cols * (w + pad) + pad)
+    ndarray, shape (rows * (h + pad) + pad, cols * (w + pad) + pad)
+        ``cols = min(n_cols, n)`` and ``rows = ceil(n / cols)``.
     """
     imgs = np.asarray(images, dtype=np.float64)
     if imgs.ndim != 3 or imgs.shape[0] == 0:
@@ -101,6 +104,9 @@ def image_grid(images, n_cols: int | None = None, pad: int = 1, pad_value: float
     n_cols = check_int(n_cols, "n_cols", 1)
     n_cols = min(n_cols, n)
     pad = check_int(pad, "pad", 0)
+    if isinstance(pad_value, (bool, np.bool_)) or not isinstance(pad_value, numbers.Real) \
+            or not math.isfinite(pad_value):
+        raise ValueError(f"pad_value must be a finite number, got {pad_value!r}")
     n_rows = int(math.ceil(n / n_cols))
     grid = np.full((n_rows * (h + pad) + pad, n_cols * (w + pad) + pad), float(pad_value))
     for i in range(n):
