@@ -123,6 +123,26 @@ def test_bad_networks_are_refused():
     )
 
 
+def test_networks_of_non_real_values_are_refused_by_name():
+    # complex Phi was cast to real with only a ComplexWarning (the imaginary part dropped);
+    # text and ragged lists gave numpy's messages, which name no argument
+    phis, r = random_network(5, [3, 2])
+    with pytest.raises(ValueError, match=r"phis\[1\] \(Phi\^\(2\)\) must hold real numbers, got dtype complex128"):
+        ex.project([phis[0], phis[1] + 0j], 2)
+    with pytest.raises(ValueError, match=r"phis\[0\] \(Phi\^\(1\)\) must hold real numbers, got dtype <U"):
+        ex.project([np.array([["a"]])], 1)
+    with pytest.raises(ValueError, match=r"phis\[0\] \(Phi\^\(1\)\) must be an array of real numbers, got a ragged list"):
+        ex.top_term_indices([[[1.0], [0.0, 1.0]]], 1)
+    with pytest.raises(ValueError, match="r must hold real numbers, got dtype complex128"):
+        ex.node_weights(phis, r + 1j, 1)
+    with pytest.raises(ValueError, match="r must hold real numbers"):
+        ex.tree(phis, ["a", "b"], 2, 0)
+    with pytest.raises(ValueError, match=r"phis\[0\] \(Phi\^\(1\)\) must hold real numbers"):
+        ex.project([sp.csr_matrix(phis[0].astype(complex))], 1)
+    # object arrays and lists of numbers are still read
+    np.testing.assert_array_equal(ex.project([phis[0].astype(object).tolist()], 1), phis[0])
+
+
 def test_relabel_by_popularity():
     phis, r = random_network(20, [7, 5, 4], seed=3)
     new_phis, new_r, perms = ex.relabel_by_popularity(phis, r)

@@ -17,6 +17,23 @@ from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE
 from pygbn._utils import check_vocab  # noqa: F401 (used by the explorers from here)
 
 
+def as_real_array(value, name: str) -> np.ndarray:
+    """``value`` as a float64 array; ValueError naming ``name`` for what is not an array of
+    real numbers (text, a ragged nesting, complex values, whose imaginary part numpy's cast
+    would drop with only a warning)."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):        # a ragged nesting of lists
+        raise ValueError(f"{name} must be an array of real numbers, got a ragged "
+                         f"{type(value).__name__}") from None
+    if a.dtype.kind != "c":
+        try:
+            return a.astype(np.float64, copy=False)      # no copy of a float64 Phi
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+
+
 def check_phis(phis) -> list[np.ndarray]:
     """Validate the list of Phi matrices; return them as float64 arrays."""
     if isinstance(phis, np.ndarray) or not isinstance(phis, Sequence) or isinstance(phis, (str, bytes)):
@@ -29,7 +46,7 @@ def check_phis(phis) -> list[np.ndarray]:
     for t, phi in enumerate(phis, start=1):
         if sp.issparse(phi):
             phi = phi.toarray()
-        a = np.asarray(phi, dtype=np.float64)
+        a = as_real_array(phi, f"phis[{t - 1}] (Phi^({t}))")
         if a.ndim != 2:
             raise ValueError(f"phis[{t - 1}] (Phi^({t})) must be 2-D, got shape {a.shape}")
         if a.shape[0] == 0 or a.shape[1] == 0:
@@ -55,7 +72,7 @@ def check_phis(phis) -> list[np.ndarray]:
 
 def check_r(r, phis: list[np.ndarray]) -> np.ndarray:
     """Validate the top layer's shape vector against the (checked) ``phis``."""
-    a = np.asarray(r, dtype=np.float64)
+    a = as_real_array(r, "r")
     k_top = phis[-1].shape[1]
     if a.ndim != 1 or a.shape[0] != k_top:
         raise ValueError(f"r must have shape ({k_top},) (the top layer's width), got shape {a.shape}")
