@@ -236,6 +236,18 @@ def test_generated_top_terms_dense_and_sparse():
         ex.generated_top_terms(np.ones(5), vocab)
 
 
+def test_generated_top_terms_refuses_complex_counts_dense_or_sparse():
+    # the dense path refused complex counts, the sparse one cast them to real with only a
+    # ComplexWarning (the imaginary part dropped)
+    vocab = ["x", "y"]
+    for counts in (np.array([[1j, 2.0]]), sp.csr_matrix(np.array([[1j, 2.0]])), sp.coo_matrix(np.array([[1 + 0j, 2]]))):
+        with pytest.raises(ValueError, match="counts must hold real numbers, got dtype complex128"):
+            ex.generated_top_terms(counts, vocab)
+    with pytest.raises(ValueError, match="counts must hold real numbers, got dtype <U"):
+        ex.generated_top_terms([["a", "b"]], vocab)
+    assert ex.generated_top_terms(sp.csr_matrix(np.array([[True, False]])), vocab) == [["x"]]
+
+
 # ---------------------------------------------------------------------------
 # trees and subnetworks
 # ---------------------------------------------------------------------------

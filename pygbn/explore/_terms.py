@@ -118,14 +118,12 @@ def generated_top_terms(counts, vocab: Sequence[str], n: int = 10) -> list[list[
     n = check_int(n, "n", 1)
     if sp.issparse(counts):
         mat = sp.csr_matrix(counts, copy=True)
-        if mat.ndim != 2:
-            raise ValueError(f"counts must be 2-D (documents x terms), got shape {mat.shape}")
     else:
         mat = np.asarray(counts)
-        if mat.ndim != 2:
-            raise ValueError(f"counts must be 2-D (documents x terms), got shape {mat.shape}")
-        if mat.dtype.kind not in "biuf":
-            raise ValueError(f"counts must be numeric, got dtype {mat.dtype}")
+    if mat.ndim != 2:
+        raise ValueError(f"counts must be 2-D (documents x terms), got shape {mat.shape}")
+    if mat.dtype.kind not in "biuf":
+        raise ValueError(f"counts must hold real numbers, got dtype {mat.dtype}")
     words = check_vocab(vocab, mat.shape[1])
     out = []
     if sp.issparse(mat):
