@@ -705,6 +705,12 @@ def test_layer_colours():
     assert ex.layer_colour(11) == "black"
     with pytest.raises(ValueError):
         ex.layer_colour(0)
+    # any layer number cycles; the check stopped at an arbitrary 10**9 with the message
+    # "t must be a layer number in 1..1000000000"
+    assert ex.layer_colour(10**9 + 1) == "black" and ex.layer_colour(np.int64(12)) == "blue"
+    for bad in (0, -1, 1.0, True):
+        with pytest.raises(ValueError, match=f"t must be a positive int, got {bad!r}"):
+            ex.layer_colour(bad)
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,6 @@ import re
 from dataclasses import dataclass
 
 from pygbn._utils import check_int
-from pygbn.explore._validate import check_layer
 
 #: Border colours of the paper's tree figures (Section 2.3.1): black, blue,
 #: orange, green and red for a node of layer one, two, three, four and five.
@@ -20,7 +19,7 @@ def layer_colour(t: int) -> str:
     deeper layers continue with purple, brown, magenta, cyan and gray, then
     cycle.
     """
-    t = check_layer(t, 10**9)
+    t = check_int(t, "t", 1)
     return LAYER_COLOURS[(t - 1) % len(LAYER_COLOURS)]
 
 
