@@ -40,7 +40,7 @@ _BLOCK_ENTRIES = 1 << 20
 def top_term_indices(phis, t: int, n: int = 10) -> np.ndarray:
     """Indices of the n most probable data dimensions of each node of layer t.
 
-    Nodes are ranked by their column of the projection
+    Node k's dimensions are ranked by column k of the projection
     :math:`\\prod_{\\ell=1}^{t}\\Phi^{(\\ell)}` (eq:projection); ties go to
     the lower index.
 
