@@ -1,6 +1,7 @@
 """Tests of pygbn.explore: projections, weights, trees, DOT/SVG/text, images."""
 import html
 import math
+import os
 import re
 import shutil
 import struct
@@ -9,6 +10,7 @@ import sys
 import xml.etree.ElementTree as ET
 import zlib
 from functools import reduce
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pygbn
 from pygbn import explore as ex
 from pygbn.explore._terms import top_indices_of_columns
 
@@ -961,14 +964,19 @@ def test_line_plot_skips_points_with_a_non_finite_x():
         assert len(poly.split()) == 2                          # the point with the bad x is left out
 
 
-def test_line_plot_of_values_one_float_apart_ends():
+def test_line_plot_of_values_one_float_apart_ends(tmp_path):
     # the ticks were a running sum v += step: with step below the spacing of the floats near
     # the values (a series constant up to rounding, such as the layer sums of eq:weight),
     # v never grew and line_plot_svg never returned; a subprocess so a hang fails the test
+    # (run outside the checkout, with this process's pygbn first on the path: from a source
+    # checkout's root "import pygbn" would find the unbuilt sources of an installed test run)
     code = ("import numpy as np; from pygbn import explore as ex; "
             "y = [1.0, float(np.nextafter(1.0, 2.0))]; "
             "ex.line_plot_svg([{'label': 'a', 'x': [0, 1], 'y': y}], 't', 'x', 'y'); print('done')")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    parent = str(Path(pygbn.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=parent + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env=env)
     assert res.returncode == 0 and res.stdout.strip() == "done", res.stderr
 
 
