@@ -280,6 +280,7 @@ def test_tree_with_several_parents():
     assert {e.parent for e in sub.parents((1, 1))} == {(2, 0), (2, 1)}
     assert [e.child for e in sub.children((3, 0))] == [(2, 0), (2, 1)]
     assert (1, 3) not in sub and (1, 1) in sub
+    assert 3 not in sub and None not in sub and (1, 1, 0) not in sub     # not keys: False, no error
     assert sub.roots == ((3, 0),)
     assert sub.tau == (1.0, 1.0, 1.0)
     assert sub.widths == (4, 3, 2)
@@ -962,6 +963,17 @@ def test_line_plot_skips_points_with_a_non_finite_x():
         assert _numbers_in_attributes(svg) == []
         (poly,) = re.findall(r'<polyline points="([^"]*)"', svg)
         assert len(poly.split()) == 2                          # the point with the bad x is left out
+
+
+def test_line_plot_colours_are_escaped():
+    # a series' or a line's colour goes into attributes: a quote in it must not end them
+    bad = 'red" onload="alert(1)'
+    svg = ex.line_plot_svg([{"label": "a", "x": [0, 1], "y": [0, 1], "colour": bad}], "t", "x", "y",
+                           hlines=[{"label": "h", "y": 0.5, "colour": bad + "<"}])
+    root = ET.fromstring(svg.split("\n", 1)[1])
+    strokes = {el.get("stroke") for el in root.iter() if el.get("stroke") not in (None, "black")}
+    assert bad in strokes and bad + "<" in strokes
+    assert all(el.get("onload") is None for el in root.iter())
 
 
 def test_line_plot_of_values_one_float_apart_ends(tmp_path):

@@ -44,7 +44,13 @@ class Subnetwork:
         raise KeyError((layer, index))
 
     def __contains__(self, key) -> bool:
-        return any(nd.key == tuple(key) for nd in self.nodes)
+        """Whether ``key`` is a node's ``(layer, index)``; False for anything else (as for
+        any container: ``3 in sub`` is False, not an error)."""
+        try:
+            key = tuple(key)
+        except TypeError:
+            return False
+        return any(nd.key == key for nd in self.nodes)
 
     def children(self, key) -> list[Edge]:
         """Edges from node ``key`` down to its children."""

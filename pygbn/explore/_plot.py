@@ -202,12 +202,12 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
             out.append(f'<text x="{x + 4:.1f}" y="{mt + 14}" fill="#555555">{esc(v["label"])}</text>')
     legend_y = mt + 6
     for i, h in enumerate(hlines):
-        col = h.get("colour", PALETTE[i % len(PALETTE)])
+        col = esc(h.get("colour", PALETTE[i % len(PALETTE)]))
         y = Y(float(h["y"]))
         out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="{col}" '
                    f'stroke-width="1.2" stroke-dasharray="6 4" opacity="0.8"/>')
     for i, (s, (sx, sy, ok)) in enumerate(zip(series, points)):
-        col = s.get("colour", PALETTE[i % len(PALETTE)])
+        col = esc(s.get("colour", PALETTE[i % len(PALETTE)]))
         dash = ' stroke-dasharray="6 4"' if s.get("dash") else ""
         for pts in _pieces(s, sx, sy, ok, X, Y):
             if len(pts) > 1:
@@ -222,7 +222,7 @@ def line_plot_svg(series: Sequence[Dict], title: str, xlabel: str, ylabel: str,
         out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(s["label"])}</text>')
         legend_y += 18
     for i, h in enumerate(hlines):
-        col = h.get("colour", PALETTE[i % len(PALETTE)])
+        col = esc(h.get("colour", PALETTE[i % len(PALETTE)]))
         out.append(f'<line x1="{ml + pw + 12}" y1="{legend_y:.1f}" x2="{ml + pw + 36}" y2="{legend_y:.1f}" '
                    f'stroke="{col}" stroke-width="1.2" stroke-dasharray="6 4"/>')
         out.append(f'<text x="{ml + pw + 42}" y="{legend_y + 4:.1f}">{esc(h["label"])}</text>')
