@@ -374,10 +374,14 @@ class GBN(TransformerProtocol):
                 raise ValueError("all networks must have the same link")
         params.setdefault("link", nets[0].link.name)
         model = cls(**params)
-        link = model._validated()["link"]
-        if link.name != nets[0].link.name:
-            raise ValueError(f"link={link.name!r} is not the networks' link {nets[0].link.name!r}")
+        model._check_link(nets[0].link)
         return model._set_state(nets, method="blocked")
+
+    def _check_link(self, link) -> None:
+        """The parameters validated, and ``link`` their link (the networks'): else ValueError."""
+        mine = self._validated()["link"]
+        if mine.name != link.name:
+            raise ValueError(f"link={mine.name!r} is not the networks' link {link.name!r}")
 
     # --------------------------------------------------------- fitted state
     def _set_state(self, networks: Sequence[Network], *, method: str,
@@ -664,9 +668,7 @@ class GBN(TransformerProtocol):
         """
         state = self._get_state()
         try:     # what load checks of the parameters, so that a file save writes loads back
-            link = self._validated()["link"]
-            if link.name != self.networks_[0].link.name:
-                raise ValueError(f"link={link.name!r} is not the networks' link {self.networks_[0].link.name!r}")
+            self._check_link(self.networks_[0].link)
             if not isinstance(self.random_state, (np.random.Generator, np.random.BitGenerator)):
                 check_random_state(self.random_state)     # those two are saved as None
         except ValueError as exc:
