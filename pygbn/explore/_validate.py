@@ -13,25 +13,24 @@ from typing import Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE
+from pygbn._utils import LOOSE_SIMPLEX_TOLERANCE, real_array
 from pygbn._utils import check_vocab  # noqa: F401 (used by the explorers from here)
 
 
 def as_real_array(value, name: str) -> np.ndarray:
-    """``value`` as a float64 array; ValueError naming ``name`` for what is not an array of
-    real numbers (text, a ragged nesting, complex values, whose imaginary part numpy's cast
-    would drop with only a warning)."""
+    """``value`` as a float64 array (:func:`pygbn._utils.real_array`: no copy of a float64
+    one); ValueError naming ``name`` for what is not an array of real numbers (text, a
+    ragged nesting, complex values, whose imaginary part numpy's cast would drop with only
+    a warning)."""
+    a = real_array(value)
+    if a is not None:
+        return a
     try:
-        a = np.asarray(value)
+        dtype = np.asarray(value).dtype
     except (TypeError, ValueError):        # a ragged nesting of lists
         raise ValueError(f"{name} must be an array of real numbers, got a ragged "
                          f"{type(value).__name__}") from None
-    if a.dtype.kind != "c":
-        try:
-            return a.astype(np.float64, copy=False)      # no copy of a float64 Phi
-        except (TypeError, ValueError):
-            pass
-    raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    raise ValueError(f"{name} must hold real numbers, got dtype {dtype}")
 
 
 def check_phis(phis) -> list[np.ndarray]:
