@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 _LOG_2PI = np.log(2 * np.pi)
+_TINY = np.finfo(np.float64).tiny
 
 
 # ---------------------------------------------------------------------------
@@ -85,7 +86,8 @@ def _stirlerr(y):
     out = np.empty_like(y)
     big = y > 15
     yb = y[big]
-    y2 = 1.0 / (yb * yb)
+    with np.errstate(over="ignore"):      # y * y is inf for y > 1e154 (y2 = 0, as it should)
+        y2 = 1.0 / (yb * yb)
     out[big] = (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - y2 / 1188) * y2) * y2) * y2) / yb
     ys = y[~big]
     out[~big] = special.gammaln(ys) - (ys - 0.5) * np.log(ys) + ys - 0.5 * _LOG_2PI
@@ -95,8 +97,12 @@ def _stirlerr(y):
 def _bd0(x, mu, d):
     """``x log(x / mu) + mu - x`` with ``d = x - mu`` (Loader 2000)."""
     x, mu, d = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, mu, d)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = x * np.log(x / mu) - d
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        ratio = x / mu
+        # log x - log mu where x / mu leaves the normal range (overflows for a tiny mu, or is
+        # subnormal): no cancellation there, as |log(x / mu)| > 708
+        log_ratio = np.where((ratio >= _TINY) & (ratio < np.inf), np.log(ratio), np.log(x) - np.log(mu))
+        out = x * log_ratio - d
     small = np.abs(d) < 0.1 * (x + mu)
     if small.any():
         xs, ds, ms = x[small], d[small], mu[small]

@@ -457,3 +457,19 @@ def test_prg_cdf_large_lam():
     one = np.array([S.prg_cdf(v, 1e7, 1e6) for v in x.ravel()[::97]])
     assert big.shape == x.shape
     np.testing.assert_allclose(big.ravel()[::97], one, rtol=1e-12, atol=1e-300)
+
+
+def test_poisson_logpmf_at_a_tiny_rate_is_finite_and_quiet():
+    """k / lam overflowed for a tiny rate (lam = 5e-324, or 1e-300 with k = 1e17), so
+    poisson_logpmf gave -inf for log-probabilities as large as -744 (k log lam - lam - log k!),
+    and truncated_poisson_logpmf(1, 5e-324) -inf instead of 0; k > 1e154 warned of an overflow."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    k = np.array([1.0, 2.0, 7.0, 1e3, 1e17, 1e17, 1e300, 1e300, 1e300])
+    lam = np.array([5e-324, 5e-324, 5e-324, 5e-324, 5e-324, 1e-300, 1e-300, 1e-20, 0.5])
+    ref = [float(mp.mpf(kk) * mp.log(mp.mpf(ll)) - mp.mpf(ll) - mp.loggamma(mp.mpf(kk) + 1))
+           for kk, ll in zip(k, lam)]
+    np.testing.assert_allclose(_quiet(S.poisson_logpmf, k, lam), ref, rtol=1e-13)
+    assert _quiet(S.truncated_poisson_logpmf, 1.0, 5e-324) == 0.0
+    np.testing.assert_allclose(_quiet(S.truncated_poisson_logpmf, 2.0, 5e-324), float(mp.log(mp.mpf(5e-324) / 2)),
+                               rtol=1e-14)
