@@ -243,6 +243,10 @@ def test_layer_phi_is_converted_and_checked():
     (dict(r=np.ones((3, 1))), r"r must have shape \(3,\)"),
     (dict(r=np.array([1.0, np.nan, 1.0])), "r must be finite and nonnegative"),
     (dict(r=np.array([1.0, 2e12, 1.0])), "r must be finite and nonnegative .at most 1e\\+12"),
+    # the bad entry and where it is (the message named neither)
+    (dict(r=np.array([1.0, 1.0, np.nan])), r"r must be .*, got nan at index 2"),
+    (dict(r=np.array([1.0, -0.5, 1.0])), r"r must be .*, got -0.5 at index 1"),
+    (dict(r=np.array([np.inf, 1.0, 1.0])), r"r must be .*, got inf at index 0"),
     (dict(r=["a", "b", "c"]), "r must be an array of numbers"),
     (dict(r=np.full(3, 1e6), c_median=1e-7), "expected count per sample"),
 ])

@@ -195,7 +195,9 @@ class Network:
             raise ValueError(f"r has {r.size} entries but the top layer has width {K}: r must have shape "
                              f"({K},)" if r.ndim == 1 else f"r must have shape ({K},), got {r.shape}")
         if not (np.isfinite(r).all() and (r >= 0).all() and (r <= MAX_PARAMETER).all()):
-            raise ValueError(f"r must be finite and nonnegative (at most {MAX_PARAMETER:g})")
+            k = int(np.flatnonzero(~((r >= 0) & (r <= MAX_PARAMETER)))[0])     # a NaN fails both
+            raise ValueError(f"r must be finite and nonnegative (at most {MAX_PARAMETER:g}), got "
+                             f"{float(r[k])!r} at index {k}")
         check_parameter(self.gamma0, "gamma0")
         check_parameter(self.c0, "c0")
         if not isinstance(self.hyper, Hyperparameters):
