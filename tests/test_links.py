@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 import pygbn
 from pygbn import GBN
-from pygbn.model import (BernoulliPoissonLink, Layer, Network, PoissonLink,
+from pygbn.model import (BernoulliPoissonLink, Layer, Link, Network, PoissonLink,
                          PoissonRandomizedGammaLink)
 from pygbn.model.links import get_link
 
@@ -55,6 +55,10 @@ def test_prg_a_median_accepts_positive_numbers():
         assert link.a_median == 2.0 and type(link.a_median) is float
     assert PoissonRandomizedGammaLink.from_dict(link.to_dict()) == link
     assert PoissonRandomizedGammaLink.from_dict({"name": "prg"}).a_median == 1.0
+    # through the base class too (it dropped a_median: Link.from_dict gave a_median=1)
+    assert Link.from_dict(link.to_dict()) == link and Link.from_dict(link.to_dict()).a_median == 2.0
+    for other in (PoissonLink(), BernoulliPoissonLink()):
+        assert Link.from_dict(other.to_dict()) == other
     # a network with a PRG link generates positive reals with it
     X = _truth(PoissonRandomizedGammaLink(a_median=0.5), V=8).generate(5, random_state=0)
     assert X.dtype == np.float64 and (X >= 0).all()

@@ -187,11 +187,17 @@ class Link:
         raise NotImplementedError
 
     def to_dict(self) -> dict:
+        """The link as a dict: its ``name`` and its parameters (what a model file stores)."""
         return {"name": self.name}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Link":
-        return get_link(d["name"])
+        """The link a :meth:`to_dict` dict describes: of the class ``d["name"]`` names, with
+        ``d``'s parameters (``Link.from_dict(link.to_dict()) == link`` for every link)."""
+        link = get_link(d["name"])
+        if type(link).from_dict.__func__ is not Link.from_dict.__func__:
+            return type(link).from_dict(d)      # a link with parameters reads them itself
+        return link
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
