@@ -436,16 +436,30 @@ def _check(result, alpha, what):
     return result
 
 
+def _alpha(alpha) -> float:
+    """The level ``alpha`` of an ``assert_*`` check: a real number in ``[0, 1]``, else ValueError."""
+    a = _finite_scalar(alpha, "alpha")
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1]; got {alpha!r}")
+    return a
+
+
 def assert_gof_discrete(sample, logpmf, alpha: float = 1e-6, **kwargs) -> GofResult:
-    """:func:`gof_discrete`, raising AssertionError when ``pvalue < alpha`` (or is NaN)."""
+    """:func:`gof_discrete`, raising AssertionError when ``pvalue < alpha`` (or is NaN);
+    ValueError for an ``alpha`` outside ``[0, 1]``."""
+    alpha = _alpha(alpha)
     return _check(gof_discrete(sample, logpmf, **kwargs), alpha, "discrete goodness of fit")
 
 
 def assert_gof_binned(sample, edges, cdf, alpha: float = 1e-6, **kwargs) -> GofResult:
-    """:func:`gof_binned`, raising AssertionError when ``pvalue < alpha`` (or is NaN)."""
+    """:func:`gof_binned`, raising AssertionError when ``pvalue < alpha`` (or is NaN);
+    ValueError for an ``alpha`` outside ``[0, 1]``."""
+    alpha = _alpha(alpha)
     return _check(gof_binned(sample, edges, cdf, **kwargs), alpha, "binned goodness of fit")
 
 
 def assert_moments(sample, mean: float, var: float, alpha: float = 1e-6) -> MomentResult:
-    """:func:`moment_test`, raising AssertionError when its combined ``pvalue < alpha`` (or is NaN)."""
+    """:func:`moment_test`, raising AssertionError when its combined ``pvalue < alpha`` (or is NaN);
+    ValueError for an ``alpha`` outside ``[0, 1]``."""
+    alpha = _alpha(alpha)
     return _check(moment_test(sample, mean, var), alpha, "moment test")

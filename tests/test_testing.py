@@ -14,8 +14,8 @@ from scipy import stats as st
 import pygbn.random as R
 from pygbn import stats as S
 from pygbn.testing import (
-    GofResult, MomentResult, _check, assert_gof_discrete, assert_moments, gof_binned, gof_discrete,
-    moment_test, pooled_chisquare,
+    GofResult, MomentResult, _check, assert_gof_binned, assert_gof_discrete, assert_moments, gof_binned,
+    gof_discrete, moment_test, pooled_chisquare,
 )
 
 ALPHA = 1e-5
@@ -159,6 +159,24 @@ def test_nan_p_values_never_pass():
     for res in (MomentResult(np.nan, 0.0, np.nan, 0.3), GofResult(np.nan, 0.0, 1, "chi2", 2)):
         with pytest.raises(AssertionError, match="NaN"):
             _check(res, 1e-6, "check")
+
+
+def test_assert_checks_reject_a_bad_alpha():
+    """alpha=nan failed every check with 'p-value 1 < nan', alpha=2 failed every check and
+    alpha='a' raised a TypeError from the comparison: each is now a ValueError naming alpha."""
+    x = np.random.default_rng(22).poisson(3.0, 2000)
+    lp = lambda k: st.poisson.logpmf(k, 3.0)     # noqa: E731
+    for bad in (np.nan, np.inf, -0.1, 1.5, 2, "a", None, [0.1]):
+        with pytest.raises(ValueError, match="alpha"):
+            assert_gof_discrete(x, lp, alpha=bad)
+        with pytest.raises(ValueError, match="alpha"):
+            assert_gof_binned(x, [2.5], lambda e: st.poisson.cdf(e, 3.0), alpha=bad)
+        with pytest.raises(ValueError, match="alpha"):
+            assert_moments(x, 3.0, 3.0, alpha=bad)
+    for ok in (0, 0.0, np.float32(1e-3), 1e-6):
+        assert_gof_discrete(x, lp, alpha=ok)
+        assert_gof_binned(x, [2.5], lambda e: st.poisson.cdf(e, 3.0), alpha=ok)
+        assert_moments(x, 3.0, 3.0, alpha=ok)
 
 
 def test_moment_test_rejects_bad_input():
