@@ -3,9 +3,9 @@
 These are the references the samplers are tested against, usable on their
 own.  Every function broadcasts its arguments (except where noted) and is
 written to keep its relative accuracy for tiny and huge parameters: the
-Poisson-type log-PMFs use the saddle-point form of Loader (2000), the Bessel
-log-PMF is expanded around ``alpha / 2``, the CRT PMF comes from a log-space
-recursion.
+Poisson-type and negative binomial log-PMFs use the saddle-point form of
+Loader (2000), the Bessel log-PMF is expanded around ``alpha / 2``, the CRT
+PMF comes from a log-space recursion.
 
 Conventions, as in :mod:`scipy.stats`: values outside the support (negative,
 non-integer or infinite counts, points off the simplex) give ``-inf`` (log) or
@@ -90,18 +90,21 @@ def _stirlerr(y):
         y2 = 1.0 / (yb * yb)
     out[big] = (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - y2 / 1188) * y2) * y2) * y2) / yb
     ys = y[~big]
-    out[~big] = special.gammaln(ys) - (ys - 0.5) * np.log(ys) + ys - 0.5 * _LOG_2PI
+    # log Gamma(y) = -log y - euler y + ... below 1e-300 (scipy's gammaln is inf for a subnormal y)
+    out[~big] = (np.where(ys < 1e-300, -np.log(ys), special.gammaln(ys)) - (ys - 0.5) * np.log(ys)
+                 + ys - 0.5 * _LOG_2PI)
     return out
 
 
-def _bd0(x, mu, d):
-    """``x log(x / mu) + mu - x`` with ``d = x - mu`` (Loader 2000)."""
+def _bd0(x, mu, d, log_mu=None):
+    """``x log(x / mu) + mu - x`` with ``d = x - mu`` (Loader 2000); ``log_mu``, if given, is
+    ``log mu`` to full accuracy (a subnormal ``mu`` formed as a product holds few bits)."""
     x, mu, d = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, mu, d)))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         ratio = x / mu
-        # log x - log mu where x / mu leaves the normal range (overflows for a tiny mu, or is
-        # subnormal): no cancellation there, as |log(x / mu)| > 708
-        log_ratio = np.where((ratio >= _TINY) & (ratio < np.inf), np.log(ratio), np.log(x) - np.log(mu))
+        # log x - log mu where x / mu or mu is not a normal float (|log(x / mu)| > 708 there)
+        log_ratio = np.where((ratio >= _TINY) & (ratio < np.inf) & (mu >= _TINY), np.log(ratio),
+                             np.log(x) - (np.log(mu) if log_mu is None else log_mu))
         out = x * log_ratio - d
     small = np.abs(d) < 0.1 * (x + mu)
     if small.any():
@@ -659,17 +662,35 @@ def _nb_ok(r, p):
 def negative_binomial_logpmf(k, r, p):
     """``log P(k) = log Gamma(k + r) - log k! - log Gamma(r) + k log p + r log(1 - p)``.
 
-    ``r = 0`` or ``p = 0``: the point mass at 0; parameters outside
-    ``0 <= r < inf``, ``0 <= p < 1`` give NaN.
+    In Loader's (2000) saddle-point form, as R's ``dnbinom`` (terms of size
+    O(log): huge ``k`` or ``r`` lose no accuracy).  ``r = 0`` or ``p = 0``: the point
+    mass at 0; parameters outside ``0 <= r < inf``, ``0 <= p < 1`` give NaN.
     """
     k, r, p = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (k, r, p)))
     on, nan = _count_mask(k, 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = (special.gammaln(k + r) - special.gammaln(k + 1) - special.gammaln(r)
-               + special.xlogy(k, p) + r * np.log1p(-p))
-    out = np.where(on, out, -np.inf)
-    out = np.where((r == 0) | (p == 0), np.where(k == 0, 0.0, -np.inf), out)
-    out = np.where(_nb_ok(r, p) & ~nan, out, np.nan)
+    ok = _nb_ok(r, p) & ~nan
+    out = np.full(k.shape, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        live = ok & on & (r > 0) & (p > 0)
+        out[live & (k == 0)] = (r * np.log1p(-p))[live & (k == 0)]
+        # k < 1e-10 r: Pois(k; r p) (1 - p)^r e^(r p) Gamma(k + r) / (Gamma(r) r^k), the last expanded
+        near = live & (k >= 1) & (k < 1e-10 * r)
+        kn, rn, pn = k[near], r[near], p[near]
+        lam, log_lam = rn * pn, np.log(rn) + np.log(pn)
+        out[near] = (-_stirlerr(kn) - _bd0(kn, lam, kn - lam, log_lam) - 0.5 * (_LOG_2PI + np.log(kn))
+                     + rn * _log1pmx(-pn) + (kn / rn) * (kn - 1) * (0.5 - (2 * kn - 1) / (12 * rn)))
+        pos = live & (k >= 1) & ~near
+        kp, rp, pp = k[pos], r[pos], p[pos]
+        n, q = kp + rp, 1.0 - pp
+        d = rp * pp - kp * q                             # r - n (1 - p) = n p - k
+        log_n = np.log(n)
+        log_r_over_n = np.where(rp < kp, np.log(rp) - log_n, -np.log1p(kp / rp))
+        out[pos] = (log_r_over_n + _stirlerr(n) - _stirlerr(rp) - _stirlerr(kp)
+                    - _bd0(rp, n * q, d, log_n + np.log1p(-pp)) - _bd0(kp, n * pp, -d, log_n + np.log(pp))
+                    - 0.5 * (_LOG_2PI + np.log(rp) + np.log(kp) - log_n))
+    mass0 = ok & ((r == 0) | (p == 0))
+    out[mass0] = np.where(k[mass0] == 0, 0.0, -np.inf)
+    out[~ok] = np.nan
     return scalar_or_array(out)
 
 

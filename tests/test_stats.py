@@ -473,3 +473,22 @@ def test_poisson_logpmf_at_a_tiny_rate_is_finite_and_quiet():
     assert _quiet(S.truncated_poisson_logpmf, 1.0, 5e-324) == 0.0
     np.testing.assert_allclose(_quiet(S.truncated_poisson_logpmf, 2.0, 5e-324), float(mp.log(mp.mpf(5e-324) / 2)),
                                rtol=1e-14)
+
+
+def test_negative_binomial_logpmf_at_huge_and_tiny_parameters():
+    """log Gamma(k + r) - log Gamma(r) - log k! lost its digits for huge k or r (NB(1e17, 0.5)
+    at k = 1e17 gave -320 for -20.84, at k = 1 with r = 1e17, p = 1e-8 an error of 39), and
+    scipy's gammaln is inf for a subnormal r (NaN at k = 0, -inf for k >= 1): Loader's
+    saddle-point form, as R's dnbinom, is accurate to ~1e-13 there."""
+    mp = pytest.importorskip("mpmath")
+    cases = [(1e17, 1e17, 0.5), (1.0, 1e17, 1e-8), (7.0, 1e17, 1e-300), (1e8, 1e8, 0.5),
+             (1e8, 0.5, 1 - 1e-16), (1e17, 3.0, 1 - 1e-6), (1e3, 1e300, 1e-300), (0.0, 5e-324, 0.5),
+             (1.0, 5e-324, 0.5), (1e3, 5e-324, 1e-8), (7.0, 0.5, 5e-324), (1e300, 5e-324, 0.5),
+             (3.0, 2.5, 0.3), (150.0, 0.01, 0.9), (1e8, 1e19, 1e-11), (1e5, 1e16, 1e-11), (1.0, 1e11, 0.3)]
+    k, r, p = (np.array(v) for v in zip(*cases))
+    got = _quiet(S.negative_binomial_logpmf, k, r, p)
+    with mp.workdps(700):
+        ref = [float(mp.loggamma(mp.mpf(kk) + mp.mpf(rr)) - mp.loggamma(mp.mpf(kk) + 1) - mp.loggamma(mp.mpf(rr))
+                     + mp.mpf(kk) * mp.log(mp.mpf(pp)) + mp.mpf(rr) * mp.log1p(-mp.mpf(pp)))
+               for kk, rr, pp in cases]
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-13)
