@@ -443,6 +443,41 @@ def test_counts_from_numpy_and_delimited_text(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".mtx", ".npz"])
+def test_counts_too_large_for_int64_are_refused_not_wrapped(tmp_path, suffix):
+    """Integer counts were cast to int64 without a range check: a count of 2**63 or more
+    (1e30 in a .csv, a large uint64) came back negative from load_counts, with only numpy's
+    RuntimeWarning, and save_counts wrote it negative into the file.  save_counts also
+    passed integers through float64, so 2**53 + 1 was written as 2**53."""
+    (tmp_path / "big.csv").write_text("1e30,2\n3,4\n")
+    with pytest.raises(ValueError, match=r"too large for a 64-bit integer, found 1e\+30"):
+        tx.load_counts(tmp_path / "big.csv")
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "big.csv", integer=False)[0].toarray(),
+                                  [[1e30, 2], [3, 4]])
+    np.save(tmp_path / "big.npy", np.array([[2**63, 1]], dtype=np.uint64))
+    with pytest.raises(ValueError, match="too large for a 64-bit integer"):
+        tx.load_counts(tmp_path / "big.npy")
+    path = tmp_path / f"x{suffix}"
+    tx.save_counts(path, np.array([[2**53 + 1, 1], [0, 2**62]]))    # exact, as integers
+    X = tx.load_counts(path)[0]
+    assert X.dtype == np.int64 and X[0, 0] == 2**53 + 1 and X[1, 1] == 2**62
+    tx.save_counts(path, np.array([[1e30, 1.0]]))                     # a real, not a wrapped integer
+    with pytest.raises(ValueError, match="too large"):
+        tx.load_counts(path)
+    np.testing.assert_array_equal(tx.load_counts(path, integer=False)[0].toarray(), [[1e30, 1]])
+
+
+def test_float16_counts_are_read_and_written(tmp_path):
+    """numpy's float16 (a dtype scipy.sparse does not take) failed with scipy's message, which
+    names neither the file nor the argument."""
+    np.save(tmp_path / "h.npy", np.array([[1, 0], [2, 3]], dtype=np.float16))
+    X = tx.load_counts(tmp_path / "h.npy")[0]
+    assert X.dtype == np.int32
+    np.testing.assert_array_equal(X.toarray(), [[1, 0], [2, 3]])
+    path = tx.save_counts(tmp_path / "h.npz", np.array([[0.5, 0], [2, 0]], dtype=np.float16))
+    np.testing.assert_array_equal(tx.load_counts(path, integer=False)[0].toarray(), [[0.5, 0], [2, 0]])
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".npz"])
 def test_save_counts_to_a_missing_folder_raises(tmp_path, suffix):
     with pytest.raises(FileNotFoundError):
         tx.save_counts(tmp_path / "missing" / f"x{suffix}", np.ones((2, 2)))

@@ -28,6 +28,7 @@ __all__ = ["read_lines", "read_folder", "DecodeError", "read_documents", "read_v
            "read_stop_words", "load_counts", "save_counts", "COUNT_SUFFIXES", "align_vocabulary"]
 
 _INT32_MAX = np.iinfo(np.int32).max
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 # ---------------------------------------------------------------------------
@@ -416,7 +417,10 @@ def _load_npz(path: str, key: str | None):
         raise ValueError(f"could not read {path!r} as a scipy.sparse .npz archive: {exc}") from None
 
 
-def _validated_counts(mat, integer: bool, what: str) -> sp.csr_matrix:
+def _validated_counts(mat, integer: Optional[bool], what: str) -> sp.csr_matrix:
+    """``mat`` as a canonical CSR matrix of non-negative finite values, or ValueError naming
+    ``what``: integer counts (int32, int64 where needed) with ``integer=True``, float64 with
+    False, and with None integers when every value is one that int64 holds, else float64."""
     if sp.issparse(mat):
         X = sp.csr_matrix(mat, copy=True)
     else:
@@ -425,6 +429,8 @@ def _validated_counts(mat, integer: bool, what: str) -> sp.csr_matrix:
             raise ValueError(f"{what} must be a 2-D matrix (documents x terms), got shape {a.shape}")
         if a.dtype.kind not in "biuf":
             raise ValueError(f"{what} must be numeric, got dtype {a.dtype}")
+        if a.dtype == np.float16:     # a dtype scipy.sparse does not take
+            a = a.astype(np.float32)
         X = sp.csr_matrix(a)
     if X.ndim != 2:
         raise ValueError(f"{what} must be a 2-D matrix (documents x terms), got shape {X.shape}")
@@ -437,6 +443,11 @@ def _validated_counts(mat, integer: bool, what: str) -> sp.csr_matrix:
             raise ValueError(f"{what} must be finite")
     if data.size and data.min() < 0:
         raise ValueError(f"{what} must be non-negative, found {data.min().item()!r}")
+    top = data.max().item() if data.size else 0
+    # int64 holds the value (a float of 2**63 or more, or a uint64 above 2**63 - 1, would wrap)
+    fits = top < 2.0**63 if data.dtype.kind == "f" else top <= _INT64_MAX
+    if integer is None:
+        integer = fits and (data.dtype.kind != "f" or np.array_equal(data, np.round(data)))
     if integer:
         if data.dtype.kind == "f":
             if not np.array_equal(data, np.round(data)):
@@ -444,7 +455,9 @@ def _validated_counts(mat, integer: bool, what: str) -> sp.csr_matrix:
                 raise ValueError(
                     f"{what} must hold integer counts, found {bad.item()!r} (pass integer=False for non-negative reals)"
                 )
-        top = data.max() if data.size else 0
+        if not fits:
+            raise ValueError(f"{what} hold a count too large for a 64-bit integer, found {top!r} (the "
+                             f"largest is 2**63 - 1; pass integer=False to read it as a real number)")
         dtype = np.int32 if top <= _INT32_MAX else np.int64
         X = sp.csr_matrix((data.astype(dtype), X.indices, X.indptr), shape=X.shape)
     else:
@@ -493,8 +506,9 @@ def load_counts(
         A file does not exist.
     ValueError
         Unknown suffix, unreadable content, negative / non-integer /
-        non-finite values, or a vocabulary whose length differs from the
-        number of columns.
+        non-finite values, with ``integer=True`` a count of 2**63 or more
+        (which int64 cannot hold), or a vocabulary whose length differs from
+        the number of columns.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -539,7 +553,9 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
         :func:`scipy.io.mmwrite`) or ``.npz`` (compressed,
         :func:`scipy.sparse.save_npz`).
     counts : array_like or sparse matrix
-        Non-negative counts (integers are written as integers).
+        Non-negative counts.  Integers, and floats that are all whole
+        numbers below 2**63, are written as integers (exactly, however
+        large); other values as reals.
     vocab : sequence of str or mapping, optional
         Column names, written to ``vocab_path`` one per line (as
         :func:`write_vocab` takes them).
@@ -564,10 +580,9 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
     low = path.lower()
     if not (low.endswith(".mtx") or low.endswith(".npz")):
         raise ValueError(f"path must end in .mtx or .npz, got {path!r}")
-    X = _validated_counts(counts, integer=False, what="counts")
-    is_int = np.array_equal(X.data, np.round(X.data))
-    if is_int:
-        X = _validated_counts(X, integer=True, what="counts")
+    # integers stay integers (never through float64, which rounds those above 2**53)
+    X = _validated_counts(counts, integer=None, what="counts")
+    is_int = X.dtype.kind == "i"
     if (vocab is None) != (vocab_path is None):
         raise ValueError("pass both vocab and vocab_path, or neither")
     if vocab is not None:
