@@ -22,8 +22,8 @@ import numpy as np
 from pygbn import io
 from pygbn._sklearn import TransformerProtocol
 from pygbn._utils import (Progress, check_array, check_feature_names, check_fit_vocabulary, check_int,
-                          check_random_state, effective_n_jobs, get_params, param_names, positive_per_layer,
-                          set_params, verbose_logging)
+                          check_random_state, column_names, effective_n_jobs, get_params, param_names,
+                          positive_per_layer, set_params, verbose_logging)
 from pygbn.evaluation.heldout import SPLIT_SEED_TAG, score_split  # noqa: F401 (SPLIT_SEED_TAG: its old home)
 from pygbn.inference import Schedule, fit_layerwise, infer_local
 from pygbn.model.links import Link, PoissonLink, get_link
@@ -305,8 +305,7 @@ class GBN(TransformerProtocol):
             H, h_names = _check_data(heldout, link, "heldout")
             if H.shape != Y.shape:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
-            if h_names is not None and names is not None and h_names != names:
-                raise ValueError("heldout's column names differ from those of X (other names, or another order)")
+            _check_heldout_names(names, h_names)
         vocabulary = check_fit_vocabulary(vocabulary, V, names)
         rng = check_random_state(self.random_state)
         res = self._run_training(p, lambda callback: fit_layerwise(
@@ -624,6 +623,7 @@ class GBN(TransformerProtocol):
                 raise ValueError("perplexity is defined for counts (link='poisson')")
             else:
                 H = self._check_input(heldout, net, "heldout")
+                _check_heldout_names(column_names(X), column_names(heldout))
             if H.shape != Y.shape:
                 raise ValueError(f"heldout must have the shape of X {Y.shape}, got {H.shape}")
         res = infer_local(net, Y, burn_in=p["t_burn"], n_collect=p["t_coll"], heldout=H,
@@ -705,6 +705,13 @@ def _check_data(X, link: Link, name: str, min_samples: int = 0):
     requirement = {"counts": "nonnegative counts", "binary": "binary (0/1)"}.get(link.data_kind, "nonnegative")
     M, names = check_array(X, name, min_samples=min_samples, who="GBN", requirement=requirement)
     return link.check_data(M, name), names
+
+
+def _check_heldout_names(names, h_names) -> None:
+    """ValueError when X and heldout both have column names (:func:`~pygbn._utils.column_names`)
+    and they differ: the held-out counts would be scored against other columns."""
+    if h_names is not None and names is not None and h_names != names:
+        raise ValueError("heldout's column names differ from those of X (other names, or another order)")
 
 
 def _differs(a, b) -> bool:

@@ -367,6 +367,12 @@ def test_heldout_is_validated_as_X_is(counts):
     named = GBN(n_components=5, n_layers=1, random_state=0, **QUICK).fit(Frame(counts, cols))
     with pytest.raises(ValueError, match="feature names"):
         named.perplexity(Frame(counts, cols), Frame(counts, cols).reorder(cols[::-1]))
+    # a model fitted without names: X's and heldout's names are compared with each other (as fit
+    # compares them); the reordered heldout was scored against the wrong columns, silently
+    for call in (m.perplexity, lambda x, h: m.score(x, heldout=h)):
+        with pytest.raises(ValueError, match="column names differ"):
+            call(Frame(counts, cols), Frame(counts, cols).reorder(cols[::-1]))
+    assert m.perplexity(Frame(counts, cols), Frame(counts, cols)) == m.perplexity(counts, counts)
     with pytest.raises(ValueError, match="column names differ"):
         GBN(n_components=5, n_layers=1, **QUICK).fit(Frame(counts, cols),
                                                      heldout=Frame(counts, cols).reorder(cols[::-1]))
