@@ -303,6 +303,21 @@ def test_read_folder_and_dispatch(tmp_path):
     assert X.shape[0] == 3 and X.sum() == 7
 
 
+def test_bytes_paths_are_taken_as_str_paths_are(tmp_path):
+    """os.fspath keeps a bytes path bytes: read_folder(b"dir") failed with 'startswith first arg
+    must be bytes', save_counts(b"x.npz", ...) with 'endswith first arg must be bytes' (read_lines,
+    read_vocab and write_vocab took bytes)."""
+    (tmp_path / "a.txt").write_text("sql database", encoding="utf-8")
+    folder = os.fsencode(tmp_path)
+    assert tx.read_folder(folder) == (["a.txt"], ["sql database"])
+    assert tx.read_documents(folder) == (["a.txt"], ["sql database"])
+    path = tx.save_counts(os.path.join(folder, b"x.npz"), np.eye(2, dtype=int), vocab=["a", "b"],
+                          vocab_path=os.path.join(folder, b"v.txt"))
+    assert path == str(tmp_path / "x.npz")
+    X, vocab = tx.load_counts(os.path.join(folder, b"x.npz"), os.path.join(folder, b"v.txt"))
+    assert vocab == ["a", "b"] and X.toarray().tolist() == [[1, 0], [0, 1]]
+
+
 # ---------------------------------------------------------------------------
 # count matrices and vocabularies
 # ---------------------------------------------------------------------------

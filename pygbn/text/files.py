@@ -123,7 +123,7 @@ def read_lines(path, *, encoding: str = "utf-8", errors: str = "strict", skip_em
     if hasattr(path, "read"):
         text = _decode(path.read(), encoding, errors, str(getattr(path, "name", "<stream>")))
     else:
-        path = os.fspath(path)
+        path = os.fsdecode(path)
         if not os.path.exists(path):
             raise FileNotFoundError(f"documents file not found: {path!r}")
         if os.path.isdir(path):
@@ -161,7 +161,7 @@ def read_folder(
 
     Hidden files and folders (name starting with ``.``) are skipped.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"documents folder not found: {path!r}")
     if not os.path.isdir(path):
@@ -195,7 +195,7 @@ def read_documents(path, **kwargs) -> tuple[list[str], list[str]]:
     :func:`read_folder` (``pattern``, ``recursive``, ``encoding``,
     ``errors``).
     """
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"documents path not found: {p!r}")
     if os.path.isdir(p):
@@ -214,7 +214,7 @@ def read_documents(path, **kwargs) -> tuple[list[str], list[str]]:
 
 def _read_word_file(path, encoding: str, what: str) -> list[str]:
     """The lines of a word-list file (``what`` names it in errors), decoded strictly."""
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{what} file not found: {path!r}")
     if os.path.isdir(path):
@@ -245,7 +245,7 @@ def read_vocab(path, *, encoding: str = "utf-8") -> list[str]:
         If ``path`` is a folder, cannot be decoded with ``encoding``
         (:class:`DecodeError`), is empty, or has an empty or repeated line.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     lines = _read_word_file(path, encoding, "vocabulary")
     if lines and lines[-1] == "":
         lines.pop()
@@ -302,7 +302,7 @@ def write_vocab(path, vocab: Sequence[str]) -> str:
     twice, or a term :func:`read_vocab` would not read back as it is (empty,
     with a line break or surrounding whitespace)."""
     terms = _check_terms(vocab)
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for t in terms:
             fh.write(t + "\n")
@@ -510,7 +510,7 @@ def load_counts(
         (which int64 cannot hold), or a vocabulary whose length differs from
         the number of columns.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"counts file not found: {path!r}")
     if os.path.isdir(path):
@@ -536,7 +536,7 @@ def load_counts(
         vocab = read_vocab(vocab_path)
         if len(vocab) != X.shape[1]:
             raise ValueError(
-                f"the vocabulary {os.fspath(vocab_path)!r} has {len(vocab)} terms but the counts in "
+                f"the vocabulary {os.fsdecode(vocab_path)!r} has {len(vocab)} terms but the counts in "
                 f"{path!r} have {X.shape[1]} columns (documents x terms{'' if transpose else '; pass transpose=True if the file is terms x documents'})"
             )
     logger.info("loaded counts %s from %s (%d non-zeros)", X.shape, path, X.nnz)
@@ -576,7 +576,7 @@ def save_counts(path, counts, vocab: Sequence[str] | None = None, vocab_path=Non
         Unknown suffix, negative or non-finite values, or a ``vocab`` whose
         length differs from the number of columns.
     """
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     low = path.lower()
     if not (low.endswith(".mtx") or low.endswith(".npz")):
         raise ValueError(f"path must end in .mtx or .npz, got {path!r}")
