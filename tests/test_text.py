@@ -455,6 +455,10 @@ def test_counts_from_numpy_and_delimited_text(tmp_path):
     np.save(tmp_path / "vec.npy", np.arange(3))
     with pytest.raises(ValueError, match="2-D"):
         tx.load_counts(tmp_path / "vec.npy")
+    # a UTF-8 byte order mark (a spreadsheet's "CSV UTF-8" export) is dropped, as in text files:
+    # it was read as part of the first number ("could not convert string '\ufeff0'")
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "a.csv").read_bytes())
+    np.testing.assert_array_equal(tx.load_counts(tmp_path / "bom.csv")[0].toarray(), A)
 
 
 @pytest.mark.parametrize("suffix", [".mtx", ".npz"])

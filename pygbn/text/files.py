@@ -366,7 +366,10 @@ def _load_delimited(path: str, delimiter: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # numpy warns on an empty file; it is an error below
-            a = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#")
+            # utf-8-sig: a byte order mark (spreadsheets' "CSV UTF-8") is dropped, not read as
+            # part of the first number, as everywhere else in this module
+            a = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#",
+                           encoding="utf-8-sig")
     except Exception as exc:  # non-numeric fields, ragged rows, undecodable bytes
         sep = "tab" if delimiter == "\t" else "comma"
         # numpy's advice on ragged rows names its own loadtxt argument, which no caller here has
@@ -482,7 +485,8 @@ def load_counts(
         ``.npy`` (a 2-D array written by :func:`numpy.save`, read without
         pickle) or ``.csv`` / ``.tsv`` (a dense matrix of numbers, one row
         per line, comma- or tab-separated, as :func:`numpy.savetxt` writes
-        it; lines starting with ``#`` are skipped).
+        it, in UTF-8, a byte order mark dropped; lines starting with ``#``
+        are skipped).
     vocab_path : str or path-like, optional
         Text file with one term per line, one per column.
     transpose : bool, default False
