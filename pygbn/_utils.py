@@ -343,7 +343,8 @@ def check_array(X, name: str = "X", *, min_samples: int = 0, who: str = "GBN",
     """
     names = column_names(X)
     if sp.issparse(X):
-        M = X if X.format == "csr" else X.tocsr()
+        # scipy's sparse arrays may be 1-D (coo_array, csr_array, dok_array of a vector)
+        M = X if X.format == "csr" or X.ndim != 2 else X.tocsr()
     else:
         try:
             M = np.asarray(X)
@@ -355,10 +356,10 @@ def check_array(X, name: str = "X", *, min_samples: int = 0, who: str = "GBN",
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"{name} is an object array with an entry that is not a number: {exc}") \
                     from None
-        if M.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (samples x features), got shape {M.shape}. Reshape your "
-                             "data with X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) "
-                             "if it holds a single sample")
+    if M.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (samples x features), got shape {M.shape}. Reshape your "
+                         "data with X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) "
+                         "if it holds a single sample")
     if M.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: {name} must hold real numbers, got dtype {M.dtype}")
     for count, what in ((M.shape[0], "sample"), (M.shape[1], "feature")):

@@ -695,6 +695,14 @@ def test_input_conversions_and_messages(counts):
         m.transform(obj)
     with pytest.raises(ValueError, match="Reshape your data"):
         m.transform(counts[0])
+    # scipy's sparse arrays may be 1-D: fit, transform and score failed with IndexError('tuple
+    # index out of range'), the lower-level functions (as_csr) with scipy's 'shape must have length'
+    for vector in (sp.coo_array(counts[0]), sp.csr_array(counts[0]), sp.dok_array(counts[0])):
+        for call in (GBN(**QUICK).fit, m.transform, m.score, lambda v: m.perplexity(counts[:1], v)):
+            with pytest.raises(ValueError, match=r"must be 2-D \(samples x features\), got shape \(40,\)\. Reshape"):
+                call(vector)
+        with pytest.raises(ValueError, match=r"X must be 2-D \(samples x features\), got shape \(40,\)"):
+            pygbn.split_tokens(vector, 0.5, 0)
     with pytest.raises(ValueError, match=r"0 feature\(s\)"):
         GBN(**QUICK).fit(np.zeros((4, 0)))
     with pytest.raises(ValueError, match=r"0 sample\(s\)"):

@@ -708,6 +708,8 @@ def test_align_vocabulary_keeps_the_dtype():
         np.testing.assert_array_equal(Y.toarray(), [[2, 0, 1], [3, 0, 0]])
     with pytest.raises(ValueError, match="none of the terms"):
         tx.align_vocabulary(X, ["a", "b"], ["c"])
+    with pytest.raises(ValueError, match=r"X must be a 2-D matrix \(documents x terms\), got shape \(2,\)"):
+        tx.align_vocabulary(sp.coo_array(np.array([1, 2])), ["a", "b"], ["b"])   # was IndexError
 
 
 def test_align_vocabulary_checks_both_vocabularies():

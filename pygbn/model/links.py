@@ -57,6 +57,8 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
     pygbn reads the data and never writes it, so a fit holds one copy at most.
     """
     if sp.issparse(X):
+        if X.ndim != 2:    # scipy's sparse arrays may be 1-D (a coo_array of a vector)
+            raise ValueError(f"{name} must be 2-D (samples x features), got shape {X.shape}")
         M = X.tocsr()      # X itself when it is CSR
         if M.dtype.kind not in "biuf":
             raise ValueError(f"{name} must hold numbers, got dtype {M.dtype}")
@@ -85,8 +87,6 @@ def as_csr(X, name: str = "X", dtype=np.float64) -> sp.csr_matrix:
         M = sp.csr_matrix(arr)
         if M.dtype != dtype:
             M = sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
-    if M.ndim != 2:  # pragma: no cover - scipy sparse is always 2-D
-        raise ValueError(f"{name} must be 2-D, got shape {M.shape}")
     if M.shape[1] > MAX_FEATURES:
         raise ValueError(f"{name} has {M.shape[1]} features (columns); pygbn takes at most 2**31 - 1 "
                          "(its kernels index terms in int32)")

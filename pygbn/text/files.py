@@ -622,6 +622,8 @@ def align_vocabulary(X, vocab: Sequence[str], target: Sequence[str], name: str =
         If ``vocab`` does not name every column of ``X``, either vocabulary
         is not as above, or no term of ``vocab`` is in ``target``.
     """
+    if sp.issparse(X) and X.ndim != 2:     # a 1-D scipy sparse array: csr_matrix raised IndexError
+        raise ValueError(f"{name} must be a 2-D matrix (documents x terms), got shape {X.shape}")
     X = sp.csr_matrix(X)
     named = name.replace("{", "{{").replace("}", "}}")
     vocab = check_terms(vocab, "vocab", n_terms=X.shape[1], mappings=True, unique=True,
