@@ -275,3 +275,99 @@ def test_snapshot_checks_c_and_refuses_a_released_sampler(Y):
     for call in (sampler.snapshot, lambda: sampler.sweep(True)):
         with pytest.raises(ValueError, match="released"):
             call()
+
+
+# ------------------------------------------------------- the sampler's own methods
+def _chain(Y, method="collapsed", K=4, depth=1):
+    s = GibbsSampler.for_training(Y, K, method=method, random_state=0)
+    s.sweep()
+    for _ in range(depth - 1):
+        s.add_layer(0.1)
+        s.sweep()
+    return s
+
+
+@pytest.mark.parametrize("method", ["collapsed", "blocked", "partial"])
+def test_prune_and_keep_top_refuse_masks_that_are_not_of_the_top_factors(Y, method):
+    """keep_top(int array) selected columns by index, then raised IndexError half-way (widths
+    and m left apart); an all-False mask left a layer of no factors (ZeroDivisionError at the
+    next sweep); a mask or `used` of another length returned its length as the new width while
+    nothing was pruned."""
+    s = _chain(Y, method)
+    for keep in (np.array([1, 0, 1, 0]), np.zeros(4, bool), np.ones(3, bool), [True] * 5):
+        with pytest.raises(ValueError, match="keep must be a boolean mask of the 4 top factors"):
+            s.keep_top(keep)
+    for used in (np.ones(3), np.array([-1, 0, 0, 0]), np.ones((4, 1))):
+        with pytest.raises(ValueError, match="used must hold a nonnegative count for each of the 4"):
+            s.prune_top(used=used)
+    assert s.network.widths == [4] and [m.shape for m in s.m] == [(Y.shape[0], 4)]
+    assert s.keep_top([True, False, True, True]) == 3 and s.network.widths == [3]
+    s.sweep()
+
+
+def test_conditionals_refuse_a_layer_outside_the_chain(Y):
+    """sample_theta(0) drew the top layer's theta with layer one's rates (Python's index -1),
+    silently; propagate_up(1) and sample_phi(T + 1) failed deep in a kernel or a list."""
+    s = _chain(Y, "blocked", depth=2)
+    top = s.network.layers[-1].theta.copy()
+    for call in (lambda: s.sample_theta(0), lambda: s.sample_theta(3), lambda: s.sample_phi(-1),
+                 lambda: s.propagate_up(1), lambda: s.theta_sums(0), lambda: s.sample_theta(1.0)):
+        with pytest.raises(ValueError, match=r"t must be an int in \[[12], 2\]"):
+            call()
+    np.testing.assert_array_equal(s.network.layers[-1].theta, top)
+
+
+@pytest.mark.parametrize("method", ["collapsed", "blocked"])
+def test_add_layer_checks_eta_and_phi_before_changing_the_chain(Y, method):
+    """add_layer(phi of another shape) appended a layer that did not chain (the next sweep
+    refused it); a bad eta failed after a draw of the chain's stream (and, for a string, with a
+    message that did not name eta)."""
+    s = _chain(Y, method)
+    state = s.rng.bit_generator.state
+    with pytest.raises(ValueError, match=r"phi must have shape \(4, 4\)"):
+        s.add_layer(0.1, phi=np.full((3, 3), 1 / 3))
+    for eta in ("x", float("nan"), [0.1]):
+        with pytest.raises(ValueError, match="eta must be a finite positive number"):
+            s.add_layer(eta)
+    with pytest.raises(ValueError, match="eta must be a finite positive number"):
+        GibbsSampler.for_training(Y, 4, eta="x")
+    assert s.network.widths == [4] and len(s.m) == 1 and s.rng.bit_generator.state == state
+    s.add_layer(0.1)
+    s.sweep()
+
+
+def test_a_released_sampler_refuses_every_draw_and_change(Y):
+    """layer_one_sample raised AttributeError and prune_top IndexError after
+    snapshot(release=True); add_layer appended a layer to the released chain."""
+    s = _chain(Y, "collapsed")
+    s.snapshot(release=True)
+    for call in (s.layer_one_sample, lambda: s.add_layer(0.1), s.prune_top, s.top_usage,
+                 lambda: s.keep_top(np.ones(4, bool))):
+        with pytest.raises(ValueError, match="released"):
+            call()
+    assert s.network.widths == [4]
+
+
+def test_heldout_predictive_reads_any_layout_of_its_samples(fitted, Y):
+    """float32, Fortran-ordered, integer or read-only broadcast samples failed in the kernel
+    ('Buffer dtype mismatch', 'ndarray is not C-contiguous')."""
+    from pygbn.inference.testchain import HeldoutPredictive
+
+    phi = fitted.network_.layers[0].phi
+    theta = np.random.default_rng(0).gamma(1.0, size=(Y.shape[0], phi.shape[1]))
+    ref, other = HeldoutPredictive(Y), HeldoutPredictive(Y)
+    ref.add(phi, theta)
+    ref.add(phi, np.ones_like(theta))
+    other.add(np.asfortranarray(phi), theta.tolist())
+    other.add(phi, np.broadcast_to(np.ones(phi.shape[1], dtype=np.int64), theta.shape))
+    assert other.perplexity() == ref.perplexity()
+    half = HeldoutPredictive(Y)
+    half.add(phi.astype(np.float32), theta)
+    assert np.isfinite(half.perplexity())
+
+
+def test_infer_local_checks_the_width_of_no_samples(fitted):
+    """No samples returned an empty result for data of any width (and any format)."""
+    with pytest.raises(ValueError, match="Y has 3 columns but the network has 12 features"):
+        infer_local(fitted.network_, sp.csr_matrix((0, 3)), burn_in=1, n_collect=1)
+    assert infer_local(fitted.network_, sp.csr_matrix((0, 12)), burn_in=1, n_collect=1).features.shape == (0, 5)

@@ -41,14 +41,14 @@ from pygbn._utils import (BlockStreams, block_bounds, check_int, check_random_st
                           spawn_generators, trim_heap)
 from pygbn.inference import _blocked, _upper
 from pygbn.inference.collapsed_state import CollapsedState
-from pygbn.inference.invariants import check_chain_input
+from pygbn.inference.invariants import check_chain_input, check_keep, check_layer_index
 from pygbn.inference.partial import PartialState, dirichlet_phi_one, sample_layer_one_partial
 from pygbn.inference.streams import ChainSeeds
 from pygbn.inference.sufficient import SufficientStats
 from pygbn.inference.latent_split import LayerOneSplit
 from pygbn.inference.layer_one import LazyThetaOne, count_dtype, kernel_csr, phi_from_labels
 from pygbn.inference.term_counts import draw_phi_columns, take_columns
-from pygbn.model.layer import Layer
+from pygbn.model.layer import Layer, check_parameter
 from pygbn.model.links import Link, get_link
 from pygbn.model.network import Hyperparameters, Network
 from pygbn.random import crt
@@ -116,8 +116,10 @@ class GibbsSampler:
     (:mod:`pygbn.inference.partition`).
 
     The constructor checks the network against the data
-    (:func:`check_chain_input`) and resolves ``n_jobs`` (None: 1, -1: all
-    cores); :meth:`sweep` and :meth:`local_upward` check that the per-sample
+    (:func:`check_chain_input`: shapes; the values of ``Y`` must already be
+    validated by the link, ``link.check_data``, which every constructor
+    takes as given: a fractional or negative count is not refused here) and
+    resolves ``n_jobs`` (None: 1, -1: all cores); :meth:`sweep` and :meth:`local_upward` check that the per-sample
     state they hand to the kernels is complete (:meth:`check_state`), so
     that a mismatch raises ValueError instead of reaching the kernels, which
     do not check bounds.
@@ -178,7 +180,8 @@ class GibbsSampler:
         Initial values follow the authors' code: layer-one labels (collapsed)
         uniformly at random, or Phi^(1) with uniform(0, 1) entries and
         normalised columns and theta^(1) = 1/K (blocked); r_k = 1/K,
-        gamma0 = 1, c0 = 1 and all c_j^(2) = 1 (p_j^(2) = 1/2).
+        gamma0 = 1, c0 = 1 and all c_j^(2) = 1 (p_j^(2) = 1/2).  ``Y``: CSR
+        data already validated by the link (``get_link(link).check_data(Y)``).
         """
         rng = check_random_state(random_state)
         link = get_link(link)
@@ -195,7 +198,7 @@ class GibbsSampler:
             phi /= phi.sum(axis=0, keepdims=True)
         # the counts of a collapsed layer one are its tokens' (set_tokens)
         counts = None if method == "collapsed" else np.zeros((V, K), dtype=np.int64)
-        layer = Layer(phi=phi, eta=float(eta), counts=counts)
+        layer = Layer(phi=phi, eta=check_parameter(eta, "eta"), counts=counts)
         net = Network(layers=[layer], r=np.full(K, 1.0 / K), gamma0=1.0, c0=1.0,
                       hyper=hyper, link=link)
         return cls.starting_from(net, Y, method=method, n_jobs=n_jobs, random_state=rng)
@@ -311,7 +314,7 @@ class GibbsSampler:
     def theta_sums(self, t: int) -> np.ndarray:
         """``theta^(t)_.j`` (eq:step6), summed left to right: kept from the layer's last
         :meth:`sample_theta`, summed again only if ``layers[t-1].theta`` was replaced."""
-        theta = self.network.layers[t - 1].theta
+        theta = self.network.layers[check_layer_index(t, self.depth) - 1].theta
         kept = self._theta_sums.get(t)
         if kept is None or kept[0] is not theta:
             kept = self._theta_sums[t] = (theta, np.empty(theta.shape[0]))
@@ -402,7 +405,7 @@ class GibbsSampler:
         counts ``x^(t)_{v.k}`` (the statistic of Phi^(t); ``None`` when the
         chain's global parameters are fixed).
         """
-        layer = self.network.layers[t - 1]
+        layer = self.network.layers[check_layer_index(t, self.depth, 2) - 1]
         bounds, streams = self._blocks(blocks)
         nt = self.n_threads
         # the statistics of Phi^(t) are gathered only when Phi^(t) is drawn
@@ -429,7 +432,7 @@ class GibbsSampler:
         Returns the draw (and stores it in the layer unless ``streams`` is given,
         which is how evaluation draws are made without touching the chain).
         """
-        layer = self.network.layers[t - 1]
+        layer = self.network.layers[check_layer_index(t, self.depth) - 1]
         st = streams if streams is not None else self.col_streams
         if t == 1 and self.method == "partial":
             phi = dirichlet_phi_one(layer, block_bounds(layer.counts.shape[1], COLUMN_BLOCK), st, self.n_threads,
@@ -509,7 +512,7 @@ class GibbsSampler:
         split, eq:PoAug, and the counts' NB marginal, eq:NBAug, give the
         conditional).  Parallel over document blocks.
         """
-        layer = self.network.layers[t - 1]
+        layer = self.network.layers[check_layer_index(t, self.depth) - 1]
         rate = np.ascontiguousarray(layer.c + self.log_rates()[t - 1])
         if (layer.theta is None or layer.theta.shape != (self.n_docs, layer.width)
                 or not layer.theta.flags.writeable):
@@ -603,6 +606,7 @@ class GibbsSampler:
     # -------------------------------------------------------- structure changes
     def top_usage(self) -> np.ndarray:
         """``sum_j m^(T)(T+1)_kj`` over the chain's documents (int64, one entry per top factor)."""
+        self._check_not_released()
         return self.m[-1].sum(axis=0)
 
     def prune_top(self, used: Optional[np.ndarray] = None) -> int:
@@ -610,7 +614,8 @@ class GibbsSampler:
 
         A factor is inactive when no count is assigned to it
         (``sum_j m^(T)(T+1)_kj = 0``; ``used`` gives those sums when the
-        documents live elsewhere, default :meth:`top_usage`).  Its column of
+        documents live elsewhere, default :meth:`top_usage`; one nonnegative count
+        per top factor, else ValueError).  Its column of
         Phi^(T), row of theta^(T) and entry of r are removed, and gamma0 is
         scaled by the kept fraction (:meth:`keep_top`).  At least one factor
         is kept.  Returns the new width.
@@ -620,18 +625,24 @@ class GibbsSampler:
     def top_keep(self, used: Optional[np.ndarray] = None) -> np.ndarray:
         """The top factors :meth:`prune_top` keeps: those with ``used > 0``, or
         the one with the largest r_k when none is used (bool mask)."""
+        K = self.network.layers[-1].width
+        if used is not None and (np.shape(used) != (K,) or (np.asarray(used) < 0).any()):
+            raise ValueError(f"used must hold a nonnegative count for each of the {K} top factors, got {used!r}")
         keep = (self.top_usage() if used is None else np.asarray(used)) > 0
         if not keep.any():
             keep[int(np.argmax(self.network.r))] = True
         return keep
 
     def keep_top(self, keep: np.ndarray) -> int:
-        """Keep the top layer's factors where ``keep`` is True (both parts of the
+        """Keep the top layer's factors where ``keep`` (a bool mask of the top layer's
+        width, at least one True; else ValueError) is True (both parts of the
         state); nothing changes when all are kept.  Returns the new width."""
+        self._check_not_released()
         net = self.network
         T = net.depth
         top = net.layers[-1]
-        K = keep.size
+        K = top.width
+        keep = check_keep(keep, K)
         n_keep = int(keep.sum())
         if n_keep == K:
             return K
@@ -663,16 +674,20 @@ class GibbsSampler:
         uniform(0, 1) entries with normalised columns (drawn from the serial
         stream unless given: the local part of a chain gets the global part's
         draw), theta^(T+1) = 1/K, r_k = 1/K, gamma0 = K / K_1, c0 = 1 and
-        c_j^(T+2) = 1.
+        c_j^(T+2) = 1.  ``eta`` and a given ``phi`` (shape (K, K)) are checked
+        before anything changes (ValueError naming them).
         """
+        self._check_not_released()
         net = self.network
+        eta, K = check_parameter(eta, "eta"), net.layers[-1].width
+        if phi is not None and np.shape(phi) != (K, K):
+            raise ValueError(f"phi must have shape ({K}, {K}) (the top layer's width), got {np.shape(phi)}")
         if self.method == "blocked":
             self.theta_one()      # a pending theta^(1) is drawn under the prior it was due under
-        K = net.layers[-1].width
         if phi is None:
             phi = self.rng.random((K, K))
             phi /= phi.sum(axis=0, keepdims=True)
-        net.layers.append(Layer(phi=np.ascontiguousarray(phi), eta=float(eta),
+        net.layers.append(Layer(phi=np.ascontiguousarray(phi), eta=eta,
                                 theta=np.full((self.n_docs, K), 1.0 / K), c=np.ones(self.n_docs),
                                 counts=np.zeros((K, K), dtype=np.int64)))
         net.r = np.full(K, 1.0 / K)
@@ -748,7 +763,7 @@ class GibbsSampler:
     def _check_not_released(self) -> None:
         if self.released:
             raise ValueError("this sampler's per-document state was released by snapshot(release=True) "
-                             "(the chain's last snapshot): it cannot sweep or snapshot again")
+                             "(the chain's last snapshot): it cannot sweep, draw, change shape or snapshot again")
 
     def layer_one_sample(self, streams: Optional[BlockStreams] = None,
                          col_streams: Optional[BlockStreams] = None):
@@ -760,6 +775,7 @@ class GibbsSampler:
         ``theta_j^(1) ~ Gam(a_j + n_j:, 1/(c_j^(2) + 1))`` (the scale is p_j^(2)),
         using the evaluation streams so that the chain is not disturbed.
         """
+        self._check_not_released()
         layer = self.network.layers[0]
         if self.method == "blocked":
             return layer.phi, self.theta_one()

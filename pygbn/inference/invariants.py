@@ -14,7 +14,8 @@ import scipy.sparse as sp
 from pygbn.model.links import LATENT_COUNTS
 from pygbn.model.network import Network
 
-__all__ = ["check_chain_input", "check_invariants", "check_global_invariants", "check_local_invariants"]
+__all__ = ["check_chain_input", "check_layer_index", "check_keep", "check_invariants", "check_global_invariants",
+           "check_local_invariants"]
 
 
 def check_chain_input(network: Network, Y, values: bool = True) -> None:
@@ -54,6 +55,25 @@ def check_chain_input(network: Network, Y, values: bool = True) -> None:
                 raise ValueError(f"layer {t}'s {name} has shape {np.shape(arr)} but Y has {J} rows and the "
                                  f"layer is {layer.n_inputs} x {K}: expected {shape}")
 
+
+def check_layer_index(t, depth: int, lowest: int = 1) -> int:
+    """``t`` as an int after checking that it names a layer, ``lowest <= t <= depth``
+    (1-based: a 0 or a negative index would reach another layer through Python's
+    wrap-around); else ValueError naming ``t`` and the range."""
+    if not (isinstance(t, (int, np.integer)) and not isinstance(t, bool) and lowest <= t <= depth):
+        raise ValueError(f"t must be an int in [{lowest}, {depth}] (a layer of this {depth}-layer chain), got {t!r}")
+    return int(t)
+
+
+def check_keep(keep, width: int) -> np.ndarray:
+    """``keep`` as a bool array after checking that it is a mask of the ``width`` top
+    factors keeping at least one; else ValueError naming ``keep`` (an int array would
+    select columns by index, and an empty mask leave a layer of no factors)."""
+    mask = np.asarray(keep)
+    if mask.dtype != np.bool_ or mask.shape != (width,) or not mask.any():
+        raise ValueError(f"keep must be a boolean mask of the {width} top factors with at least one True, "
+                         f"got {keep!r}")
+    return mask
 
 
 def check_invariants(sampler: "GibbsSampler") -> None:

@@ -23,6 +23,7 @@ from pygbn.evaluation import heldout_log_terms, perplexity_from_sums
 from pygbn.inference import _blocked
 from pygbn.inference.fixed import FeatureAverage, sweep_fixed
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
+from pygbn.inference.invariants import check_chain_input
 from pygbn.model.links import get_link
 from pygbn.model.network import Network
 
@@ -73,8 +74,10 @@ class HeldoutPredictive:
         self.n_samples = 0
 
     def add(self, phi: np.ndarray, theta: np.ndarray) -> None:
-        """Add one sample of Phi^(1) (terms x K) and theta^(1) (documents x K)."""
+        """Add one sample of Phi^(1) (terms x K) and theta^(1) (documents x K): arrays of
+        numbers in any layout (read as C-ordered float64, copied only where they are not)."""
         J, V = self.shape
+        phi, theta = (np.ascontiguousarray(a, dtype=np.float64) for a in (phi, theta))
         if np.ndim(phi) != 2 or np.ndim(theta) != 2 or phi.shape[0] != V or theta.shape[0] != J \
                 or phi.shape[1] != theta.shape[1]:
             raise ValueError(f"phi must be ({V}, K) and theta ({J}, K) with one K, got {np.shape(phi)} "
@@ -159,6 +162,7 @@ def infer_local(network: Network, Y: sp.csr_matrix, *, burn_in: int, n_collect: 
     rng = check_random_state(random_state)
     J, K1 = Y.shape[0], network.layers[0].width
     if J == 0:
+        check_chain_input(network, Y)   # what the chain would check of the data (its width)
         return LocalInference(np.zeros((0, K1)), float("nan"))
     sampler = GibbsSampler.for_inference(network, Y, n_jobs=n_jobs, random_state=rng)
     sampler.check_state()       # once: the iterations change no shape
