@@ -229,3 +229,36 @@ def test_compare_refuses_what_it_cannot_judge():
         geweke.successive_conditional(5, 0, thin=0)
     with pytest.raises(ValueError, match="n_draws"):
         geweke.marginal_conditional(0, 0)
+
+
+def test_compare_refuses_statistics_of_different_chain_lengths_and_no_statistics():
+    """compare took the chain length n from the first statistic: a second one of another
+    length got var(mean) divided by the wrong n (a silently wrong z); no statistics at all
+    raised StopIteration."""
+    rng = np.random.default_rng(0)
+    a = {"s": rng.normal(size=200), "t": rng.normal(size=200)}
+    with pytest.raises(ValueError, match="same number of draws"):
+        geweke.compare(a, {"s": rng.normal(size=50), "t": rng.normal(size=400)})
+    with pytest.raises(ValueError, match="no statistics"):
+        geweke.compare({}, {"s": rng.normal(size=50)})
+    assert set(geweke.compare(a, {"s": rng.normal(size=50), "t": rng.normal(size=50), "u": [1.0]})) == {"s", "t"}
+
+
+@pytest.mark.parametrize("x", [[1.0, np.nan, 2.0, 3.0], [1.0, np.inf, 0.0], [], np.ones((3, 3))])
+def test_autocorrelation_time_refuses_what_is_not_a_finite_series(x):
+    """A NaN series gave tau = 1 (as a constant one), an empty one an IndexError after a
+    RuntimeWarning, a 2-d one 'truth value of an array is ambiguous'."""
+    with pytest.raises(ValueError, match="x must be a 1-d series of at least one finite value"):
+        geweke.autocorrelation_time(np.asarray(x))
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(widths=[]), "widths must be a sequence"), (dict(widths=[2, 0]), "widths must be a positive int"),
+    (dict(n_features=2.5), "n_features"), (dict(n_samples=0), "n_samples"), (dict(eta=-1.0), "eta")])
+def test_sample_prior_checks_its_sizes(bad, match):
+    """widths=[] raised IndexError, widths=[0] ZeroDivisionError, n_features=2.5 was truncated
+    to 2, n_samples=0 gave NaN statistics and eta=-1 numpy's 'alpha < 0'."""
+    kw = dict(n_features=4, n_samples=3, widths=[2], eta=0.5, hyper=HYPER)
+    kw.update(bad)
+    with pytest.raises(ValueError, match=match):
+        geweke.marginal_conditional(2, 0, **kw)

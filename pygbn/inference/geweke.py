@@ -26,7 +26,7 @@ from pygbn._utils import check_int, check_random_state
 from pygbn.inference.collapsed_state import CollapsedState
 from pygbn.inference.gibbs import GibbsSampler, _as_kernel_csr
 from pygbn.inference.partial import PartialState
-from pygbn.model.layer import Layer
+from pygbn.model.layer import Layer, check_parameter
 from pygbn.model.links import LATENT_COUNTS, LATENT_TRUNC_BESSEL, Link, get_link
 from pygbn.model.network import Hyperparameters, Network
 
@@ -53,11 +53,18 @@ class PriorDraw:
 
 def sample_prior(rng, n_features: int, n_samples: int, widths: Sequence[int], eta: float,
                  hyper: Hyperparameters, link="poisson") -> PriorDraw:
-    """Draw all variables from the GBN prior (eq:PGBN, eq:Phi, eq:c_j) and data."""
+    """Draw all variables from the GBN prior (eq:PGBN, eq:Phi, eq:c_j) and data.
+
+    ``n_features``, ``n_samples`` and each of the (at least one) ``widths`` are
+    positive ints and ``eta`` a positive number (ValueError naming them otherwise).
+    """
     rng = check_random_state(rng)
     link = get_link(link)
     h = hyper
-    V, J = int(n_features), int(n_samples)
+    V, J = check_int(n_features, "n_features", 1), check_int(n_samples, "n_samples", 1)
+    if np.ndim(widths) != 1 or len(widths) == 0:
+        raise ValueError(f"widths must be a sequence of at least one layer width, got {widths!r}")
+    widths, eta = [check_int(k, "widths", 1) for k in widths], check_parameter(eta, "eta")
     dims = [V] + list(widths)
     T = len(widths)
     gamma0 = max(rng.gamma(h.a0, 1.0 / h.b0), _TINY)
@@ -231,8 +238,12 @@ def autocovariances(x: np.ndarray) -> np.ndarray:
 
     ``gamma_k = (1/n) sum_{i < n-k} (x_i - xbar)(x_{i+k} - xbar)`` (the biased
     form, whose sequence is positive semi-definite), by FFT with zero padding.
+    ``x``: a 1-d series of at least one finite value (ValueError otherwise).
     """
     x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0 or not np.isfinite(x).all():
+        raise ValueError(f"x must be a 1-d series of at least one finite value, got shape {x.shape}"
+                         + ("" if x.size == 0 or np.isfinite(x).all() else " with a non-finite value"))
     n = x.size
     f = np.fft.rfft(x - x.mean(), 2 * n)
     return np.fft.irfft(f * np.conj(f), 2 * n)[:n] / n
@@ -253,7 +264,8 @@ def autocorrelation_time(x: np.ndarray) -> float:
     Parameters
     ----------
     x : ndarray of shape (n,)
-        The chain's values of one statistic.
+        The chain's values of one statistic (finite, at least one; ValueError
+        otherwise, as :func:`autocovariances`).
 
     Returns
     -------
@@ -355,8 +367,9 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
     ------
     ValueError
         If a statistic holds a non-finite draw, a set of draws is shorter
-        than 4 (and than ``n_batches`` for ``se="batch"``), or ``n_batches``
-        is below 2.
+        than 4 (and than ``n_batches`` for ``se="batch"``), the statistics of
+        ``successive`` differ in length, ``marginal`` is empty, or
+        ``n_batches`` is below 2.
 
     References
     ----------
@@ -371,11 +384,17 @@ def compare(marginal: Dict[str, np.ndarray], successive: Dict[str, np.ndarray],
     if se not in SE_METHODS:
         raise ValueError(f"se must be one of {SE_METHODS}, got {se!r}")
     n_batches = check_int(n_batches, "n_batches", 2)
+    if not marginal:
+        raise ValueError("marginal holds no statistics to compare")
     missing = set(marginal) - set(successive)
     if missing:
         raise ValueError(f"successive lacks the statistics {sorted(missing)} of marginal")
     chains = {k: np.asarray(successive[k], dtype=np.float64) for k in marginal}
     draws = {k: np.asarray(a, dtype=np.float64) for k, a in marginal.items()}
+    lengths = {k: np.shape(v)[:1] for k, v in chains.items()}
+    if len(set(lengths.values())) > 1:     # one chain: every statistic has a value per recorded sweep
+        raise ValueError(f"successive's statistics must all hold the same number of draws (one chain), "
+                         f"got {lengths}")
     n = len(next(iter(chains.values())))
     least = max(4, n_batches) if se == "batch" else 4
     for name, group in (("marginal", draws), ("successive", chains)):
