@@ -116,9 +116,10 @@ class GibbsSampler:
     (:mod:`pygbn.inference.partition`).
 
     The constructor checks the network against the data
-    (:func:`check_chain_input`: shapes; the values of ``Y`` must already be
-    validated by the link, ``link.check_data``, which every constructor
-    takes as given: a fractional or negative count is not refused here) and
+    (:func:`check_chain_input`: shapes; ``Y`` must already be validated by
+    the link, ``link.check_data``: canonical CSR of valid values, which every
+    constructor takes as given, so a fractional or negative count or a
+    duplicate entry is not refused here) and
     resolves ``n_jobs`` (None: 1, -1: all cores); :meth:`sweep` and :meth:`local_upward` check that the per-sample
     state they hand to the kernels is complete (:meth:`check_state`), so
     that a mismatch raises ValueError instead of reaching the kernels, which
@@ -180,8 +181,8 @@ class GibbsSampler:
         Initial values follow the authors' code: layer-one labels (collapsed)
         uniformly at random, or Phi^(1) with uniform(0, 1) entries and
         normalised columns and theta^(1) = 1/K (blocked); r_k = 1/K,
-        gamma0 = 1, c0 = 1 and all c_j^(2) = 1 (p_j^(2) = 1/2).  ``Y``: CSR
-        data already validated by the link (``get_link(link).check_data(Y)``).
+        gamma0 = 1, c0 = 1 and all c_j^(2) = 1 (p_j^(2) = 1/2).  ``Y``: the
+        data as ``get_link(link).check_data`` returns them (canonical CSR).
         """
         rng = check_random_state(random_state)
         link = get_link(link)
