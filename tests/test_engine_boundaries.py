@@ -371,3 +371,12 @@ def test_infer_local_checks_the_width_of_no_samples(fitted):
     with pytest.raises(ValueError, match="Y has 3 columns but the network has 12 features"):
         infer_local(fitted.network_, sp.csr_matrix((0, 3)), burn_in=1, n_collect=1)
     assert infer_local(fitted.network_, sp.csr_matrix((0, 12)), burn_in=1, n_collect=1).features.shape == (0, 5)
+
+
+@pytest.mark.parametrize("burn_in,n_collect", [(3, (1,)), ((1,), 2), ("12", "12"), (np.ones((1, 1), int), (1,))])
+def test_schedule_names_a_field_that_is_not_per_layer(burn_in, n_collect):
+    """Schedule(3, 2), whose docstring says it validates every field, raised TypeError
+    ('int' object is not iterable); a string was read as its characters."""
+    with pytest.raises(ValueError, match="must be a sequence of one int per layer"):
+        Schedule(burn_in, n_collect)
+    assert Schedule((3,), [2]).burn_in == (3,)

@@ -79,6 +79,11 @@ class Schedule:
     trace_every: int = TRACE_EVERY
 
     def __post_init__(self):
+        for name in ("burn_in", "n_collect"):
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes)) or np.ndim(value) != 1:
+                raise ValueError(f"{name} must be a sequence of one int per layer (Schedule.for_layers "
+                                 f"expands a single value), got {value!r}")
         burn = tuple(check_int(b, "burn_in", 0) for b in self.burn_in)
         coll = tuple(check_int(c, "n_collect", 0) for c in self.n_collect)
         if not burn or len(burn) != len(coll):
