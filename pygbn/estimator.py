@@ -620,7 +620,8 @@ class GBN(TransformerProtocol):
             if checked:
                 H = heldout
             elif not isinstance(net.link, PoissonLink):
-                raise ValueError("perplexity is defined for counts (link='poisson')")
+                raise ValueError(f"perplexity is defined for counts (link='poisson'), not "
+                                 f"link={net.link.name!r}")
             else:
                 H = self._check_input(heldout, net, "heldout")
                 _check_heldout_names(column_names(X), column_names(heldout))

@@ -297,3 +297,13 @@ def test_check_data_total_is_check_data_and_its_sum(link):
         assert total == count_total(expected.data) and isinstance(total, float)
     with pytest.raises(ValueError, match="X must"):
         get_link(link).check_data_total(sp.csr_matrix(np.array([[-1.0, 0.5]])))
+
+
+@pytest.mark.parametrize("link", ["bernoulli", "prg"])
+def test_perplexity_of_a_non_count_model_names_its_link(link):
+    model = GBN.from_networks(_truth(link), random_state=0, transform_iter=(2, 2))
+    X = np.ones((3, 64))
+    with pytest.raises(ValueError, match=f"defined for counts .*not link='{link}'"):
+        model.perplexity(X, X)
+    with pytest.raises(ValueError, match=f"not link='{link}'"):
+        model.score(X, heldout=X)
