@@ -397,7 +397,10 @@ def check_feature_names(names: List[str], fitted: List[str]) -> None:
     if missing:
         msg += "Feature names seen at fit time, yet now missing:\n" + listing(missing)
     if not unseen and not missing:
-        msg += "Feature names must be in the same order as they were in fit.\n"
+        i = next((i for i, (a, b) in enumerate(zip(names, fitted)) if a != b), min(len(names), len(fitted)))
+        at = (f": column {i} is {names[i]!r}, was {fitted[i]!r} in fit" if i < min(len(names), len(fitted))
+              else f": {len(names)} columns, {len(fitted)} in fit")
+        msg += f"Feature names must be in the same order as they were in fit{at}.\n"
     raise ValueError(msg)
 
 

@@ -658,6 +658,10 @@ def test_feature_names_in_from_vocabulary_and_columns(counts, tmp_path):
     _same_networks(m, m2)
     with pytest.raises(ValueError, match="same order"):
         m2.transform(frame.reorder(names[::-1]))
+    # the first column out of place is named
+    swapped = names[:2] + [names[3], names[2]] + names[4:]
+    with pytest.raises(ValueError, match="same order as they were in fit: column 2 is 'w3', was 'w2' in fit"):
+        m2.transform(frame.reorder(swapped))
     other = Frame(counts, ["x"] + names[1:])
     with pytest.raises(ValueError, match="unseen at fit time:\n- x\n.*yet now missing:\n- w0"):
         m2.score(other)
