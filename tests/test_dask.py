@@ -291,7 +291,7 @@ class _FakeClient:
     def __init__(self, workers):
         self.workers = workers
 
-    def scheduler_info(self):
+    def scheduler_info(self, n_workers=-1):
         return {"workers": {w: {} for w in self.workers}}
 
 
@@ -429,3 +429,32 @@ def test_checked_chunks_are_sized_by_their_arrays():
     M = sp.random(2000, 300, density=0.05, format="csr", random_state=0)
     arrays = M.data.nbytes + M.indices.nbytes + M.indptr.nbytes
     assert sizeof(Checked(M, float(M.sum()))) >= arrays
+
+
+class _ManyWorkersClient(_FakeClient):
+    """Like distributed 2025.4 to 2026.6, whose Client.scheduler_info() listed at most 5
+    workers unless asked for n_workers=-1 (dask/distributed#9065, #9308)."""
+
+    def scheduler_info(self, n_workers=5):
+        shown = self.workers if n_workers == -1 else self.workers[:n_workers]
+        return {"workers": {w: {} for w in shown}}
+
+    def submit(self, *args, workers=None, **kwargs):
+        return _Done(("actor on", workers[0]))
+
+
+def test_partitions_use_every_worker_of_a_large_cluster():
+    """With a scheduler_info() that lists 5 workers by default, the partitions of a 7-worker
+    cluster all went to the first 5 (and a partition on a 6th or 7th worker counted as
+    lost).  No cluster: a fake client."""
+    from pygbn.dask._data import InputChunks, plan_partitions
+    from pygbn.dask._transport import ActorTransport
+
+    workers = [f"tcp://w{i}" for i in range(7)]
+    X = InputChunks("X", [None] * 7, ["?"] * 7, [128.0] * 7, rows=[128] * 7)
+    transport = ActorTransport(_ManyWorkersClient(workers), plan_partitions(X.rows), X, None,
+                               link=None, n_jobs=1)
+    transport.start(list(range(7)), None)
+    assert transport.workers == workers
+    assert transport.actors == [("actor on", w) for w in workers]
+    assert not transport._is_loss(6, RuntimeError("a bug, not a loss"))

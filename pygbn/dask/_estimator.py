@@ -10,7 +10,7 @@ import numpy as np
 from pygbn._utils import (check_fit_vocabulary, check_int, check_random_state, draw_entropy, effective_n_jobs,
                           param_names, verbose_logging)
 from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
-from pygbn.dask._transport import ActorTransport
+from pygbn.dask._transport import ActorTransport, live_workers
 from pygbn.estimator import GBN
 from pygbn.model.links import LATENT_COUNTS, check_count_total, get_link
 from pygbn.inference import infer_local
@@ -193,7 +193,7 @@ class DaskGBN(GBN):
         p = self._validated()
         link = p["link"]
         client = self.client_
-        if not client.scheduler_info()["workers"]:
+        if not live_workers(client):
             raise ValueError(f"the cluster of {client!r} has no workers")
         Xc = InputChunks.from_input(X, "X")
         Hc = None

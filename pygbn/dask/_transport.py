@@ -19,10 +19,19 @@ from pygbn.model.links import Link
 
 logger = logging.getLogger("pygbn")
 
-__all__ = ["ActorTransport", "PartitionLostError"]
+__all__ = ["ActorTransport", "PartitionLostError", "live_workers"]
 
 #: seconds a fit waits for a worker when the cluster has none at its start
 WAIT_FOR_WORKERS_S = 60
+
+
+def live_workers(client) -> List[str]:
+    """The addresses of all the workers of ``client``'s cluster, sorted.
+
+    Asks for ``n_workers=-1``: the distributed releases of 2025 to mid-2026 list at
+    most 5 workers in ``Client.scheduler_info()`` by default (dask/distributed#9045,
+    undone by #9308); older releases ignore the argument."""
+    return sorted(client.scheduler_info(n_workers=-1)["workers"])
 
 
 class PartitionLostError(RuntimeError):
@@ -67,7 +76,7 @@ class ActorTransport:
 
     # ----------------------------------------------------------------- setup
     def _live_workers(self) -> List[str]:
-        return sorted(self.client.scheduler_info()["workers"])
+        return live_workers(self.client)
 
     def _submit_actor(self, part: Partition, worker: str, x_chunks: dict, h_chunks: dict,
                       state=None, expected: int = 0):
@@ -115,7 +124,7 @@ class ActorTransport:
         except Exception:
             pass
         try:
-            return self.workers[i] not in self.client.scheduler_info()["workers"]
+            return self.workers[i] not in self._live_workers()
         except Exception:  # the scheduler itself is unreachable: not a partition's fault
             return False
 
