@@ -431,6 +431,18 @@ def test_checked_chunks_are_sized_by_their_arrays():
     assert sizeof(Checked(M, float(M.sum()))) >= arrays
 
 
+def test_a_closed_client_is_a_value_error_naming_it(client, data, reference):
+    """fit with a closed client raised KeyError: 'workers' and transform AttributeError
+    ("'NoneType' object has no attribute 'scatter'")."""
+    closed = distributed.Client(client.scheduler.address, set_as_default=False)
+    closed.close()
+    with pytest.raises(ValueError, match=r"client is closed \(status 'closed'\)"):
+        DaskGBN(client=closed, **PARAMS).fit(dask_array(data[0], 200))
+    model = DaskGBN.from_networks(reference.networks_, client=closed, **PARAMS)
+    with pytest.raises(ValueError, match=r"client is closed \(status 'closed'\)"):
+        model.transform(dask_array(data[0], 200), compute=True)
+
+
 class _ManyWorkersClient(_FakeClient):
     """Like distributed 2025.4 to 2026.6, whose Client.scheduler_info() listed at most 5
     workers unless asked for n_workers=-1 (dask/distributed#9065, #9308)."""

@@ -143,12 +143,16 @@ class DaskGBN(GBN):
 
     @property
     def client_(self):
-        """The client in use: ``client``, or ``distributed.default_client()``."""
+        """The client in use: ``client``, or ``distributed.default_client()``
+        (ValueError when there is none, or when ``client`` is closed)."""
         from distributed import Client, default_client
 
         if self.client is not None:
             if not isinstance(self.client, Client):
                 raise ValueError(f"client must be a distributed.Client or None, got {self.client!r}")
+            if self.client.status in ("closing", "closed"):
+                raise ValueError(f"client is closed (status {self.client.status!r}): pass an open "
+                                 f"distributed.Client, got {self.client!r}")
             return self.client
         try:
             return default_client()
