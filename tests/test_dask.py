@@ -443,6 +443,21 @@ def test_a_closed_client_is_a_value_error_naming_it(client, data, reference):
         model.transform(dask_array(data[0], 200), compute=True)
 
 
+def test_score_and_perplexity_of_files_say_they_need_data_in_memory(client, data, reference, tmp_path):
+    """score(paths), with the files fit and transform read on the workers, said 'X must be
+    2-D ... Reshape your data': these run in this process, on in-memory data."""
+    obs, held = data
+    sp.save_npz(tmp_path / "a.npz", obs)
+    model = DaskGBN.from_networks(reference.networks_, client=client, **PARAMS)
+    path = str(tmp_path / "a.npz")
+    with pytest.raises(ValueError, match=r"X is a list of files \('.*a\.npz'\): score and perplexity "
+                                         r"run in this process"):
+        model.score([path])
+    with pytest.raises(ValueError, match=r"heldout is a list of files"):
+        model.perplexity(obs, path)
+    assert model.score(obs) == model.score(dask_array(obs, 200))   # in memory or a dask array: fine
+
+
 class _ManyWorkersClient(_FakeClient):
     """Like distributed 2025.4 to 2026.6, whose Client.scheduler_info() listed at most 5
     workers unless asked for n_workers=-1 (dask/distributed#9065, #9308)."""

@@ -23,7 +23,7 @@ from pygbn.inference.gibbs import BLOCK_SIZE
 from pygbn.inference.partition import LocalPart
 from pygbn.model.links import Link
 
-__all__ = ["InputChunks", "Partition", "PartitionActor", "StaleActorError", "plan_partitions",
+__all__ = ["InputChunks", "Partition", "PartitionActor", "StaleActorError", "as_paths", "plan_partitions",
            "read_matrix"]
 
 FILE_SUFFIXES = (".npz", ".mtx")
@@ -164,6 +164,16 @@ def pull_state(address: str, key: str) -> dict:
 
 
 # ------------------------------------------------------------ on the client
+def as_paths(X) -> Optional[List[str]]:
+    """The paths of file input (a path, str or os.PathLike, or a non-empty list or tuple
+    of them) as str, or None when ``X`` is not file input."""
+    if isinstance(X, (str, os.PathLike)):
+        X = [X]
+    if isinstance(X, (list, tuple)) and X and all(isinstance(p, (str, os.PathLike)) for p in X):
+        return [os.fspath(p) for p in X]
+    return None
+
+
 @dataclass
 class InputChunks:
     """The input partitions of X (or of the held-out counts).
@@ -209,10 +219,8 @@ class InputChunks:
                       + ("" if starts is None else f" (documents {int(starts[i])} to {int(starts[i + 1]) - 1})")
                       for i in range(len(sources))]
             return cls(name, sources, labels, declared, float(X.shape[1]))
-        if isinstance(X, (str, os.PathLike)):
-            X = [X]
-        if isinstance(X, (list, tuple)) and X and all(isinstance(p, (str, os.PathLike)) for p in X):
-            paths = [os.fspath(p) for p in X]
+        paths = as_paths(X)
+        if paths is not None:
             for p in paths:
                 if not p.endswith(FILE_SUFFIXES):
                     raise ValueError(f"{name} files must be .npz (scipy.sparse.save_npz) or .mtx "

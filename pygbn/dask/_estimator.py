@@ -9,7 +9,7 @@ import numpy as np
 
 from pygbn._utils import (check_fit_vocabulary, check_int, check_random_state, draw_entropy, effective_n_jobs,
                           param_names, verbose_logging)
-from pygbn.dask._data import InputChunks, plan_partitions, read_matrix
+from pygbn.dask._data import FILE_SUFFIXES, InputChunks, as_paths, plan_partitions, read_matrix
 from pygbn.dask._transport import ActorTransport, live_workers
 from pygbn.estimator import GBN
 from pygbn.model.links import LATENT_COUNTS, check_count_total, get_link
@@ -88,7 +88,7 @@ class DaskGBN(GBN):
     how many there are; their number changes nothing in the result.
     ``perplexity``, ``score`` and ``generate`` run in the client process, on
     in-memory data (as :meth:`to_local`'s ``GBN`` does; a dask array is
-    computed into it first).
+    computed into it first, a list of files is refused).
     """
 
     def __init__(self, client=None, *, checkpoint_every: Optional[int] = None, **params):
@@ -308,11 +308,16 @@ class DaskGBN(GBN):
 
     def _check_input(self, X, net, name: str = "X"):
         """New data for ``score`` and ``perplexity`` (which run in this process): a dask
-        array is computed here first."""
+        array is computed here first; .npz/.mtx paths are refused (the workers read them)."""
         import dask.array as da
 
         if isinstance(X, da.Array):
             X = X.compute()
+        elif (paths := as_paths(X)) is not None and all(p.endswith(FILE_SUFFIXES) for p in paths):
+            raise ValueError(f"{name} is a list of files ({', '.join(map(repr, paths[:3]))}"
+                             f"{', ...' if len(paths) > 3 else ''}): score and perplexity run in this "
+                             "process on in-memory data; pass the matrix (e.g. scipy.sparse.load_npz of "
+                             "each file, stacked with scipy.sparse.vstack) or a dask array")
         return super()._check_input(X, net, name)
 
     # ----------------------------------------------------------------- local
