@@ -485,3 +485,12 @@ def test_partitions_use_every_worker_of_a_large_cluster():
     assert transport.workers == workers
     assert transport.actors == [("actor on", w) for w in workers]
     assert not transport._is_loss(6, RuntimeError("a bug, not a loss"))
+
+
+def test_a_cluster_without_workers_says_to_wait_for_them(data):
+    """A cluster still starting (cluster.scale(n), then fit at once, as docs/scaling.md's
+    example did) has no worker yet: the error says how to wait for them."""
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as empty:
+        with pytest.raises(ValueError, match=r"has no workers .*client\.wait_for_workers\(n\)"):
+            DaskGBN(client=empty, **PARAMS).fit(dask_array(data[0], 200))

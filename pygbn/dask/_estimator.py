@@ -84,8 +84,9 @@ class DaskGBN(GBN):
     The training partitions follow the input: they are cut where the dask
     array's row chunks (or the files) end, each cut rounded to a whole block
     of ``BLOCK_SIZE`` = 128 documents, and partition ``p`` lives on worker
-    ``p mod n_workers``.  Rechunk the array (or split the files) to choose
-    how many there are; their number changes nothing in the result.
+    ``p mod n_workers`` of the workers present when ``fit`` starts.  Rechunk
+    the array (or split the files) to choose how many there are; their
+    number changes nothing in the result.
     ``perplexity``, ``score`` and ``generate`` run in the client process, on
     in-memory data (as :meth:`to_local`'s ``GBN`` does; a dask array is
     computed into it first, a list of files is refused).
@@ -198,7 +199,9 @@ class DaskGBN(GBN):
         link = p["link"]
         client = self.client_
         if not live_workers(client):
-            raise ValueError(f"the cluster of {client!r} has no workers")
+            raise ValueError(f"the cluster of {client!r} has no workers (yet: after cluster.scale(n), "
+                             "wait for them with client.wait_for_workers(n); the partitions are placed "
+                             "on the workers present when fit starts)")
         Xc = InputChunks.from_input(X, "X")
         Hc = None
         if heldout is not None:
