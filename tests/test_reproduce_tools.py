@@ -181,6 +181,29 @@ def test_tree_tiny_end_to_end(fake_data, tmp_path):
     assert "Subnetwork" in (out / "tree_debian_quick.md").read_text()
 
 
+def test_count_argument_types_name_the_flag_and_the_value(capsys):
+    """The benchmark tools' count flags: a bad value is argparse's error (status 2) naming the
+    flag and the value, not a traceback or a table of inf and nan later on."""
+    import argparse
+
+    import _repro_common as rc
+
+    ap = argparse.ArgumentParser(prog="tool")
+    ap.add_argument("--K", type=rc.int_at_least(1))
+    ap.add_argument("--late", type=rc.int_at_least(0))
+    ap.add_argument("--jobs", type=rc.n_jobs_arg)
+    a = ap.parse_args(["--K", "3", "--late", "0", "--jobs", "-1"])
+    assert (a.K, a.late, a.jobs) == (3, 0, -1)
+    for argv, message in [(["--K", "0"], "argument --K: must be an integer >= 1, got '0'"),
+                          (["--K", "2.5"], "argument --K: must be an integer >= 1, got '2.5'"),
+                          (["--late", "-1"], "argument --late: must be an integer >= 0, got '-1'"),
+                          (["--jobs", "0"], "argument --jobs: must be a non-zero integer"),
+                          (["--jobs", "x"], "argument --jobs: must be a non-zero integer")]:
+        with pytest.raises(SystemExit) as e:
+            ap.parse_args(argv)
+        assert e.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_real_corpus_files_load():
     import _repro_common as rc
 

@@ -420,6 +420,42 @@ def parse_ints(text: str, name: str) -> List[int]:
     return vals
 
 
+def int_at_least(low: int):
+    """An argparse ``type``: an int >= ``low``, else argparse's error naming the flag and the value.
+
+    ``ap.add_argument("--K", type=int_at_least(1))`` makes ``--K 0`` exit with
+    ``error: argument --K: must be an integer >= 1, got '0'`` (status 2) instead of
+    failing later in the run or printing a table of inf and nan.
+    """
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except (TypeError, ValueError):
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
+        return value
+
+    parse.__name__ = f"int_at_least_{low}"
+    return parse
+
+
+def n_jobs_arg(text: str) -> int:
+    """An argparse ``type`` for a thread count passed on as pygbn's ``n_jobs``: a non-zero int
+    (negative as in scikit-learn: -1 all CPUs), else argparse's error naming the flag."""
+    import argparse
+
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a non-zero integer (n_jobs; -1: all CPUs), got {text!r}")
+    return value
+
+
 # ------------------------------------------------------ seed-spread pages
 def collect_by_seed(paths: Sequence[Path], runs_from_record, runs_from_log, key, depths: str) -> Dict:
     """``{key(run): {seed: run}}`` from JSON records and ``--verbose`` logs (a ``.log`` suffix).

@@ -35,7 +35,6 @@ import argparse
 import collections
 import importlib.util
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -56,12 +55,13 @@ SHARED_STEPS = {"sample_layer_one_collapsed": "layer1", "sample_layer_one_blocke
                 "sample_phi": "phi", "sample_top": "top", "top_tables": "top", "sample_p_c": "p/c"}
 
 
+def corpus_path(data: Path, vocab: str) -> Path:
+    """The Debian counts file of ``vocab`` under the data folder ``data``."""
+    return data / "debian-descriptions" / ("counts-top2000.npz" if vocab == "top2000" else "counts.npz")
+
+
 def load_corpus(data: Path, vocab: str) -> sp.csr_matrix:
-    name = "counts-top2000.npz" if vocab == "top2000" else "counts.npz"
-    path = data / "debian-descriptions" / name
-    if not path.exists():
-        sys.exit(f"bench_gibbs: {path} not found (use --data)")
-    return sp.load_npz(path).tocsr()
+    return sp.load_npz(corpus_path(data, vocab)).tocsr()
 
 
 def gamma_floor(s: GibbsSampler, t: int, rng: np.random.Generator, repeat: int = 7) -> float:
@@ -212,25 +212,30 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=rc.default_data_dir())
     ap.add_argument("--vocab", nargs="+", default=["top2000"], choices=["top2000", "full"])
-    ap.add_argument("--K", nargs="+", type=int, default=[100])
-    ap.add_argument("--T", type=int, default=5, help="deepest network (rows for T = 1..this)")
+    ap.add_argument("--K", nargs="+", type=rc.int_at_least(1), default=[100])
+    ap.add_argument("--T", type=rc.int_at_least(1), default=5, help="deepest network (rows for T = 1..this)")
     ap.add_argument("--methods", nargs="+", default=["collapsed"], choices=["collapsed", "blocked", "partial"])
-    ap.add_argument("--jobs", nargs="+", type=int, default=[1])
-    ap.add_argument("--first", type=int, default=40, help="iterations at T = 1")
-    ap.add_argument("--per-layer", type=int, default=12, help="iterations after adding each layer")
+    ap.add_argument("--jobs", nargs="+", type=rc.n_jobs_arg, default=[1])
+    ap.add_argument("--first", type=rc.int_at_least(1), default=40, help="iterations at T = 1")
+    ap.add_argument("--per-layer", type=rc.int_at_least(1), default=12, help="iterations after adding each layer")
     ap.add_argument("--widths", choices=["equal", "halving"], default="equal")
     ap.add_argument("--links", action="store_true", help="also the Bernoulli-Poisson and PRG links (blocked)")
     ap.add_argument("--no-tomotopy", action="store_true")
     ap.add_argument("--parts", action="store_true",
                     help="also each upper layer of the deepest state part by part (product, gamma draws, upward "
                          "propagation, numpy's gamma floor)")
-    ap.add_argument("--repeat", type=int, default=7, help="calls per part with --parts (fastest kept)")
+    ap.add_argument("--repeat", type=rc.int_at_least(1), default=7, help="calls per part with --parts (fastest kept)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="cpu: this process's CPU seconds (time.process_time), robust to other processes on a "
                          "shared machine but the sum over threads (n_jobs=1 rows only)")
     args = ap.parse_args(argv)
     if args.clock == "cpu":
         CLOCK[0] = time.process_time
+    for vocab in args.vocab:      # before the header: a wrong --data fails at once
+        path = corpus_path(args.data, vocab)
+        if not path.is_file():
+            ap.error(f"--data {args.data}: no {path.relative_to(args.data)} there (the folder holding "
+                     f"debian-descriptions/)")
 
     print(f"# pygbn Gibbs benchmark ({os.cpu_count()} CPUs visible; {args.clock} clock; fastest iteration per depth "
           f"after {args.first} iterations at T = 1 and {args.per_layer} per added layer, widths {args.widths})")
