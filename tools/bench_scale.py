@@ -310,23 +310,23 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", nargs="+", type=_tokens_arg, default=["1.3M", "5.2M"],
                     help="corpus sizes in tokens (e.g. 1.3M 5.2M 20.8M)")
-    ap.add_argument("--K", nargs="+", type=int, default=[100, 400])
+    ap.add_argument("--K", nargs="+", type=rc.int_at_least(1), default=[100, 400])
     ap.add_argument("--runs", nargs="+", type=_run_name, default=DEFAULT_RUNS,
                     help="collapsed, blocked-N, partial-N, tomotopy-N, dask-N (N threads, "
                          "workers or worker processes); default: %(default)s")
     ap.add_argument("--link", choices=("poisson", "bernoulli", "prg"), default="poisson",
                     help="the pygbn fits' link; bernoulli binarises the corpus for every run")
     ap.add_argument("--dask", action="store_true", help="add the DaskGBN rows (1 and 2 workers)")
-    ap.add_argument("--early", type=int, default=12, help="iterations of the early figure")
-    ap.add_argument("--late", type=int, default=50,
+    ap.add_argument("--early", type=rc.int_at_least(1), default=12, help="iterations of the early figure")
+    ap.add_argument("--late", type=rc.int_at_least(0), default=50,
                     help="iterations run before the late figure (0: no late figure)")
-    ap.add_argument("--late-iters", type=int, default=5, help="iterations of the late figure")
+    ap.add_argument("--late-iters", type=rc.int_at_least(1), default=5, help="iterations of the late figure")
     ap.add_argument("--data", nargs="+", type=Path, default=None,
                     help="corpora of your own instead of the synthetic ones: scipy.sparse .npz files "
                          "(documents x terms counts)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpora")
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "pygbn_bench_scale")
-    ap.add_argument("--repeats", type=int, default=1, help="runs of each measurement (the smallest figures)")
+    ap.add_argument("--repeats", type=rc.int_at_least(1), default=1, help="runs of each measurement (the smallest figures)")
     ap.add_argument("--json", type=Path, help="also write the measurements to this JSON file")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
@@ -335,6 +335,9 @@ def main(argv=None):
     if args.child:
         child_main(args)
         return
+    for path in args.data or ():     # before the header: a wrong --data fails at once
+        if not path.is_file():
+            ap.error(f"--data: no such file: {path}")
     runs = list(args.runs) + (list(DASK_RUNS) if args.dask else [])
     missing_tomotopy = [run for run in runs if parse_run(run)[0] == "tomotopy"]
     if missing_tomotopy and importlib.util.find_spec("tomotopy") is not None:
@@ -356,9 +359,6 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     records = []
     if args.data:
-        for path in args.data:
-            if not path.is_file():
-                ap.error(f"--data: no such file: {path}")
         corpora = [(path.name, path) for path in args.data]
     else:
         corpora = [(text, corpus_path(args.cache, parse_tokens(text), args.seed)) for text in args.tokens]
