@@ -35,6 +35,8 @@ import scipy.sparse as sp
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
+import _repro_common as rc  # noqa: E402
+
 
 def _wrap(obj, name, key, acc, now):
     fn = getattr(obj, name)
@@ -53,12 +55,14 @@ def _wrap(obj, name, key, acc, now):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, required=True)
-    ap.add_argument("--K", type=int, default=100)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--warm", type=int, default=15)
-    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--K", type=rc.int_at_least(1), default=100)
+    ap.add_argument("--threads", type=rc.n_jobs_arg, default=1)
+    ap.add_argument("--warm", type=rc.int_at_least(0), default=15)
+    ap.add_argument("--iters", type=rc.int_at_least(1), default=5)
     ap.add_argument("--wall", action="store_true", help="wall-clock instead of CPU seconds")
     args = ap.parse_args(argv)
+    if not args.corpus.is_file():
+        ap.error(f"--corpus: no such file: {args.corpus}")
 
     from pygbn.inference import GibbsSampler, _partial
     from pygbn.model import PoissonLink
@@ -103,7 +107,7 @@ def main(argv=None):
     topics = np.count_nonzero(tok.doc_counts, axis=1)
     clock = "wall" if args.wall else "CPU"
     print(f"# {args.corpus.name}: {n_tok} tokens, {X.shape[0]} docs, V = {X.shape[1]}, K = {args.K}, "
-          f"{args.threads} thread(s), {clock} seconds per sweep (min of {args.iters} after {args.warm}), "
+          f"{s.n_threads} thread(s), {clock} seconds per sweep (min of {args.iters} after {args.warm}), "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"# topics per document: mean {topics.mean():.1f}, token-weighted "
           f"{np.average(topics, weights=tok.doc_counts.sum(axis=1)):.1f}; "
