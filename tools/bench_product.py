@@ -28,6 +28,8 @@ import numpy as np  # noqa: E402
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
+import _repro_common as rc  # noqa: E402
+
 
 def best_ms(f, repeat: int) -> float:
     t = np.inf
@@ -40,10 +42,10 @@ def best_ms(f, repeat: int) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--docs", type=int, default=33821)
-    ap.add_argument("--K", type=int, default=100, help="K_t = K_(t+1)")
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--block", type=int, default=512, help="documents per block of doc_prior")
+    ap.add_argument("--docs", type=rc.int_at_least(1), default=33821)
+    ap.add_argument("--K", type=rc.int_at_least(1), default=100, help="K_t = K_(t+1)")
+    ap.add_argument("--repeat", type=rc.int_at_least(1), default=7)
+    ap.add_argument("--block", type=rc.int_at_least(1), default=512, help="documents per block of doc_prior")
     ap.add_argument("--portable", action="store_true", help="time the portable C path too (slow)")
     a = ap.parse_args(argv)
     import scipy.linalg.blas as sblas

@@ -127,12 +127,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", nargs="+", default=["digits", "debian"], choices=["digits", "debian"])
     ap.add_argument("--data-dir", type=Path, default=rc.default_data_dir())
-    ap.add_argument("--K", type=int, default=100)
-    ap.add_argument("--T", type=int, nargs="+", default=[3])
-    ap.add_argument("--fit", type=int, default=40, help="burn-in iterations per layer of the brief fit")
-    ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--n-train", type=int, default=None, help="digits: 1000; debian: 4000")
-    ap.add_argument("--n-test", type=int, default=None, help="digits: the rest (797); debian: 1000")
+    ap.add_argument("--K", type=rc.int_at_least(1), default=100)
+    ap.add_argument("--T", type=rc.int_at_least(1), nargs="+", default=[3])
+    ap.add_argument("--fit", type=rc.int_at_least(1), default=40, help="burn-in iterations per layer of the brief fit")
+    ap.add_argument("--repeat", type=rc.int_at_least(1), default=10)
+    ap.add_argument("--n-train", type=rc.int_at_least(1), default=None, help="digits: 1000; debian: 4000")
+    ap.add_argument("--n-test", type=rc.int_at_least(1), default=None, help="digits: the rest (797); debian: 1000")
     a = ap.parse_args(argv)
     print("| data / link | K1max | T | widths | train docs | test docs | training (us / doc-iteration) | "
           "of it global | test chain (us / doc-iteration) | test / training | test parts: "

@@ -22,6 +22,8 @@ import numpy as np
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
+import _repro_common as rc  # noqa: E402
+
 from pygbn import GBN  # noqa: E402
 from pygbn.datasets import load_demo  # noqa: E402
 from pygbn.inference import GibbsSampler  # noqa: E402
@@ -44,9 +46,9 @@ def _min_time(fn, repeats):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sweeps", type=int, default=20)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--fit-iterations", type=int, default=100)
+    ap.add_argument("--sweeps", type=rc.int_at_least(1), default=20)
+    ap.add_argument("--repeats", type=rc.int_at_least(1), default=3)
+    ap.add_argument("--fit-iterations", type=rc.int_at_least(1), default=100)
     a = ap.parse_args(argv)
     Y = load_demo().counts.astype(np.float64).tocsr()
     print(f"demo corpus {Y.shape}, {int(Y.sum())} tokens, nnz {Y.nnz}; load {os.getloadavg()}")

@@ -46,6 +46,8 @@ import scipy.sparse as sp
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
+import _repro_common as rc  # noqa: E402
+
 import pygbn  # noqa: E402
 
 
@@ -225,12 +227,13 @@ def run(args) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=_tokens, default=500_000)
-    ap.add_argument("--V", type=int, default=20_000)
-    ap.add_argument("--K", type=int, default=100)
-    ap.add_argument("--iterations", type=int, default=30)
-    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--V", type=rc.int_at_least(1), default=20_000)
+    ap.add_argument("--K", type=rc.int_at_least(1), default=100)
+    ap.add_argument("--iterations", type=rc.int_at_least(3), default=30,
+                    help="iterations per fit (at least 3: the figures are means after the first two)")
+    ap.add_argument("--workers", type=rc.int_at_least(1), nargs="+", default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeats", type=int, default=3, help="fits per run (the fastest is reported)")
+    ap.add_argument("--repeats", type=rc.int_at_least(1), default=3, help="fits per run (the fastest is reported)")
     run(ap.parse_args(argv))
     return 0
 

@@ -121,6 +121,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if not args.corpus.is_file():
         ap.error(f"no such corpus file: {args.corpus}")
+    for flag, value, low in (("--K", args.K, 1), ("--iters", args.iters, 1), ("--top", args.top, 0)):
+        if value < low:   # (not _repro_common's types: it imports numpy before the first RSS phase)
+            ap.error(f"argument {flag}: must be an integer >= {low}, got '{value}'")
+    if args.n_jobs == 0:
+        ap.error("argument --n-jobs: must be a non-zero integer (n_jobs; -1: all CPUs), got '0'")
 
     r0 = rss_mb()
     import numpy as np
