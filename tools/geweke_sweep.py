@@ -33,11 +33,22 @@ HYPER = Hyperparameters(a0=3.0, b0=3.0, e0=3.0, f0=3.0)
 
 
 def _seeds(text: str):
+    """``"100-139,25"`` -> [100, ..., 139, 25]; argparse's error for anything else."""
     out = []
     for part in text.split(","):
         lo, _, hi = part.partition("-")
+        if not (lo.isdigit() and (hi.isdigit() or not hi)) or int(hi or lo) < int(lo):
+            raise argparse.ArgumentTypeError(f"seeds are N or LO-HI (LO <= HI) joined by commas, got {text!r}")
         out.extend(range(int(lo), int(hi or lo) + 1))
     return out
+
+
+def _widths(text: str):
+    """``"3,2,2"`` -> [3, 2, 2]; argparse's error for anything but positive ints."""
+    parts = text.split(",")
+    if not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"widths are positive integers joined by commas, got {text!r}")
+    return [int(p) for p in parts]
 
 
 def run_one(method, widths, link, n, seed, dense_from=None):
@@ -76,11 +87,11 @@ def summary(rows, threshold):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("method", nargs="?")
-    ap.add_argument("widths", nargs="?", help="layer widths, e.g. 3,2,2")
-    ap.add_argument("link", nargs="?", default="poisson")
+    ap.add_argument("method", nargs="?", choices=("collapsed", "blocked", "partial"))
+    ap.add_argument("widths", nargs="?", type=_widths, help="layer widths, e.g. 3,2,2")
+    ap.add_argument("link", nargs="?", default="poisson", choices=("poisson", "bernoulli", "prg"))
     ap.add_argument("--n", type=int, default=5000, help="iterations (and marginal draws)")
-    ap.add_argument("--seeds", default="100-139", help="e.g. 100-139,25")
+    ap.add_argument("--seeds", type=_seeds, default="100-139", help="e.g. 100-139,25")
     ap.add_argument("--dense-from", type=int, default=None,
                     help="CollapsedState.DENSE_FROM (the term-list tests use 2 and 4)")
     ap.add_argument("--save", type=Path, default=None, help="directory for the draws")
@@ -105,10 +116,10 @@ def main(argv=None):
             ap.error("method and widths are required without --load")
         if a.n < 50:
             ap.error("--n must be at least 50 (the batch-means estimator's 50 batches)")
-        widths = [int(w) for w in a.widths.split(",")]
+        widths = a.widths
         if a.save is not None:
             a.save.mkdir(parents=True, exist_ok=True)
-        for s in _seeds(a.seeds):
+        for s in a.seeds:
             mc, sc = run_one(a.method, widths, a.link, a.n, s, a.dense_from)
             if a.save is not None:
                 np.savez_compressed(a.save / f"seed{s}.npz",
