@@ -33,7 +33,7 @@ import numpy as np
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
-from _repro_common import default_data_dir, load_corpus, subset_rows  # noqa: E402
+from _repro_common import default_data_dir, int_at_least, load_corpus, subset_rows  # noqa: E402
 
 from pygbn.evaluation import split_tokens  # noqa: E402
 from pygbn.inference.gibbs import GibbsSampler  # noqa: E402
@@ -82,8 +82,8 @@ def main(argv=None):
     ap.add_argument("--data-dir", type=Path, default=None,
                     help="folder of the data sets (default: $PYGBN_DATA_DIR, else ../shared/data beside the "
                          "checkout, else /work/shared/data)")
-    ap.add_argument("--n-docs", type=int, default=8000, help="random subset of documents (0: all)")
-    ap.add_argument("--K", type=int, default=100)
+    ap.add_argument("--n-docs", type=int_at_least(0), default=8000, help="random subset of documents (0: all)")
+    ap.add_argument("--K", type=int_at_least(1), default=100)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--every", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
