@@ -30,7 +30,8 @@ interpreter, numpy/scipy and the loaded corpus) is one library's alone:
   ``N`` threads or workers, for thread-scaling rows on a many-core machine;
 * ``dask-1``, ``dask-2`` (``--dask``): ``pygbn.dask.DaskGBN`` (blocked,
   ``n_jobs=1``) on a local cluster of 1 and 2 single-threaded worker
-  processes (see :func:`run_dask`); its peak resident size is the sum of
+  processes (see :func:`run_dask`; without dask and distributed the tool
+  says so once and leaves these runs out); its peak resident size is the sum of
   the workers' (each holds its partition and a Dask worker's own ~100 MB),
   and the table's last column gives its overhead per iteration beside the
   one-process ``blocked-1`` fit of the same corpus and K (when measured).
@@ -342,13 +343,19 @@ def main(argv=None):
     missing_tomotopy = [run for run in runs if parse_run(run)[0] == "tomotopy"]
     if missing_tomotopy and importlib.util.find_spec("tomotopy") is not None:
         missing_tomotopy = []
-    runs = [run for run in runs if run not in missing_tomotopy]
+    missing_dask = [run for run in runs if parse_run(run)[0] == "dask"]
+    if missing_dask and all(importlib.util.find_spec(m) is not None for m in ("dask", "distributed")):
+        missing_dask = []
+    runs = [run for run in runs if run not in missing_tomotopy + missing_dask]
     load = os.getloadavg()
     print(f"# pygbn bench_scale: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} at start; link {args.link}; wall-clock seconds per iteration, "
           f"the smallest of {args.repeats} run(s)")
     if missing_tomotopy:
         print(f"# tomotopy is not installed (pip install tomotopy): no {', '.join(missing_tomotopy)} rows")
+    if missing_dask:
+        print(f"# dask and distributed are not installed (pip install \"dask[array]\" distributed): "
+              f"no {', '.join(missing_dask)} rows")
     if not runs:
         ap.error("no runs left to measure")
     late = f"after {args.late}" if args.late else "late"

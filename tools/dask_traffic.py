@@ -234,7 +234,12 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=rc.int_at_least(1), nargs="+", default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=rc.int_at_least(1), default=3, help="fits per run (the fastest is reported)")
-    run(ap.parse_args(argv))
+    args = ap.parse_args(argv)
+    try:
+        import pygbn.dask  # noqa: F401  (needs dask and distributed)
+    except ImportError as exc:
+        sys.exit(f"dask_traffic: {exc}")
+    run(args)
     return 0
 
 
