@@ -28,6 +28,8 @@ import numpy as np
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
+import _repro_common as rc  # noqa: E402
+
 import pygbn.random as R
 from pygbn import stats as S
 from pygbn.random._api import _kernel
@@ -148,7 +150,7 @@ def gamma_row_table(repeat, scale):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="10x fewer draws")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=rc.int_at_least(1), default=5)
     ap.add_argument("--rows", action="store_true",
                     help="only the gamma row kernels at the Dirichlet's and theta's shapes")
     args = ap.parse_args(argv)
