@@ -405,8 +405,9 @@ def multinomial_split(n, weights, size=None, random_state=None, n_jobs=None):
     merged against the cumulative weights in one pass (O(n + k)).  ``n > k``:
     conditional binomials ``x_i ~ Bin(n - x_<i, w_i / sum(w_>=i))`` with the
     ratio clipped to [0, 1] (O(k) binomial draws; numpy's BTPE for large
-    means, our ``log1p`` inversion for small ones).  Rows of ``weights``
-    shared by broadcasting are not copied.
+    means, our ``log1p`` inversion for small ones).  One row of ``weights``
+    for every count (1-d ``weights``) is not copied; rows that broadcasting
+    repeats in a batch of several rows are (as much memory as the output).
 
     References
     ----------

@@ -165,8 +165,11 @@ def flat_param(arr: np.ndarray, shape: tuple, dtype) -> np.ndarray:
 def rows(arr: np.ndarray, batch: tuple) -> np.ndarray:
     """``arr`` (shape ``(..., k)``) broadcast to ``batch + (k,)`` as a 2-d array of rows.
 
-    Each row is contiguous; rows shared by broadcasting are not copied
-    (stride 0), so one weight vector for many counts costs nothing.
+    Each row is contiguous.  A single row for the whole batch is not copied
+    (stride 0 between rows), so one weight vector for many counts costs
+    nothing; the kernels take rows a fixed stride apart, so rows of a
+    several-row ``arr`` that broadcasting repeats (``(m, k)`` against a batch
+    ``(j, m)``) are copied out to the batch.
     """
     k = arr.shape[-1]
     base = np.ascontiguousarray(arr, dtype=np.float64)
