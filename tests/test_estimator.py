@@ -39,6 +39,11 @@ def _same_networks(a, b):
         np.testing.assert_array_equal(na.r, nb.r)
         assert na.gamma0 == nb.gamma0 and na.c0 == nb.c0
         assert [l.c_median for l in na.layers] == [l.c_median for l in nb.layers]
+        # every other part a model file stores: a round trip that lost a layer's eta (each
+        # layer written with layer one's) or the hyper-parameters passed the checks above
+        assert [l.eta for l in na.layers] == [l.eta for l in nb.layers]
+        assert na.hyper == nb.hyper and na.link.to_dict() == nb.link.to_dict()
+        assert na.vocabulary == nb.vocabulary
 
 
 # ------------------------------------------------------------------ fitting
@@ -505,7 +510,10 @@ def test_single_document_and_single_term():
 # ----------------------------------------------------------------- save/load
 def test_save_load_round_trip_exact(counts, tmp_path):
     Xtr, Xho = pygbn.split_tokens(counts, 0.5, random_state=0)
-    m = GBN(n_components=8, n_layers=2, eta=(0.05, 0.1), random_state=4, **QUICK)
+    # eta and the hyper-parameters all distinct: a file that swapped or dropped any of them
+    # would load a different network
+    m = GBN(n_components=8, n_layers=2, eta=(0.05, 0.1), random_state=4,
+            hyperparameters={"a0": 0.02, "b0": 0.03, "e0": 1.5, "f0": 2.5}, **QUICK)
     m.fit(Xtr, heldout=Xho, vocabulary=[f"w{i}" for i in range(counts.shape[1])])
     path = tmp_path / "model.npz"
     m.save(path)
