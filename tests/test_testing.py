@@ -309,3 +309,54 @@ def test_real_inputs_read_as_the_samplers_read_them():
         gof_discrete([0, 1, 2], lambda k: st.poisson.logpmf(k, 1.0), support=(0, 10**400))
     # Python ints past int64 are numbers
     assert 0 < moment_test([2**70, 2**70 + 2**20], 2.0**70, 2.0**39).pvalue <= 1
+
+
+# --- calibration: checks that pass too easily lose their power silently (review, session 31) ---
+
+def test_pooled_chisquare_is_pearsons_test():
+    """Where no bin needs pooling the statistic, degrees of freedom and p-value are
+    scipy's ``chisquare``'s.  The pass/fail tests above still passed with the statistic
+    scaled by 0.7 or the p-value read at 2 extra degrees of freedom: checks that reject
+    too rarely, which weakens every goodness-of-fit test of the suite."""
+    rng = np.random.default_rng(31)
+    for k in (2, 5, 12, 40):
+        p = rng.dirichlet(np.full(k, 5.0))
+        obs = rng.multinomial(2000, p).astype(np.float64)
+        exp = 2000 * p
+        assert exp.min() >= 5                         # nothing pooled
+        res = pooled_chisquare(obs, exp)
+        ref = st.chisquare(obs, exp)
+        assert res.n_bins == k and res.dof == k - 1
+        assert res.statistic == pytest.approx(ref.statistic, rel=1e-12)
+        assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+    # pooled bins are tested as one: [0.5, 0.5, 9] against [2, 2, 6] pools the first two
+    res = pooled_chisquare([1, 0, 0, 9], [2.5, 2.5, 0.0, 5.0], min_expected=5)
+    ref = st.chisquare([1, 9], [5.0, 5.0])
+    assert res.dof == 1 and res.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_moment_z_scores_are_standard_normal_for_exact_draws():
+    """z_mean and z_var over 1000 samples of 1000 normal draws: mean 0 and sd 1.  The
+    power test above (mean off by 30 sd of the sample mean, variance off by 5%) still
+    passed with either z halved.  The sd of 1000 z-scores has sd 1 / sqrt(2000) = 0.022:
+    the bounds 0.88-1.12 are 5.4 of them (z_var's own normal approximation at n = 1000,
+    skewness sqrt(8 / n) = 0.09, moves its sd by far less); the mean's sd is 0.032."""
+    rng = np.random.default_rng(32)
+    z = np.array([[moment_test(x, 2.0, 9.0).z_mean, moment_test(x, 2.0, 9.0).z_var]
+                  for x in rng.normal(2.0, 3.0, size=(1000, 1000))])
+    assert np.all(np.abs(z.mean(axis=0)) < 0.16), z.mean(axis=0)
+    assert np.all((z.std(axis=0) > 0.88) & (z.std(axis=0) < 1.12)), z.std(axis=0)
+
+
+def test_draws_outside_an_explicit_support_are_tested():
+    """With ``support=(lo, hi)`` the number of draws outside it is tested against the
+    law's mass there (exact binomial): a sampler that never leaves 0..5 (Poisson(3) has
+    8.4% of its mass above 5) fails, and so does one that leaves it too often, however
+    well the draws inside fit.  Dropping that test left every check above passing."""
+    lp = lambda k: st.poisson.logpmf(k, 3.0)     # noqa: E731
+    x = np.random.default_rng(33).poisson(3.0, 10**4)
+    assert gof_discrete(x, lp, support=(0, 5)).pvalue > ALPHA
+    res = gof_discrete(x[x <= 5], lp, support=(0, 5))        # the tail cut off
+    assert res.method == "chi2+binomial" and res.pvalue < 1e-100
+    heavy = np.r_[x, np.full(400, 9)]                          # 4% too many above 5
+    assert gof_discrete(heavy, lp, support=(0, 5)).pvalue < ALPHA
