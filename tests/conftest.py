@@ -5,6 +5,13 @@ import types
 import pytest
 
 
+def pytest_configure(config):
+    # registered here, not in pyproject.toml, so that tests copied out of the checkout (run
+    # against an installed package, without its pytest settings) know the marker too
+    config.addinivalue_line(
+        "markers", "slow: heavier statistical sweeps and real-corpus fits (run with -m slow)")
+
+
 class FakeFrame:
     """Stands in for pandas.DataFrame / polars.DataFrame where neither is installed: it keeps
     the data and the keyword arguments it was built with."""
