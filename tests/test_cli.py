@@ -663,6 +663,8 @@ def test_jobs_help_says_auto_depends_on_it():
     for name in ("fit", "demo"):
         jobs = next(a for a in sub.choices[name]._actions if "--jobs" in a.option_strings)
         assert "do not depend" not in jobs.help and "partial" in jobs.help and "collapsed" in jobs.help
+    if not CLI_MD.exists():  # the help above is checked everywhere; the page only beside a checkout
+        pytest.skip("docs/cli.md is not beside the tests")
     doc = " ".join(CLI_MD.read_text(encoding="utf-8").split())
     never = doc.index("changes the speed, never the result")
     assert doc[never - 60:never].endswith("For a given layer-one update `--jobs` ")

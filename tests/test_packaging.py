@@ -5,6 +5,7 @@ Static checks of ``pyproject.toml``, ``MANIFEST.in`` and
 ``tools/build_wheel.py`` and by the workflow itself).  Skipped where the
 checkout is not beside the tests (an installed copy).
 """
+import os
 import re
 from pathlib import Path
 
@@ -89,6 +90,7 @@ def test_cibuildwheel_covers_every_platform_and_tests_the_wheel(pyproject):
         assert any(r.startswith(req) for r in cfg["test-requires"])
 
 
+@pytest.mark.skipif(not (REPO / ".github").is_dir(), reason="the release workflow is not in the sdist")
 def test_release_workflow_builds_every_platform_and_publishes_on_tags():
     text = (REPO / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8")
     for runner in ("ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "macos-15-intel", "windows-latest"):
@@ -117,3 +119,27 @@ def test_setup_py_translates_nothing_outside_a_build():
     version = re.search(r'__version__ = "([^"]+)"', (REPO / "pygbn" / "_version.py").read_text()).group(1)
     assert res.stdout.strip().splitlines()[-1] == version
     assert "OpenMP" not in res.stdout and "Cythoniz" not in res.stdout + res.stderr
+
+
+def test_tests_copied_out_of_the_checkout_pass_or_skip(tmp_path):
+    """The tests run against an installed package from a copy of ``tests/`` alone (as a wheel's
+    tests run): those that read the checkout (docs/, tools/, pyproject.toml) skip with a reason
+    instead of failing, and the marker ``slow`` is known without the checkout's pytest settings.
+    Collects every module, and runs those that read ``tools/`` and ``pyproject.toml``."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pygbn
+
+    shutil.copytree(REPO / "tests", tmp_path / "tests",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.py[cod]"))
+    env = {**os.environ, "PYTHONPATH": str(Path(pygbn.__file__).resolve().parent.parent)}
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "not slow",
+            "-W", "error::pytest.PytestUnknownMarkWarning"]
+    runs = [["--collect-only", "tests"],
+            ["-rs", "tests/test_datasets.py", "tests/test_cli.py::test_jobs_help_says_auto_depends_on_it"]]
+    for args in runs:
+        res = subprocess.run(base + args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        assert "not beside the tests" in res.stdout or "--collect-only" in args
