@@ -194,11 +194,11 @@ def test_count_argument_types_name_the_flag_and_the_value(capsys):
     ap.add_argument("--jobs", type=rc.n_jobs_arg)
     a = ap.parse_args(["--K", "3", "--late", "0", "--jobs", "-1"])
     assert (a.K, a.late, a.jobs) == (3, 0, -1)
-    for argv, message in [(["--K", "0"], "argument --K: must be an integer >= 1, got '0'"),
-                          (["--K", "2.5"], "argument --K: must be an integer >= 1, got '2.5'"),
-                          (["--late", "-1"], "argument --late: must be an integer >= 0, got '-1'"),
-                          (["--jobs", "0"], "argument --jobs: must be a non-zero integer"),
-                          (["--jobs", "x"], "argument --jobs: must be a non-zero integer")]:
+    for argv, message in [(["--K", "0"], "argument --K: expected an int >= 1, got '0'"),
+                          (["--K", "2.5"], "argument --K: expected an int >= 1, got '2.5'"),
+                          (["--late", "-1"], "argument --late: expected an int >= 0, got '-1'"),
+                          (["--jobs", "0"], "argument --jobs: expected a non-zero int"),
+                          (["--jobs", "x"], "argument --jobs: expected a non-zero int")]:
         with pytest.raises(SystemExit) as e:
             ap.parse_args(argv)
         assert e.value.code == 2 and message in capsys.readouterr().err

@@ -421,39 +421,20 @@ def parse_ints(text: str, name: str) -> List[int]:
 
 
 def int_at_least(low: int):
-    """An argparse ``type``: an int >= ``low``, else argparse's error naming the flag and the value.
+    """An argparse ``type``: an int >= ``low``, else argparse's error naming the flag and the
+    value (status 2), instead of failing later in the run or printing a table of inf and nan:
+    the command line's own (:func:`pygbn.cli.parser.int_at_least`)."""
+    from pygbn.cli.parser import int_at_least as conv
 
-    ``ap.add_argument("--K", type=int_at_least(1))`` makes ``--K 0`` exit with
-    ``error: argument --K: must be an integer >= 1, got '0'`` (status 2) instead of
-    failing later in the run or printing a table of inf and nan.
-    """
-    import argparse
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except (TypeError, ValueError):
-            value = None
-        if value is None or value < low:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
-        return value
-
-    parse.__name__ = f"int_at_least_{low}"
-    return parse
+    return conv(low)
 
 
 def n_jobs_arg(text: str) -> int:
     """An argparse ``type`` for a thread count passed on as pygbn's ``n_jobs``: a non-zero int
-    (negative as in scikit-learn: -1 all CPUs), else argparse's error naming the flag."""
-    import argparse
+    (-1: all CPUs), as the command line's ``--jobs`` (:func:`pygbn.cli.parser.n_jobs_arg`)."""
+    from pygbn.cli.parser import n_jobs_arg as conv
 
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        value = 0
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be a non-zero integer (n_jobs; -1: all CPUs), got {text!r}")
-    return value
+    return conv(text)
 
 
 # ------------------------------------------------------ seed-spread pages

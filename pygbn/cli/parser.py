@@ -52,7 +52,9 @@ def _build_kind() -> str:
 
     return "OpenMP kernels" if openmp_enabled() else "serial kernels: built without OpenMP"
 
-def _int_at_least(minimum: int):
+def int_at_least(minimum: int):
+    """An argparse ``type``: an int >= ``minimum``, else argparse's error naming the flag and the
+    value (status 2); the benchmark tools' count flags use it too."""
     def conv(text: str) -> int:
         try:
             v = int(text)
@@ -66,8 +68,8 @@ def _int_at_least(minimum: int):
     return conv
 
 
-_pos_int = _int_at_least(1)
-_nonneg_int = _int_at_least(0)
+_pos_int = int_at_least(1)
+_nonneg_int = int_at_least(0)
 
 
 def _float_arg(what: str, ok: Callable[[float], bool]):
@@ -85,9 +87,9 @@ def _float_arg(what: str, ok: Callable[[float], bool]):
     return conv
 
 
-def _n_jobs(text: str) -> int:
-    """--jobs: an int other than 0 (-1: all cores), at most MAX_N_JOBS, resolved as ``n_jobs``
-    everywhere."""
+def n_jobs_arg(text: str) -> int:
+    """--jobs (and the benchmark tools' thread counts): an int other than 0 (-1: all cores), at
+    most MAX_N_JOBS, resolved as ``n_jobs`` everywhere."""
     try:
         v = int(text)
     except ValueError:
@@ -106,7 +108,7 @@ def _encoding(text: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown encoding {text!r} (e.g. utf-8, latin-1, cp1252)") from None
 
 
-_n_jobs.__name__ = "n_jobs"
+n_jobs_arg.__name__ = "n_jobs"
 _encoding.__name__ = "encoding"
 #: --errors: what to do with bytes the encoding cannot decode
 DECODE_ERRORS = ("strict", "replace", "ignore", "backslashreplace")
@@ -188,7 +190,7 @@ def _add_test_chain_options(p) -> None:
                    help="collected iterations (default: the model's, 500)")
     g.add_argument("--seed", type=_nonneg_int, default=None,
                    help=f"random seed (default: the model's, or {DEFAULT_TEST_SEED} if it has none)")
-    g.add_argument("--jobs", type=_n_jobs, default=1, metavar="N", help="threads (-1: all cores; default: 1)")
+    g.add_argument("--jobs", type=n_jobs_arg, default=1, metavar="N", help="threads (-1: all cores; default: 1)")
 
 
 INPUT_HELP = ("a count matrix (.mtx, .mtx.gz, .npz, .npy, or .csv/.tsv of numbers; documents x terms), "
@@ -262,7 +264,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     g.add_argument("--min-width", type=_nonneg_int, default=4, metavar="K",
                    help="stop adding layers once a width is at most K (default: %(default)s)")
     g.add_argument("--seed", type=_nonneg_int, default=None, help="random seed (default: fresh entropy)")
-    g.add_argument("--jobs", type=_n_jobs, default=1, metavar="N",
+    g.add_argument("--jobs", type=n_jobs_arg, default=1, metavar="N",
                    help="threads for the document-parallel kernels, -1 for all cores (default: 1). With "
                    "the default --method auto it also picks the layer-one update (collapsed for --jobs 1, "
                    "partial for any other value, -1 included), so the result changes with it; with an "
@@ -382,7 +384,7 @@ def _build(width: Optional[int]) -> Tuple[argparse.ArgumentParser, Dict[str, arg
     p.add_argument("--collect", type=_nonneg_int, default=DEMO_COLLECT, metavar="C",
                    help="iterations after pruning, per layer (default: %(default)s)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default: %(default)s)")
-    p.add_argument("--jobs", type=_n_jobs, default=1, metavar="N",
+    p.add_argument("--jobs", type=n_jobs_arg, default=1, metavar="N",
                    help="threads (-1: all cores; default: %(default)s); any value but 1 fits with the "
                    "partial instead of the collapsed layer-one update, so the result differs")
     p.add_argument("--n-topics", type=_pos_int, default=5, metavar="N",
