@@ -26,6 +26,7 @@ import numpy as np
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
 
+from pygbn.estimator import METHODS  # noqa: E402
 from pygbn.inference import geweke  # noqa: E402
 from pygbn.model import Hyperparameters  # noqa: E402
 
@@ -87,7 +88,7 @@ def summary(rows, threshold):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("method", nargs="?", choices=("collapsed", "blocked", "partial"))
+    ap.add_argument("method", nargs="?", choices=METHODS)
     ap.add_argument("widths", nargs="?", type=_widths, help="layer widths, e.g. 3,2,2")
     ap.add_argument("link", nargs="?", default="poisson", choices=("poisson", "bernoulli", "prg"))
     ap.add_argument("--n", type=int, default=5000, help="iterations (and marginal draws)")
