@@ -427,6 +427,28 @@ def test_encoding_and_errors_options(tmp_path, capsys, monkeypatch):
     assert code == 1 and "could not decode standard input as utf-8" in err
 
 
+def test_compressed_text_input_is_refused(tmp_path, capsys, monkeypatch):
+    """A gzip-compressed corpus (docs.txt.gz, or a .csv.gz of counts) was read as text: 'could not
+    decode ... give its encoding (e.g. --encoding latin-1)', advice that fitted a model of noise
+    words (exit 0); now one line naming the compression, whatever --encoding and --errors say."""
+    import gzip
+
+    docs = "apple banana cherry elderberry\nbanana cherry grape\n" * 5
+    (tmp_path / "docs.txt.gz").write_bytes(gzip.compress(docs.encode()))
+    (tmp_path / "counts.csv.gz").write_bytes(gzip.compress(b"1,0,2\n0,3,1\n"))
+    (tmp_path / "named.csv").write_bytes(gzip.compress(b"1,0,2\n0,3,1\n"))
+    fit = ["--n-components", "3", "--layers", "1", "--burn-in", "2", "--collect", "2", "--seed", "0", "-q"]
+    for name in ("docs.txt.gz", "counts.csv.gz", "named.csv"):
+        for extra in ([], ["--encoding", "latin-1"], ["--errors", "replace"]):
+            code, out, err = _main(capsys, "fit", tmp_path / name, *fit, *extra, "-o", tmp_path / "m.npz")
+            assert code == 1 and len(err.strip().splitlines()) == 1, err
+            assert f"{name}' is gzip-compressed, not text: decompress it first" in err, err
+            assert "--encoding" not in err and not (tmp_path / "m.npz").exists()
+    monkeypatch.setattr(sys, "stdin", _stdin(gzip.compress(docs.encode())))
+    code, out, err = _main(capsys, "fit", "-", *fit, "--errors", "replace", "-o", tmp_path / "s.npz")
+    assert code == 1 and "gzip-compressed" in err, err
+
+
 def _sigint_as_from_a_terminal():  # pragma: no cover - runs in the child, between fork and exec
     """In the child, between fork and exec: SIGINT as an interactive shell hands it to a
     foreground command, at its default disposition (Python then installs its KeyboardInterrupt

@@ -603,6 +603,42 @@ def test_shared_digits_reads_as_dense_npz():
     assert X.max() == 16 and X.nnz == 58736
 
 
+@pytest.mark.parametrize("fmt", ["gzip", "bzip2", "xz", "zip"])
+def test_compressed_text_is_refused_whatever_the_encoding(tmp_path, fmt):
+    """Compressed bytes read as text were a DecodeError advising another encoding, and with
+    encoding='latin-1' or errors='replace' a corpus of noise words; now a ValueError naming the
+    format, for a file, a stream, a folder and a word list."""
+    import bz2
+    import gzip
+    import io
+    import lzma
+    import zipfile
+
+    data = "apple banana cherry\n".encode() * 50
+    if fmt == "zip":
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("docs.txt", data)
+        packed = buf.getvalue()
+    else:
+        packed = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[fmt](data)
+    p = tmp_path / "docs.txt.z"
+    p.write_bytes(packed)
+    for kwargs in ({}, {"encoding": "latin-1"}, {"errors": "replace"}):
+        with pytest.raises(ValueError, match=f"docs.txt.z' is {fmt}-compressed, not text") as info:
+            tx.read_lines(p, **kwargs)
+        assert not isinstance(info.value, tx.DecodeError)
+        with pytest.raises(ValueError, match=f"is {fmt}-compressed"):
+            tx.read_lines(io.BytesIO(packed), **kwargs)
+    with pytest.raises(ValueError, match=f"is {fmt}-compressed"):
+        tx.read_folder(tmp_path, errors="replace")
+    with pytest.raises(ValueError, match=f"is {fmt}-compressed"):
+        tx.read_vocab(p)
+    # text that merely starts like a signature is text
+    for start in (b"BZh9 apple\n", b"BZh91AY apple\n", b"PK apple\n"):
+        assert tx.read_lines(io.BytesIO(start)) == [start.decode().strip()]
+
+
 def test_read_lines_from_a_stream_and_decode_errors(tmp_path):
     import io
 

@@ -67,14 +67,37 @@ def _is_utf8(encoding: str) -> bool:
         return False
 
 
+#: the leading bytes of compressed files, which no text starts with (bzip2: its signature and the
+#: start of its first block; zip: a local file header)
+_COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"),
+                     (b"PK\x03\x04", "zip"))
+_BZIP2_BLOCK = b"1AY&SY"
+
+
+def _compression(data: bytes) -> Optional[str]:
+    """The compression format whose signature ``data`` starts with, else None."""
+    for magic, fmt in _COMPRESSED_MAGIC:
+        if data.startswith(magic):
+            return fmt
+    if data[:3] == b"BZh" and data[3:4] in b"123456789" and data[4:10] == _BZIP2_BLOCK:
+        return "bzip2"
+    return None
+
+
 def _decode(data, encoding: str, errors: str, name: str) -> str:
     """Bytes (or str) as text with universal newlines (``\\r\\n`` and ``\\r`` become ``\\n``).
 
     A byte order mark at the start of UTF-8 bytes is dropped (as the
     ``utf-8-sig`` codec does), so that it never becomes part of the first
     document or term; byte offsets in a :class:`DecodeError` still count it.
+    Compressed bytes (gzip, bzip2, xz, zstd, zip) are a ValueError, whatever
+    the encoding and errors: decoded, they are words of noise.
     """
     if isinstance(data, bytes):
+        fmt = _compression(data)
+        if fmt is not None:
+            raise ValueError(f"{name!r} is {fmt}-compressed, not text: decompress it first (only Matrix "
+                             "Market count files are read compressed, as .mtx.gz or .mtx.bz2)")
         try:
             data = data.decode(encoding, errors)
         except UnicodeDecodeError as exc:
@@ -118,7 +141,8 @@ def read_lines(path, *, encoding: str = "utf-8", errors: str = "strict", skip_em
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If ``path`` is a folder, or cannot be decoded (:class:`DecodeError`).
+        If ``path`` is a folder, cannot be decoded (:class:`DecodeError`), or
+        is compressed (gzip, bzip2, xz, zstd or zip bytes).
     """
     if hasattr(path, "read"):
         text = _decode(path.read(), encoding, errors, str(getattr(path, "name", "<stream>")))
