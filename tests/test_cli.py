@@ -961,6 +961,28 @@ def test_trace_warns_when_the_fits_differ(work, tmp_path, capsys):
     assert code == 0 and err == ""
 
 
+def test_trace_refuses_one_chain_counted_twice(work, tmp_path, capsys):
+    """'pygbn trace a.npz a.npz' (or a.npz and a link to it) compared a chain with itself and
+    printed an R-hat near 1, as if converged; a copy of a fit (or a refit with the same seed)
+    too. The same file twice is now an error, identical traces a warning."""
+    d = work["dir"]
+    fit = ["--n-components", "4", "--layers", "1", "--burn-in", "8", "--collect", "4", "-q", "--trace-every", "1"]
+    for name, seed in (("a", "1"), ("b", "2"), ("c", "1")):
+        assert _main(capsys, "fit", d / "train.npz", "--vocab", d / "vocab.txt", *fit, "--seed", seed,
+                     "-o", tmp_path / f"{name}.npz")[0] == 0
+    os.symlink(tmp_path / "a.npz", tmp_path / "link.npz")
+    for twice in ("a.npz", "link.npz", "./a.npz"):
+        code, out, err = _main(capsys, "trace", tmp_path / "a.npz", tmp_path / "b.npz", tmp_path / twice)
+        assert code == 1 and out == "", out
+        assert err.startswith("pygbn: error: the model file ") and "is given twice" in err and len(err.splitlines()) == 1
+    code, out, err = _main(capsys, "trace", tmp_path / "a.npz", tmp_path / "b.npz")
+    assert code == 0 and err == "", err
+    code, out, err = _main(capsys, "trace", tmp_path / "a.npz", tmp_path / "b.npz", tmp_path / "c.npz")
+    assert code == 0 and "R-hat" in out
+    assert err == (f"pygbn: {str(tmp_path / 'a.npz')!r} and {str(tmp_path / 'c.npz')!r} have the same traces (fits "
+                   "with the same seed?): R-hat and ESS are meant for independent chains\n"), err
+
+
 def test_fit_parameter_errors_name_the_options(work, tmp_path, capsys):
     """The estimator's parameter errors reached the command line in Python keywords
     ('method='collapsed' needs count data (link='poisson')', 'layer 1 has burn_in=0 and n_collect=0')."""

@@ -556,9 +556,20 @@ def _settings_that_differ(models: Sequence[GBN]) -> List[str]:
     return out
 
 
+def _same_traces(a: GBN, b: GBN) -> bool:
+    """Whether two fits recorded the same traces (copies of one chain, or fits with one seed)."""
+    return len(a.loglikelihoods_) == len(b.loglikelihoods_) and all(
+        np.array_equal(x, y) for x, y in zip(a.loglikelihoods_, b.loglikelihoods_))
+
+
 def cmd_trace(args) -> int:
     if args.output:
         _check_output(args.output, (".svg",), inputs=args.model)
+    for i, path in enumerate(args.model):     # one chain counted twice makes R-hat look converged
+        for other in args.model[:i]:
+            if os.path.exists(path) and os.path.exists(other) and os.path.samefile(path, other):
+                raise CLIError(f"the model file {other!r} is given twice ({path!r}): R-hat and ESS "
+                               "compare different fits of the same data")
     models = [_load_model(path) for path in args.model]
     for path, m in zip(args.model, models):
         if not isinstance(m, GBN):
@@ -579,6 +590,11 @@ def cmd_trace(args) -> int:
         if differ:
             logger.warning("the models differ in %s: R-hat and ESS are meant for fits of the same data "
                            "with the same settings and different seeds", "; ".join(differ))
+        for i, m in enumerate(models):
+            twin = next((p for p, o in zip(args.model[:i], models[:i]) if _same_traces(o, m)), None)
+            if twin is not None:
+                logger.warning("%r and %r have the same traces (fits with the same seed?): R-hat and ESS "
+                               "are meant for independent chains", twin, args.model[i])
         kept = ("its traced values after the burn-in" if args.discard == "burn_in"
                 else f"the last {1 - args.discard:.0%} of its traced values")
         _out(f"{len(models)} chains: split-R-hat and effective sample size of each depth's stage ({kept})")
