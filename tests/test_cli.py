@@ -983,6 +983,28 @@ def test_trace_refuses_one_chain_counted_twice(work, tmp_path, capsys):
                    "with the same seed?): R-hat and ESS are meant for independent chains\n"), err
 
 
+def test_text_matrices_read_back_as_the_same_numbers(work, tmp_path, capsys):
+    """transform -o f.csv (and .tsv, and generate's CSV of reals) printed 8 significant digits
+    ('%.8g'): read back, the features differed from those of -o f.npy (by up to 5e-9 relative).
+    Floats are now written in their shortest form that reads back exactly."""
+    d = work["dir"]
+    for name in ("f.npy", "f.csv", "f.tsv"):
+        assert _main(capsys, "transform", d / "model.npz", d / "new.mtx", "-o", tmp_path / name,
+                     *TEST_CHAIN)[0] == 0
+    F = np.load(tmp_path / "f.npy")
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "f.csv", delimiter=","), F)
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "f.tsv", delimiter="\t"), F)
+    X = np.random.default_rng(0).gamma(0.5, 2.0, size=(20, 7))
+    np.save(tmp_path / "reals.npy", X)
+    assert _main(capsys, "fit", tmp_path / "reals.npy", "--link", "prg", "--n-components", "3", "--layers", "1",
+                 "--burn-in", "2", "--collect", "2", "--seed", "0", "-q", "-o", tmp_path / "prg.npz")[0] == 0
+    code, out, err = _main(capsys, "generate", tmp_path / "prg.npz", "-n", "4", "--seed", "1")
+    assert code == 0, err
+    G = pygbn.load(tmp_path / "prg.npz").network_.generate(4, random_state=1)
+    G = G.toarray() if sp.issparse(G) else np.asarray(G)
+    np.testing.assert_array_equal(np.loadtxt(out.splitlines(), delimiter=",", ndmin=2), G)
+
+
 def test_fit_parameter_errors_name_the_options(work, tmp_path, capsys):
     """The estimator's parameter errors reached the command line in Python keywords
     ('method='collapsed' needs count data (link='poisson')', 'layer 1 has burn_in=0 and n_collect=0')."""

@@ -84,12 +84,15 @@ def _write_matrix(path: str, M) -> None:
             with open(tmp, "wb") as f:      # a file object: numpy appends nothing to its name
                 np.save(f, A, allow_pickle=False)
             return
-        delim = "\t" if low.endswith(".tsv") else ","
-        fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
-        np.savetxt(tmp, A, fmt=fmt, delimiter=delim)
+        _write_delimited(tmp, A, "\t" if low.endswith(".tsv") else ",")
 
 
 def _write_matrix_stdout(M) -> None:
-    A = M.toarray() if sp.issparse(M) else np.asarray(M)
-    fmt = "%d" if A.dtype.kind in "biu" else "%.8g"
-    np.savetxt(sys.stdout, A, fmt=fmt, delimiter=",")
+    _write_delimited(sys.stdout, M.toarray() if sp.issparse(M) else np.asarray(M), ",")
+
+
+def _write_delimited(target, A: np.ndarray, delimiter: str) -> None:
+    """The rows of a 2-D array as delimited text (to a file name or a text stream): integers as
+    they are, floats in their shortest form that reads back as the same number (numpy's ``str``
+    of a float), as ``.npy`` would keep them."""
+    np.savetxt(target, A, fmt="%d" if A.dtype.kind in "biu" else "%s", delimiter=delimiter)
