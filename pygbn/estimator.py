@@ -597,6 +597,13 @@ class GBN(TransformerProtocol):
             raise ValueError(f"with train_fraction={train_fraction!r} no sample of X holds out any of its "
                              f"{unit} (a sample of n keeps floor(train_fraction * n + 0.5) observed): "
                              f"nothing to hold out, so X cannot be scored alone; lower train_fraction")
+        exponent = int(np.frexp(held.data.max())[1])
+        if exponent < 0:
+            # real values only weigh their cells, and the score does not depend on their scale: a
+            # power of two brings the largest to [0.5, 1) exactly, so that subnormal values (below
+            # 2**-1022) are not rounded to a few multiples of 2**-1074 in sum(y ln q) / sum(y)
+            held = held.copy()
+            held.data = np.ldexp(held.data, -exponent)
         _, ppl = self._infer(observed, depth, heldout=held, checked=True)
         return -float(np.log(ppl))
 

@@ -653,6 +653,19 @@ def test_score_other_links(counts, link):
         m.perplexity(X, X)
 
 
+def test_score_of_subnormal_reals_is_not_rounded():
+    # the held-out reals weigh their cells in sum(y ln q) / sum(y): at 5e-324 (the smallest
+    # subnormal) each product y ln q was rounded to a multiple of 5e-324, so the score came out as
+    # a ratio of small integers (-2.3714... = -83/35) instead of the score of the same pattern at
+    # 1e-300 (whose chain is the same: f0 + sum(y) is 1.0 at both scales)
+    pattern = (np.random.default_rng(0).poisson(1.0, (30, 10)) > 0).astype(float)
+    m = GBN(link="prg", n_components=4, n_layers=1, random_state=0, burn_in=(5, 5), n_collect=5,
+            transform_iter=(5, 5)).fit(pattern)
+    s = m.score(pattern * 1e-300)
+    for scale in (5e-324, 2.0**-1073, 2.0**-1030):
+        assert m.score(pattern * scale) == pytest.approx(s, rel=1e-12, abs=0)
+
+
 def test_feature_names_in_from_vocabulary_and_columns(counts, tmp_path):
     names = [f"w{i}" for i in range(counts.shape[1])]
     m = GBN(n_components=4, n_layers=1, random_state=0, **QUICK).fit(counts)
