@@ -639,6 +639,20 @@ def test_compressed_text_is_refused_whatever_the_encoding(tmp_path, fmt):
         assert tx.read_lines(io.BytesIO(start)) == [start.decode().strip()]
 
 
+def test_utf16_text_starting_like_a_signature_is_text():
+    """The compression check refused UTF-16 text whose first character's bytes are a signature
+    (U+8B1F in UTF-16-LE is 1f 8b, gzip's; U+4B50 U+0403 is 'PK\\x03\\x04', zip's): those bytes
+    are characters there, so only ASCII-compatible encodings are checked."""
+    import io
+
+    for enc, first in (("utf-16-le", "\u8b1f"), ("utf-16-be", "\u1f8b"), ("utf-16-le", "\u4b50\u0403"),
+                       ("utf-32-le", "\u8b1f")):
+        data = (first + " doc\nsecond doc\n").encode(enc)
+        assert tx.read_lines(io.BytesIO(data), encoding=enc) == [first + " doc", "second doc"]
+    with pytest.raises(ValueError, match="gzip-compressed"):      # latin-1 still checked
+        tx.read_lines(io.BytesIO(b"\x1f\x8b\x08\x00 noise"), encoding="latin-1")
+
+
 def test_read_lines_from_a_stream_and_decode_errors(tmp_path):
     import io
 

@@ -74,6 +74,16 @@ _COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5
 _BZIP2_BLOCK = b"1AY&SY"
 
 
+def _ascii_compatible(encoding: str) -> bool:
+    """Whether ``encoding`` writes ASCII as ASCII (UTF-8, latin-1, cp1252, ...): there the
+    compression signatures are not text; in UTF-16 or UTF-32 the same bytes are characters."""
+    sample = "PK\x03\x04BZh91AY&SY(/7zXZ"
+    try:
+        return sample.encode(encoding) == sample.encode("ascii")
+    except (LookupError, UnicodeError):     # an unknown encoding fails in the decoding itself
+        return False
+
+
 def _compression(data: bytes) -> Optional[str]:
     """The compression format whose signature ``data`` starts with, else None."""
     for magic, fmt in _COMPRESSED_MAGIC:
@@ -90,11 +100,12 @@ def _decode(data, encoding: str, errors: str, name: str) -> str:
     A byte order mark at the start of UTF-8 bytes is dropped (as the
     ``utf-8-sig`` codec does), so that it never becomes part of the first
     document or term; byte offsets in a :class:`DecodeError` still count it.
-    Compressed bytes (gzip, bzip2, xz, zstd, zip) are a ValueError, whatever
-    the encoding and errors: decoded, they are words of noise.
+    Compressed bytes (gzip, bzip2, xz, zstd, zip) are a ValueError in any
+    ASCII-compatible encoding, whatever errors says: decoded, they are words of
+    noise (in UTF-16 or UTF-32 the same bytes are characters, and are text).
     """
     if isinstance(data, bytes):
-        fmt = _compression(data)
+        fmt = _compression(data) if _ascii_compatible(encoding) else None
         if fmt is not None:
             raise ValueError(f"{name!r} is {fmt}-compressed, not text: decompress it first (only Matrix "
                              "Market count files are read compressed, as .mtx.gz or .mtx.bz2)")
