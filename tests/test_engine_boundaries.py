@@ -234,6 +234,9 @@ def test_heldout_predictive_checks_its_samples(fitted, Y):
         pred.add(phi[:3], np.ones((Y.shape[0], phi.shape[1])))
     with pytest.raises(ValueError, match="phi must be"):
         pred.add(phi, np.ones((5, phi.shape[1])))
+    # the shapes as given: a scalar phi was reported as shape (1,) (its contiguous copy's)
+    with pytest.raises(ValueError, match=r"got \(\) and"):
+        pred.add(1.0, np.ones((Y.shape[0], phi.shape[1])))
     with pytest.raises(ValueError, match="canonical CSR"):
         HeldoutPredictive(sp.csc_matrix(Y), 1)
 

@@ -77,11 +77,10 @@ class HeldoutPredictive:
         """Add one sample of Phi^(1) (terms x K) and theta^(1) (documents x K): arrays of
         numbers in any layout (read as C-ordered float64, copied only where they are not)."""
         J, V = self.shape
+        ps, ts = np.shape(phi), np.shape(theta)     # as given (ascontiguousarray makes a scalar 1-d)
+        if len(ps) != 2 or len(ts) != 2 or ps[0] != V or ts[0] != J or ps[1] != ts[1]:
+            raise ValueError(f"phi must be ({V}, K) and theta ({J}, K) with one K, got {ps} and {ts}")
         phi, theta = (np.ascontiguousarray(a, dtype=np.float64) for a in (phi, theta))
-        if np.ndim(phi) != 2 or np.ndim(theta) != 2 or phi.shape[0] != V or theta.shape[0] != J \
-                or phi.shape[1] != theta.shape[1]:
-            raise ValueError(f"phi must be ({V}, K) and theta ({J}, K) with one K, got {np.shape(phi)} "
-                             f"and {np.shape(theta)}")
         _blocked.heldout_accumulate(self.indptr, self.indices, phi, theta, self.rate_sums,
                                     self.norm_sums, self.n_threads)
         self.n_samples += 1
