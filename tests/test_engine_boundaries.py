@@ -383,3 +383,11 @@ def test_schedule_names_a_field_that_is_not_per_layer(burn_in, n_collect):
     with pytest.raises(ValueError, match="must be a sequence of one int per layer"):
         Schedule(burn_in, n_collect)
     assert Schedule((3,), [2]).burn_in == (3,)
+
+
+def test_schedule_names_an_entry_of_a_ragged_field():
+    """A ragged burn_in ([1, [2]]) raised numpy's 'inhomogeneous shape' ValueError naming no field."""
+    with pytest.raises(ValueError, match=r"burn_in must be a nonnegative int, got \[2\]"):
+        Schedule([1, [2]], [1, 1])
+    with pytest.raises(ValueError, match=r"n_collect must be a nonnegative int, got \(1, 2\)"):
+        Schedule([1, 1], [1, (1, 2)])

@@ -81,7 +81,11 @@ class Schedule:
     def __post_init__(self):
         for name in ("burn_in", "n_collect"):
             value = getattr(self, name)
-            if isinstance(value, (str, bytes)) or np.ndim(value) != 1:
+            try:
+                ndim = np.ndim(value)
+            except ValueError:      # a ragged sequence ([1, [2]]): its entries are checked below
+                ndim = 1
+            if isinstance(value, (str, bytes)) or ndim != 1:
                 raise ValueError(f"{name} must be a sequence of one int per layer (Schedule.for_layers "
                                  f"expands a single value), got {value!r}")
         burn = tuple(check_int(b, "burn_in", 0) for b in self.burn_in)
