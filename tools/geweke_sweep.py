@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import _path  # noqa: F401,E402  (pygbn: the importable one, else this checkout's)
+import _repro_common as rc  # noqa: E402
 
 from pygbn.estimator import METHODS  # noqa: E402
 from pygbn.inference import geweke  # noqa: E402
@@ -42,14 +43,6 @@ def _seeds(text: str):
             raise argparse.ArgumentTypeError(f"seeds are N or LO-HI (LO <= HI) joined by commas, got {text!r}")
         out.extend(range(int(lo), int(hi or lo) + 1))
     return out
-
-
-def _widths(text: str):
-    """``"3,2,2"`` -> [3, 2, 2]; argparse's error for anything but positive ints."""
-    parts = text.split(",")
-    if not all(p.isdigit() and int(p) >= 1 for p in parts):
-        raise argparse.ArgumentTypeError(f"widths are positive integers joined by commas, got {text!r}")
-    return [int(p) for p in parts]
 
 
 def run_one(method, widths, link, n, seed, dense_from=None):
@@ -89,7 +82,7 @@ def summary(rows, threshold):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("method", nargs="?", choices=METHODS)
-    ap.add_argument("widths", nargs="?", type=_widths, help="layer widths, e.g. 3,2,2")
+    ap.add_argument("widths", nargs="?", help="layer widths, e.g. 3,2,2")
     ap.add_argument("link", nargs="?", default="poisson", choices=("poisson", "bernoulli", "prg"))
     ap.add_argument("--n", type=int, default=5000, help="iterations (and marginal draws)")
     ap.add_argument("--seeds", type=_seeds, default="100-139", help="e.g. 100-139,25")
@@ -117,7 +110,7 @@ def main(argv=None):
             ap.error("method and widths are required without --load")
         if a.n < 50:
             ap.error("--n must be at least 50 (the batch-means estimator's 50 batches)")
-        widths = a.widths
+        widths = rc.parse_ints(a.widths, "widths")
         if a.save is not None:
             a.save.mkdir(parents=True, exist_ok=True)
         for s in a.seeds:
